@@ -1,0 +1,3 @@
+from mcp_codetools.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,66 @@
+"""Command line: `mcp-codetools` serves MCP over stdio (or HTTP); `mcp-codetools doctor` checks the install."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from mcp_codetools import __version__
+from mcp_codetools.config import Settings
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcp-codetools",
+        description="Serve code tools (Read, Grep, Glob, Edit, Write, Bash) over MCP. Logs go to stderr.",
+    )
+    parser.add_argument("--version", action="version", version=f"mcp-codetools {__version__}")
+    parser.add_argument(
+        "--root",
+        action="append",
+        metavar="DIR",
+        help="a workspace root the tools may use (repeatable; default: the current directory)",
+    )
+    parser.add_argument("--log-level", default=os.environ.get("MCP_CODETOOLS_LOG_LEVEL", "WARNING"))
+    parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP: address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8765, help="HTTP: port (default 8765)")
+    parser.add_argument("command", nargs="?", choices=("serve", "doctor"), default="serve")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if args.command == "doctor":
+        from mcp_codetools.doctor import run_doctor
+
+        return run_doctor(args.root)
+    try:
+        settings = Settings.from_env(args.root)
+        from mcp_codetools.server import CodeToolsServer
+
+        app = CodeToolsServer(settings)
+    except ValueError as exc:
+        print(f"mcp-codetools: {exc}", file=sys.stderr)
+        return 2
+    import anyio
+
+    if args.transport == "http":
+        from mcp_codetools.http_server import serve_http
+
+        serve_http(app, args.host, args.port)
+        return 0
+    from mcp_codetools.transport import serve_stdio
+
+    try:
+        anyio.run(serve_stdio, app.server)
+    except KeyboardInterrupt:
+        pass
+    return 0

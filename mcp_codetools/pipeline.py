@@ -1,0 +1,193 @@
+"""
+The six steps of one tool call, top to bottom.
+
+1. Definition: each tool brings its input model, description and hints (`tools/`).
+2. Lookup by name; an unknown name is answered `No such tool available: <name>`.
+3. Structure check: the arguments against the tool's pydantic model, each problem named plainly.
+   The call then takes its place in the dispatcher's order (`dispatcher.py`); inside its slot:
+4. Permission: every path the call touches must resolve inside a workspace root. This runs before
+   the state checks on purpose: those read the file, and reading a file outside the roots to
+   decide that a string is "not found" would already leak it.
+5. State check (`validate_input`: the file was read, has not changed, the string is there), then
+   execution (`call`).
+6. Result mapping: a `ToolOutput` (text for the model, details in meta), errors included.
+
+Every failure a model can cause ends as an error result with its own message. Anything else is logged
+with its traceback and answered as an internal error; cancellation always propagates.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import anyio
+from pydantic import ValidationError
+
+from mcp_codetools.dispatcher import Ticket
+from mcp_codetools.errors import ToolError
+from mcp_codetools.session import CodeSession
+from mcp_codetools.tools.base import CallContext, ProgressFn, Tool, ToolInput, ToolOutput
+
+logger = logging.getLogger(__name__)
+
+META_KEY = "codetools/result"
+PROGRESS_INTERVAL_S = 2.0
+
+
+class Pipeline:
+    """Runs calls for the tools it was built with."""
+
+    def __init__(self, tools: Sequence[Tool[Any]]) -> None:
+        self.tools: dict[str, Tool[Any]] = {tool.name: tool for tool in tools}
+
+    async def run(
+        self,
+        session: CodeSession,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        progress: ProgressFn | None = None,
+    ) -> ToolOutput:
+        # Numbered first, before any await, so the order is the order of arrival.
+        ticket = session.dispatcher.admit(name)
+        started = time.perf_counter()
+        try:
+            output = await self._run(session, ticket, name, arguments, progress)
+        except ToolError as exc:
+            output = ToolOutput(exc.message, meta={"errorCode": exc.code}, is_error=True)
+        except Exception:
+            logger.exception("tool %s raised unexpectedly (call #%d)", name, ticket.seq)
+            output = ToolOutput(
+                f"{name} failed with an internal error; the details are in the server log. "
+                "The call had no effect you can rely on: check the file before trying again.",
+                meta={"errorCode": "internal_error"},
+                is_error=True,
+            )
+        finally:
+            session.dispatcher.discard(ticket)
+        total_ms = (time.perf_counter() - started) * 1000
+        queued_ms = ticket.queued_ms if ticket.started else total_ms
+        output.meta["timing"] = {
+            "seq": ticket.seq,
+            "queuedMs": round(queued_ms, 3),
+            "runMs": round(total_ms - queued_ms, 3),
+        }
+        logger.debug("call #%d %s: queued %.2f ms, ran %.2f ms", ticket.seq, name, queued_ms, total_ms - queued_ms)
+        return output
+
+    async def _run(
+        self,
+        session: CodeSession,
+        ticket: Ticket,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        progress: ProgressFn | None,
+    ) -> ToolOutput:
+        tool = self.tools.get(name)
+        if tool is None:
+            async with session.dispatcher.slot(ticket, safe=False):
+                return ToolOutput(f"No such tool available: {name}", meta={"errorCode": "unknown_tool"}, is_error=True)
+        try:
+            args = tool.input_model.model_validate(dict(arguments or {}))
+        except ValidationError as exc:
+            async with session.dispatcher.slot(ticket, safe=False):
+                return ToolOutput(
+                    format_validation_error(name, exc), meta={"errorCode": "invalid_input"}, is_error=True
+                )
+        safe = _decide_safety(tool, args)
+        ctx = CallContext(session=session, progress=progress or _silent, changes=ticket.changes)
+        if progress is None:
+            async with session.dispatcher.slot(ticket, safe=safe):
+                return await self._execute(tool, args, ctx)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_keepalive, ticket, progress)
+            try:
+                async with session.dispatcher.slot(ticket, safe=safe):
+                    return await self._execute(tool, args, ctx)
+            finally:
+                tg.cancel_scope.cancel()
+        raise AssertionError("unreachable: the slot either returns or raises")
+
+    async def _execute(self, tool: Tool[Any], args: ToolInput, ctx: CallContext) -> ToolOutput:
+        for field_name in tool.path_fields:
+            raw = getattr(args, field_name, None)
+            if raw is None:
+                raw = tool.default_path(field_name, ctx.session)
+            if raw is not None:
+                ctx.paths[field_name] = ctx.session.resolve(raw, field=field_name)
+        await tool.validate_input(args, ctx)
+        output = await tool.call(args, ctx)
+        return output
+
+
+def _decide_safety(tool: Tool[Any], args: ToolInput) -> bool:
+    try:
+        return bool(tool.is_concurrency_safe(args))
+    except Exception:
+        logger.exception("is_concurrency_safe of %s raised; treating the call as not safe", tool.name)
+        return False
+
+
+async def _silent(progress: float, total: float | None, message: str | None) -> None:
+    return None
+
+
+async def _keepalive(ticket: Ticket, progress: ProgressFn) -> None:
+    """Tell a client that resets its timeout on progress that the call is still alive."""
+    ticks = 0
+    while True:
+        await anyio.sleep(PROGRESS_INTERVAL_S)
+        ticks += 1
+        state = "running" if ticket.started else "waiting for earlier calls"
+        try:
+            await progress(float(ticks), None, f"{ticket.label}: {state}")
+        except Exception:
+            logger.debug("progress notification failed", exc_info=True)
+            return
+
+
+def format_validation_error(tool_name: str, exc: ValidationError) -> str:
+    problems = [_describe_problem(err) for err in exc.errors(include_url=False)]
+    head = f"{tool_name} failed due to the following issue{'s' if len(problems) != 1 else ''}:"
+    return "\n".join([head, *problems])
+
+
+_TYPE_NAMES = {
+    "int": "an integer",
+    "string": "a string",
+    "bool": "a boolean",
+    "float": "a number",
+    "list": "a list",
+    "dict": "an object",
+}
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _describe_problem(err: Mapping[str, Any]) -> str:
+    loc = ".".join(str(part) for part in err.get("loc", ())) or "(arguments)"
+    kind = str(err.get("type", ""))
+    value = err.get("input")
+    if kind == "missing":
+        return f"The required parameter `{loc}` is missing."
+    if kind == "extra_forbidden":
+        return f"An unexpected parameter `{loc}` was provided."
+    for prefix, expected in _TYPE_NAMES.items():
+        if kind.startswith(prefix + "_") and ("type" in kind or "parsing" in kind):
+            return f"The parameter `{loc}` must be {expected}, but a {_json_type(value)} was provided."
+    return f"The parameter `{loc}` is invalid: {err.get('msg', 'invalid value')}."

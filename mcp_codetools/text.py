@@ -1,0 +1,140 @@
+"""
+Text as files hold it: which encoding, BOM and line ending a file uses, decoding that keeps every
+byte, and the numbered, size-capped views the model reads.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass
+
+SAMPLE_BYTES = 8192
+MAX_LINE_CHARS = 2000
+
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG", "PNG image"),
+    (b"\xff\xd8\xff", "JPEG image"),
+    (b"GIF8", "GIF image"),
+    (b"%PDF", "PDF document"),
+    (b"PK\x03\x04", "ZIP archive"),
+    (b"\x7fELF", "ELF executable"),
+    (b"\x1f\x8b", "gzip archive"),
+)
+_CONTROL = bytes(c for c in range(32) if c not in (9, 10, 12, 13, 27))
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+class BinaryContentError(Exception):
+    """The bytes are not text; `kind` names what they look like."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+@dataclass(frozen=True, slots=True)
+class TextFormat:
+    """How a file's text is stored, so a write can store it the same way."""
+
+    encoding: str
+    bom: bytes = b""
+    newline: str = "\n"
+
+    @property
+    def ascii_compatible(self) -> bool:
+        return not self.encoding.startswith("utf-16")
+
+    @property
+    def errors(self) -> str:
+        # surrogateescape carries undecodable bytes through a decode/encode round trip unchanged.
+        return "surrogateescape" if self.encoding == "utf-8" else "strict"
+
+    def describe(self) -> str:
+        parts = [self.encoding.upper() + (" with BOM" if self.bom else "")]
+        if self.newline == "\r\n":
+            parts.append("CRLF line endings")
+        return ", ".join(parts)
+
+
+def sniff(sample: bytes, *, whole: bool) -> TextFormat:
+    """Decide a file's format from its first bytes.
+
+    Raises:
+        BinaryContentError: the bytes look like binary data.
+    """
+    for bom, encoding in _BOMS:
+        if sample.startswith(bom):
+            newline = _sniff_newline(sample[len(bom) :].decode(encoding, "ignore"))
+            return TextFormat(encoding, bom, newline)
+    for magic, kind in _MAGIC:
+        if sample.startswith(magic):
+            raise BinaryContentError(kind)
+    if b"\x00" in sample:
+        raise BinaryContentError("binary data (it contains NUL bytes)")
+    if sample and sum(sample.count(c) for c in _CONTROL) > len(sample) * 0.1:
+        raise BinaryContentError("binary data (many control bytes)")
+    encoding = "utf-8" if _is_utf8(sample, whole=whole) else "latin-1"
+    newline = _sniff_newline(sample.decode(encoding, "replace"))
+    return TextFormat(encoding, b"", newline)
+
+
+def _is_utf8(sample: bytes, *, whole: bool) -> bool:
+    try:
+        sample.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # A multi-byte character cut by the sample's end is not an error.
+        return not whole and exc.start >= len(sample) - 3 and exc.reason == "unexpected end of data"
+    return True
+
+
+def _sniff_newline(text: str) -> str:
+    crlf = text.count("\r\n")
+    lf = text.count("\n") - crlf
+    return "\r\n" if crlf > lf else "\n"
+
+
+def decode(data: bytes) -> tuple[str, TextFormat]:
+    """Decode a whole file, BOM removed, line endings untouched.
+
+    Raises:
+        BinaryContentError: the bytes look like binary data.
+    """
+    fmt = sniff(data[:SAMPLE_BYTES], whole=len(data) <= SAMPLE_BYTES)
+    if fmt.newline == "\n" and b"\r\n" in data[SAMPLE_BYTES:]:
+        fmt = TextFormat(fmt.encoding, fmt.bom, _sniff_newline(data.decode("latin-1")))
+    return data[len(fmt.bom) :].decode(fmt.encoding, fmt.errors), fmt
+
+
+def encode(text: str, fmt: TextFormat) -> bytes:
+    return fmt.bom + text.encode(fmt.encoding, fmt.errors)
+
+
+def for_display(text: str) -> str:
+    """Text safe to send: bytes that did not decode show as U+FFFD."""
+    if text.isascii():
+        return text
+    return _SURROGATES.sub("\ufffd", text)
+
+
+def clip_line(line: str) -> str:
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    return f"{line[:MAX_LINE_CHARS]}… [line cut: {len(line)} characters in all]"
+
+
+def number_line(number: int, line: str) -> str:
+    return f"{number}\t{clip_line(for_display(line.rstrip(chr(13))))}"
+
+
+def number_lines(lines: list[str], first: int) -> str:
+    return "\n".join(number_line(first + i, line) for i, line in enumerate(lines))
+
+
+def estimate_tokens(text: str) -> int:
+    return (len(text) + 3) // 4

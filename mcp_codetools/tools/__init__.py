@@ -1,0 +1,17 @@
+"""The tools this server offers, in the order `tools/list` shows them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_codetools.tools.base import Tool
+from mcp_codetools.tools.edit import EditTool
+from mcp_codetools.tools.read import ReadTool
+from mcp_codetools.tools.write import WriteTool
+
+
+def default_tools() -> list[Tool[Any]]:
+    return [ReadTool(), EditTool(), WriteTool()]
+
+
+__all__ = ["Tool", "default_tools"]

@@ -1,0 +1,92 @@
+"""
+What every tool is: an input model, a description for the model, the concurrency and permission
+questions the pipeline asks, and `call`. Tools work on plain values and never import `mcp`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from mcp_codetools.session import CodeSession
+
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+class ToolInput(BaseModel):
+    """Base of every tool's arguments: unknown fields are an error, not silently dropped."""
+
+    model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
+
+
+InputT = TypeVar("InputT", bound=ToolInput)
+
+
+@dataclass
+class ToolOutput:
+    """What a call produced: text for the model, details for machines, and whether it failed."""
+
+    text: str
+    meta: dict[str, Any] = field(default_factory=dict)
+    is_error: bool = False
+
+
+async def _no_progress(progress: float, total: float | None, message: str | None) -> None:
+    return None
+
+
+@dataclass
+class CallContext:
+    """One call's view of the session, plus what it needs from the pipeline."""
+
+    session: CodeSession
+    paths: dict[str, Path] = field(default_factory=dict)
+    progress: ProgressFn = _no_progress
+    changes: list[Callable[[], None]] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=dict)
+
+    def defer(self, change: Callable[[], None]) -> None:
+        """Queue a session change; the dispatcher commits it in arrival order."""
+        self.changes.append(change)
+
+
+class Tool(Generic[InputT]):
+    """A tool. Subclasses set the class attributes and override what they need."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    description: ClassVar[str]
+    input_model: ClassVar[type[ToolInput]]
+    read_only: ClassVar[bool] = False
+    destructive: ClassVar[bool] = True
+    idempotent: ClassVar[bool] = False
+    open_world: ClassVar[bool] = False
+    path_fields: ClassVar[tuple[str, ...]] = ()
+    """Input fields holding paths: the pipeline resolves and confines them before state checks."""
+
+    def is_read_only(self, args: InputT) -> bool:
+        return self.read_only
+
+    def is_concurrency_safe(self, args: InputT) -> bool:
+        return False
+
+    def default_path(self, field_name: str, session: CodeSession) -> str | None:
+        """The path a missing optional path field stands for (None: nothing to resolve)."""
+        return None
+
+    async def validate_input(self, args: InputT, ctx: CallContext) -> None:
+        """State checks (the file was read, has not changed, the string is there). Raise ToolError."""
+
+    async def call(self, args: InputT, ctx: CallContext) -> ToolOutput:
+        raise NotImplementedError
+
+    def input_schema(self) -> dict[str, Any]:
+        schema = self.input_model.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        return schema

@@ -1,0 +1,178 @@
+"""Edit: replace an exact string in a file that was Read, keeping its encoding and line endings."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import Field
+
+from mcp_codetools import matching
+from mcp_codetools.errors import EditMatchError, FileStateError
+from mcp_codetools.fileio import ensure_parent, read_whole, refuse_read_only, write_atomic
+from mcp_codetools.fileview import digest_bytes
+from mcp_codetools.session import CodeSession, FileStamp
+from mcp_codetools.text import BinaryContentError, TextFormat, decode, encode
+from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
+from mcp_codetools.tools.read import missing_file_error, unreadable_error
+
+NOT_READ = "File has not been read yet. Read it first before writing to it."
+MODIFIED = (
+    "File has been modified since read, either by the user or by a linter. Read it again before attempting to write it."
+)
+UNEXPECTEDLY_MODIFIED = "File has been unexpectedly modified. Read it again before attempting to write it."
+
+
+class EditInput(ToolInput):
+    file_path: str = Field(description="Absolute path, or relative to the working directory.")
+    old_string: str = Field(description="Exact text to replace, without Read's line-number prefixes.")
+    new_string: str = Field(description="Replacement text (must differ from old_string).")
+    replace_all: bool = Field(default=False, description="Replace every occurrence (default: exactly one).")
+
+
+@dataclass
+class Loaded:
+    """The file as validate_input saw it; call re-checks that it is still so."""
+
+    data: bytes
+    st: os.stat_result
+    text: str
+    fmt: TextFormat
+
+
+def check_read_state(session: CodeSession, path: Path, current: FileStamp) -> None:
+    """Refuse a write to a file the model has not read, or that changed since it did."""
+    record = session.ledger.get(path)
+    if record is None:
+        raise FileStateError(NOT_READ, "file_not_read")
+    if not record.stamp.same_file_state(current):
+        raise FileStateError(MODIFIED, "file_changed_since_read")
+
+
+def load_text(path: Path, session: CodeSession) -> Loaded:
+    data, st = read_whole(path, session.workspace)
+    try:
+        text, fmt = decode(data)
+    except BinaryContentError as exc:
+        raise unreadable_error(path, exc) from None
+    return Loaded(data, st, text, fmt)
+
+
+def recheck_unchanged(path: Path, loaded: Loaded) -> None:
+    """The last look before writing; the caller must not await between this and the write."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise FileStateError(UNEXPECTEDLY_MODIFIED, "file_changed_since_read") from None
+    if (st.st_mtime_ns, st.st_size, st.st_ino) == (loaded.st.st_mtime_ns, loaded.st.st_size, loaded.st.st_ino):
+        return
+    with open(path, "rb") as handle:
+        if handle.read() != loaded.data:
+            raise FileStateError(UNEXPECTEDLY_MODIFIED, "file_changed_since_read")
+
+
+class EditTool(Tool[EditInput]):
+    name = "Edit"
+    title = "Edit file"
+    description = (
+        "Replace old_string with new_string in a file. Read the file first in this session; the edit is "
+        "refused if it changed since. old_string must match the file exactly (whitespace included, without "
+        "Read's `N<TAB>` prefixes) and occur once, unless replace_all is true. Encoding and line endings are kept."
+    )
+    input_model = EditInput
+    read_only = False
+    destructive = True
+    idempotent = False
+    path_fields = ("file_path",)
+
+    async def validate_input(self, args: EditInput, ctx: CallContext) -> None:
+        path = ctx.paths["file_path"]
+        session = ctx.session
+        if args.old_string == args.new_string:
+            raise EditMatchError("No changes to make: old_string and new_string are exactly the same.", "no_change")
+        if not os.path.lexists(path):
+            if args.old_string == "":
+                return
+            raise missing_file_error(path, session)
+        if path.suffix == ".ipynb":
+            raise FileStateError("File is a Jupyter Notebook. Edit its JSON with Write after reading it.", "not_a_file")
+        loaded = load_text(path, session)
+        check_read_state(session, path, FileStamp(loaded.st.st_mtime_ns, loaded.st.st_size, digest_bytes(loaded.data)))
+        if args.old_string == "":
+            if loaded.text.strip():
+                raise EditMatchError(
+                    "Cannot create new file - file already exists. To change it, give the old_string to replace.",
+                    "old_string_not_unique",
+                )
+            ctx.state["matches"] = [matching.Match(0, len(loaded.text))]
+        else:
+            matches = matching.find_matches(loaded.text, args.old_string)
+            if not matches:
+                raise EditMatchError(matching.not_found_message(loaded.text, args.old_string, str(path)))
+            if len(matches) > 1 and not args.replace_all:
+                lines = [matching.line_of(loaded.text, m.start) for m in matches]
+                listed = ", ".join(str(n) for n in lines[:20]) + (" …" if len(lines) > 20 else "")
+                raise EditMatchError(
+                    f"Found {len(matches)} matches of the string to replace, but replace_all is false "
+                    f"(at lines {listed}). To replace all occurrences, set replace_all to true. To replace only "
+                    "one occurrence, please provide more context to uniquely identify the instance.",
+                    "old_string_not_unique",
+                )
+            ctx.state["matches"] = matches
+        ctx.state["loaded"] = loaded
+
+    async def call(self, args: EditInput, ctx: CallContext) -> ToolOutput:
+        path = ctx.paths["file_path"]
+        session = ctx.session
+        loaded: Loaded | None = ctx.state.get("loaded")
+        if loaded is None:
+            return create_file(path, args.new_string, ctx)
+        matches: list[matching.Match] = ctx.state["matches"]
+        new = matching.adapt_newlines(args.new_string, loaded.fmt.newline)
+        new_text = matching.apply(loaded.text, matches, new)
+        data = encode(new_text, loaded.fmt)
+        refuse_read_only(loaded.st, path)
+        session.history.remember(path, loaded.data)
+        recheck_unchanged(path, loaded)
+        stamp = write_atomic(path, data, session.workspace, loaded.st)
+        session.ledger.record_write(path, stamp)
+        return _edit_result(path, loaded.text, new_text, matches, new, args.replace_all)
+
+
+def create_file(path: Path, content: str, ctx: CallContext) -> ToolOutput:
+    """Create a new file (parents included) with UTF-8 content as given."""
+    session = ctx.session
+    ensure_parent(path, session.workspace)
+    data = content.encode("utf-8", "surrogateescape")
+    if os.path.lexists(path):
+        raise FileStateError(UNEXPECTEDLY_MODIFIED, "file_changed_since_read")
+    session.history.remember(path, None)
+    stamp = write_atomic(path, data, session.workspace, None)
+    session.ledger.record_write(path, stamp)
+    lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
+    return ToolOutput(
+        f"File created successfully at: {path} ({lines} line{'s' if lines != 1 else ''}).",
+        meta={"path": str(path), "type": "create", "bytes": len(data)},
+    )
+
+
+def _edit_result(
+    path: Path, old_text: str, new_text: str, matches: list[matching.Match], new: str, replace_all: bool
+) -> ToolOutput:
+    first = matches[0]
+    old_first = matching.line_of(old_text, first.start)
+    old_last = old_first + old_text.count("\n", first.start, first.end)
+    new_first = matching.line_of(new_text, first.start)  # both texts agree up to the first match
+    new_last = new_first + new.count("\n")
+    patch = [matching.structured_patch(old_text, new_text, old_first, old_last, new_first, new_last)]
+    head = (
+        f"The file {path} has been updated. All {len(matches)} occurrences were successfully replaced."
+        if replace_all and len(matches) > 1
+        else f"The file {path} has been updated successfully."
+    )
+    body = matching.snippet(new_text, new_first, new_last)
+    return ToolOutput(
+        f"{head} Here is the result around the {'first ' if len(matches) > 1 else ''}change:\n{body}",
+        meta={"path": str(path), "replacements": len(matches), "structuredPatch": patch},
+    )

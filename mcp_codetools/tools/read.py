@@ -1,0 +1,170 @@
+"""Read: a numbered view of a text file, paged so a result never outgrows the model's budget."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field
+
+from mcp_codetools.errors import FileStateError
+from mcp_codetools.fileview import View, read_view
+from mcp_codetools.paths import open_regular_for_read, similar_names
+from mcp_codetools.session import CodeSession, FileStamp
+from mcp_codetools.text import SAMPLE_BYTES, BinaryContentError, sniff
+from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
+
+DEFAULT_LIMIT = 2000
+_NOTICE_RESERVE = 600
+
+
+class ReadInput(ToolInput):
+    file_path: str = Field(description="Absolute path, or relative to the working directory.")
+    offset: int | None = Field(
+        default=None, ge=0, description="Line number to start at (1-based). Use with limit for large files."
+    )
+    limit: int | None = Field(default=None, gt=0, description=f"Number of lines to read (default {DEFAULT_LIMIT}).")
+
+
+def missing_file_error(path: Path, session: CodeSession) -> FileStateError:
+    message = f"File does not exist: {path}. Note: your current working directory is {session.cwd}."
+    hints = similar_names(path)
+    if hints:
+        message += f" Did you mean {hints[0]}?"
+    return FileStateError(message, "file_not_found")
+
+
+def unreadable_error(path: Path, exc: BinaryContentError) -> FileStateError:
+    return FileStateError(
+        f"Cannot read {path}: it looks like {exc.kind}, not text. "
+        "Read shows text files only; inspect binary files with Bash (e.g. `file`, `xxd | head`).",
+        "binary_file",
+    )
+
+
+class ReadTool(Tool[ReadInput]):
+    name = "Read"
+    title = "Read file"
+    description = (
+        "Read a text file. Returns lines as `N<TAB>text`, numbered from 1, up to 2000 lines by default; "
+        "use offset and limit to page through larger files (a result that would be too long is cut, and says "
+        "which offset to read next). Lines over 2000 characters are cut. Read a file before you Edit or "
+        "Write it. Re-reading an unchanged range returns a short notice instead of the same text."
+    )
+    input_model = ReadInput
+    read_only = True
+    destructive = False
+    idempotent = True
+    path_fields = ("file_path",)
+
+    def is_concurrency_safe(self, args: ReadInput) -> bool:
+        return True
+
+    async def call(self, args: ReadInput, ctx: CallContext) -> ToolOutput:
+        path = ctx.paths["file_path"]
+        session = ctx.session
+        first = max(args.offset or 1, 1)
+        max_lines = args.limit or DEFAULT_LIMIT
+        budget = session.settings.max_result_chars - _NOTICE_RESERVE
+
+        if not os.path.lexists(path):
+            raise missing_file_error(path, session)
+        fd, st = open_regular_for_read(path, session.workspace, str(path))
+        try:
+            previous = session.ledger.get(path)
+            if (
+                previous is not None
+                and not previous.by_write
+                and not previous.partial
+                and not previous.served_unchanged
+                and previous.offset == first
+                and previous.limit == args.limit
+                and previous.stamp.mtime_ns == st.st_mtime_ns
+                and previous.stamp.size == st.st_size
+            ):
+                ctx.defer(lambda: _mark_served(session, path))
+                return ToolOutput(
+                    f"File unchanged since your last Read of this range: {path}. Refer to that earlier result. "
+                    "If it is no longer available to you, call Read again and the content will be returned.",
+                    meta={"path": str(path), "unchanged": True},
+                )
+            try:
+                fmt = sniff(os.pread(fd, SAMPLE_BYTES, 0), whole=st.st_size <= SAMPLE_BYTES)
+            except BinaryContentError as exc:
+                raise unreadable_error(path, exc) from None
+            try:
+                view = read_view(
+                    fd, st, fmt, path, first=first, max_lines=max_lines, budget=budget, cache=session.line_index
+                )
+            except UnicodeDecodeError as exc:
+                raise FileStateError(
+                    f"Cannot read {path}: it is not valid {fmt.encoding.upper()} ({exc.reason}).", "binary_file"
+                ) from None
+        finally:
+            os.close(fd)
+
+        stamp = FileStamp(st.st_mtime_ns, st.st_size, view.digest)
+        partial = view.cut_by_budget
+        ctx.defer(
+            lambda: session.ledger.record_read(
+                path,
+                stamp,
+                offset=first,
+                limit=args.limit,
+                first=first,
+                last=view.last,
+                total_lines=view.total_lines,
+                partial=partial,
+            )
+        )
+        return ToolOutput(_render(path, view, first, max_lines, args.limit is not None), meta=_meta(path, view))
+
+
+def _mark_served(session: CodeSession, path: Path) -> None:
+    record = session.ledger.get(path)
+    if record is not None:
+        record.served_unchanged = True
+
+
+def _render(path: Path, view: View, first: int, max_lines: int, limit_given: bool) -> str:
+    total = view.total_lines
+    if total == 0:
+        return f"(The file {path} exists but is empty: 0 lines.)"
+    if not view.numbered:
+        return (
+            f"(The file {path} has {total} line{'s' if total != 1 else ''}; offset {first} is past its end. "
+            f"Use an offset from 1 to {total}.)"
+        )
+    parts: list[str] = []
+    if view.fmt.encoding not in ("utf-8",) or view.fmt.bom:
+        note = "not valid UTF-8, shown as latin-1" if view.fmt.encoding == "latin-1" else view.fmt.describe()
+        parts.append(f"(Encoding: {note}. Edit and Write keep it.)")
+    parts.append("\n".join(view.numbered))
+    shown = len(view.numbered)
+    if view.cut_by_budget:
+        parts.append(
+            f"\n[Partial view: lines {view.first}-{view.last} of {total}; the rest did not fit in one result. "
+            f"Call Read with offset={view.last + 1} limit={shown} for the next part, or Grep for a specific section.]"
+        )
+    elif view.last < total and not limit_given:
+        parts.append(
+            f"\n[Showing lines {view.first}-{view.last} of {total}. "
+            f"Call Read with offset={view.last + 1} to read more.]"
+        )
+    return "\n".join(parts)
+
+
+def _meta(path: Path, view: View) -> dict[str, object]:
+    meta: dict[str, object] = {
+        "path": str(path),
+        "startLine": view.first,
+        "numLines": len(view.numbered),
+        "totalLines": view.total_lines,
+        "encoding": view.fmt.encoding,
+        "bom": bool(view.fmt.bom),
+        "newline": "crlf" if view.fmt.newline == "\r\n" else "lf",
+        "truncated": view.cut_by_budget,
+    }
+    if view.last < view.total_lines and view.numbered:
+        meta["nextOffset"] = view.last + 1
+    return meta

@@ -1,0 +1,76 @@
+"""Write: create a file, or replace one that was Read in full, keeping its encoding and line endings."""
+
+from __future__ import annotations
+
+import os
+
+from pydantic import Field
+
+from mcp_codetools import matching
+from mcp_codetools.errors import FileStateError
+from mcp_codetools.fileio import refuse_read_only, write_atomic
+from mcp_codetools.fileview import digest_bytes
+from mcp_codetools.paths import refuse_non_regular
+from mcp_codetools.session import FileStamp
+from mcp_codetools.text import encode
+from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
+from mcp_codetools.tools.edit import Loaded, check_read_state, create_file, load_text, recheck_unchanged
+
+
+class WriteInput(ToolInput):
+    file_path: str = Field(description="Absolute path, or relative to the working directory.")
+    content: str = Field(description="The whole new content of the file.")
+
+
+class WriteTool(Tool[WriteInput]):
+    name = "Write"
+    title = "Write file"
+    description = (
+        "Write a whole file. A new file is created with its folders. An existing file must have been Read "
+        "in full in this session and be unchanged since; prefer Edit for changes to part of a file."
+    )
+    input_model = WriteInput
+    read_only = False
+    destructive = True
+    idempotent = True
+    path_fields = ("file_path",)
+
+    async def validate_input(self, args: WriteInput, ctx: CallContext) -> None:
+        path = ctx.paths["file_path"]
+        session = ctx.session
+        if not os.path.lexists(path):
+            return
+        refuse_non_regular(os.stat(path), str(path))
+        loaded = load_text(path, session)
+        check_read_state(session, path, FileStamp(loaded.st.st_mtime_ns, loaded.st.st_size, digest_bytes(loaded.data)))
+        record = session.ledger.get(path)
+        gaps = record.unread_ranges() if record is not None else []
+        if gaps:
+            listed = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in gaps[:10])
+            raise FileStateError(
+                f"File has only been read in part: lines {listed} were not read. Writing the whole file would "
+                "replace text you have not seen. Read those lines first, or use Edit to change part of the file.",
+                "file_not_read",
+            )
+        ctx.state["loaded"] = loaded
+
+    async def call(self, args: WriteInput, ctx: CallContext) -> ToolOutput:
+        path = ctx.paths["file_path"]
+        session = ctx.session
+        loaded: Loaded | None = ctx.state.get("loaded")
+        if loaded is None:
+            return create_file(path, args.content, ctx)
+        content = (
+            matching.adapt_newlines(args.content, loaded.fmt.newline) if "\r" not in args.content else args.content
+        )
+        data = encode(content, loaded.fmt)
+        refuse_read_only(loaded.st, path)
+        session.history.remember(path, loaded.data)
+        recheck_unchanged(path, loaded)
+        stamp = write_atomic(path, data, session.workspace, loaded.st)
+        session.ledger.record_write(path, stamp)
+        lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
+        return ToolOutput(
+            f"The file {path} has been updated successfully ({lines} line{'s' if lines != 1 else ''}).",
+            meta={"path": str(path), "type": "update", "bytes": len(data)},
+        )

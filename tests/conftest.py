@@ -1,0 +1,93 @@
+"""Shared fixtures: a workspace on tmp_path, a session over it, and a way to run calls through the pipeline."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_codetools.config import Settings
+from mcp_codetools.pipeline import Pipeline
+from mcp_codetools.session import CodeSession
+from mcp_codetools.tools import default_tools
+from mcp_codetools.tools.base import ToolOutput
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--run-slow", action="store_true", default=False, help="run tests marked slow")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--run-slow"):
+        return
+    skip = pytest.mark.skip(reason="slow: pass --run-slow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """The workspace root: a real folder with symlinks resolved."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    return workspace.resolve()
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A folder beside the root that the tools must never reach."""
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    (folder / "secret.txt").write_text("top secret\n", encoding="utf-8")
+    return folder.resolve()
+
+
+@pytest.fixture
+def settings(root: Path) -> Settings:
+    return Settings(roots=(root,))
+
+
+@pytest.fixture
+async def session(settings: Settings) -> Any:
+    code_session = CodeSession(settings)
+    yield code_session
+    await code_session.aclose()
+
+
+@pytest.fixture
+def pipeline() -> Pipeline:
+    return Pipeline(default_tools())
+
+
+class Caller:
+    """Runs tool calls through the whole pipeline, without MCP."""
+
+    def __init__(self, pipeline: Pipeline, session: CodeSession) -> None:
+        self.pipeline = pipeline
+        self.session = session
+
+    async def __call__(self, name: str, arguments: Mapping[str, Any] | None = None) -> ToolOutput:
+        return await self.pipeline.run(self.session, name, arguments)
+
+    async def ok(self, name: str, arguments: Mapping[str, Any] | None = None) -> str:
+        output = await self(name, arguments)
+        assert not output.is_error, output.text
+        return output.text
+
+    async def fails(self, name: str, arguments: Mapping[str, Any] | None = None) -> ToolOutput:
+        output = await self(name, arguments)
+        assert output.is_error, output.text
+        return output
+
+
+@pytest.fixture
+def call(pipeline: Pipeline, session: CodeSession) -> Caller:
+    return Caller(pipeline, session)
