@@ -1,0 +1,224 @@
+"""Edit: read-first, staleness by content, literal matching, and files kept as they were stored."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Caller
+
+pytestmark = pytest.mark.anyio
+
+
+async def read_and_edit(call: Caller, path: Path, old: str, new: str, **extra: object) -> str:
+    await call.ok("Read", {"file_path": str(path)})
+    return await call.ok("Edit", {"file_path": str(path), "old_string": old, "new_string": new, **extra})
+
+
+async def test_crlf_file_matched_with_lf_text_stays_crlf(call: Caller, root: Path) -> None:
+    f = root / "win.txt"
+    f.write_bytes(b"a = 1\r\nb = 2\r\nc = 3\r\n")
+    await read_and_edit(call, f, "a = 1\nb = 2", "a = 10\nb = 20\nb2 = 21")
+    assert f.read_bytes() == b"a = 10\r\nb = 20\r\nb2 = 21\r\nc = 3\r\n"
+
+
+async def test_mixed_endings_keep_untouched_lines_byte_identical(call: Caller, root: Path) -> None:
+    f = root / "mixed.txt"
+    f.write_bytes(b"one\r\ntwo\nthree\r\nfour\n")
+    await read_and_edit(call, f, "three", "THREE")
+    assert f.read_bytes() == b"one\r\ntwo\nTHREE\r\nfour\n"
+
+
+async def test_bom_and_missing_final_newline_are_kept(call: Caller, root: Path) -> None:
+    f = root / "bom.txt"
+    f.write_bytes(b"\xef\xbb\xbfalpha\nbeta")
+    await read_and_edit(call, f, "beta", "gamma")
+    assert f.read_bytes() == b"\xef\xbb\xbfalpha\ngamma"
+
+
+async def test_utf16_and_latin1_round_trip(call: Caller, root: Path) -> None:
+    u16 = root / "u16.txt"
+    u16.write_bytes("x = «1»\n".encode("utf-16"))
+    await read_and_edit(call, u16, "«1»", "«2»")
+    assert u16.read_bytes() == "x = «2»\n".encode("utf-16")
+    latin = root / "latin.txt"
+    latin.write_bytes(b"caf\xe9 = 1\n")
+    await read_and_edit(call, latin, "café = 1", "café = 2")
+    assert latin.read_bytes() == b"caf\xe9 = 2\n"
+
+
+async def test_invalid_utf8_bytes_elsewhere_survive_an_edit(call: Caller, root: Path) -> None:
+    f = root / "odd.txt"
+    f.write_bytes(b"good line\n" * 1000 + b"bad \xff\xfe bytes\nlast\n")
+    await read_and_edit(call, f, "last", "final")
+    assert f.read_bytes() == b"good line\n" * 1000 + b"bad \xff\xfe bytes\nfinal\n"
+
+
+@pytest.mark.parametrize("replacement", ["$1", "\\1", "\\g<0>", "$&", "a\\nb"])
+async def test_replacement_text_is_literal(call: Caller, root: Path, replacement: str) -> None:
+    f = root / "lit.txt"
+    f.write_text("value = (x)\n", encoding="utf-8")
+    await read_and_edit(call, f, "(x)", replacement)
+    assert f.read_text(encoding="utf-8") == f"value = {replacement}\n"
+
+
+async def test_duplicates_are_refused_with_count_and_lines(call: Caller, root: Path) -> None:
+    f = root / "dup.txt"
+    f.write_text("foo\nbar\nfoo\n", encoding="utf-8")
+    await call.ok("Read", {"file_path": str(f)})
+    out = await call.fails("Edit", {"file_path": str(f), "old_string": "foo", "new_string": "baz"})
+    assert out.meta["errorCode"] == "old_string_not_unique"
+    assert "Found 2 matches" in out.text and "lines 1, 3" in out.text
+    text = await call.ok("Edit", {"file_path": str(f), "old_string": "foo", "new_string": "baz", "replace_all": True})
+    assert "All 2 occurrences" in text
+    assert f.read_text(encoding="utf-8") == "baz\nbar\nbaz\n"
+
+
+async def test_second_edit_needs_no_reread(call: Caller, root: Path) -> None:
+    f = root / "two.txt"
+    f.write_text("a\nb\n", encoding="utf-8")
+    await read_and_edit(call, f, "a", "A")
+    await call.ok("Edit", {"file_path": str(f), "old_string": "b", "new_string": "B"})
+    assert f.read_text(encoding="utf-8") == "A\nB\n"
+
+
+async def test_touched_but_unchanged_file_is_allowed(call: Caller, root: Path) -> None:
+    f = root / "touch.txt"
+    f.write_text("same\n", encoding="utf-8")
+    await call.ok("Read", {"file_path": str(f)})
+    os.utime(f, ns=(10**18, 10**18))
+    await call.ok("Edit", {"file_path": str(f), "old_string": "same", "new_string": "new"})
+    assert f.read_text(encoding="utf-8") == "new\n"
+
+
+async def test_really_changed_file_is_refused(call: Caller, root: Path) -> None:
+    f = root / "changed.txt"
+    f.write_text("v1\n", encoding="utf-8")
+    await call.ok("Read", {"file_path": str(f)})
+    f.write_text("v2 by someone else\n", encoding="utf-8")
+    out = await call.fails("Edit", {"file_path": str(f), "old_string": "v2", "new_string": "v3"})
+    assert out.meta["errorCode"] == "file_changed_since_read"
+    assert out.text.startswith("File has been modified since read")
+    assert f.read_text(encoding="utf-8") == "v2 by someone else\n"
+
+
+async def test_change_between_check_and_write_is_caught(
+    call: Caller, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_codetools.tools import edit as edit_module
+
+    f = root / "race.txt"
+    f.write_text("v1\n", encoding="utf-8")
+    await call.ok("Read", {"file_path": str(f)})
+    original = edit_module.EditTool.validate_input
+
+    async def validate_then_someone_writes(self: object, args: object, ctx: object) -> None:
+        await original(self, args, ctx)  # type: ignore[arg-type]
+        f.write_text("v1 changed behind our back\n", encoding="utf-8")
+
+    monkeypatch.setattr(edit_module.EditTool, "validate_input", validate_then_someone_writes)
+    out = await call.fails("Edit", {"file_path": str(f), "old_string": "v1", "new_string": "v2"})
+    assert out.text.startswith("File has been unexpectedly modified")
+    assert f.read_text(encoding="utf-8") == "v1 changed behind our back\n"
+
+
+async def test_whitespace_and_quote_mismatch_shows_the_region(call: Caller, root: Path) -> None:
+    f = root / "q.py"
+    f.write_text("def f():\n    say(\u201chello\u201d)\n    return 1\n", encoding="utf-8")
+    await call.ok("Read", {"file_path": str(f)})
+    out = await call.fails("Edit", {"file_path": str(f), "old_string": 'say("hello")', "new_string": "x"})
+    assert "differs only in whitespace, indentation or quote style" in out.text
+    assert "2\t    say(\u201chello\u201d)" in out.text
+    out = await call.fails(
+        "Edit", {"file_path": str(f), "old_string": "def f():\n  say(\u201chello\u201d)", "new_string": "x"}
+    )
+    assert "lines 1-2" in out.text
+
+
+async def test_absent_text_is_refused_with_closest_region(call: Caller, root: Path) -> None:
+    f = root / "c.py"
+    f.write_text("alpha = compute(1, 2)\nbeta = 3\n", encoding="utf-8")
+    await call.ok("Read", {"file_path": str(f)})
+    out = await call.fails("Edit", {"file_path": str(f), "old_string": "alpha = compute(1, 3)", "new_string": "x"})
+    assert out.meta["errorCode"] == "old_string_not_found"
+    assert "closest" in out.text and "1\talpha = compute(1, 2)" in out.text
+    out = await call.fails("Edit", {"file_path": str(f), "old_string": "nothing like it at all zzz", "new_string": "x"})
+    assert "Read the file again" in out.text
+
+
+async def test_same_old_and_new_is_refused(call: Caller, root: Path) -> None:
+    f = root / "s.txt"
+    f.write_text("x\n", encoding="utf-8")
+    out = await call.fails("Edit", {"file_path": str(f), "old_string": "x", "new_string": "x"})
+    assert out.meta["errorCode"] == "no_change"
+
+
+async def test_mode_bits_are_kept_and_history_remembers(call: Caller, root: Path) -> None:
+    f = root / "run.sh"
+    f.write_text("echo 1\n", encoding="utf-8")
+    f.chmod(0o751)
+    await read_and_edit(call, f, "echo 1", "echo 2")
+    assert stat.S_IMODE(f.stat().st_mode) == 0o751
+    assert call.session.history.versions(f) == [b"echo 1\n"]
+    assert not [p for p in root.iterdir() if p.name.endswith(".tmp")]
+
+
+async def test_hard_linked_file_is_written_in_place(call: Caller, root: Path) -> None:
+    f = root / "a.txt"
+    f.write_text("shared\n", encoding="utf-8")
+    other = root / "b.txt"
+    os.link(f, other)
+    inode = f.stat().st_ino
+    await read_and_edit(call, f, "shared", "changed")
+    assert f.stat().st_ino == inode
+    assert other.read_text(encoding="utf-8") == "changed\n"
+
+
+async def test_read_only_file_is_refused_and_unchanged(call: Caller, root: Path) -> None:
+    f = root / "ro.txt"
+    f.write_text("keep\n", encoding="utf-8")
+    f.chmod(0o444)
+    await call.ok("Read", {"file_path": str(f)})
+    out = await call.fails("Edit", {"file_path": str(f), "old_string": "keep", "new_string": "lose"})
+    assert out.meta["errorCode"] == "file_read_only"
+    assert f.read_text(encoding="utf-8") == "keep\n"
+
+
+async def test_symlink_to_outside_cannot_be_edited(call: Caller, root: Path, outside: Path) -> None:
+    (root / "link.txt").symlink_to(outside / "secret.txt")
+    out = await call.fails("Edit", {"file_path": str(root / "link.txt"), "old_string": "top", "new_string": "x"})
+    assert out.meta["errorCode"] == "permission_denied"
+    assert (outside / "secret.txt").read_text(encoding="utf-8") == "top secret\n"
+
+
+async def test_dangling_symlink_to_outside_cannot_create_a_file(call: Caller, root: Path, outside: Path) -> None:
+    (root / "evil.txt").symlink_to(outside / "new.txt")
+    out = await call.fails("Write", {"file_path": str(root / "evil.txt"), "content": "x"})
+    assert out.meta["errorCode"] == "permission_denied"
+    out = await call.fails("Edit", {"file_path": str(root / "evil.txt"), "old_string": "", "new_string": "x"})
+    assert out.meta["errorCode"] == "permission_denied"
+    assert not (outside / "new.txt").exists()
+
+
+async def test_empty_old_string_creates_a_missing_file_only(call: Caller, root: Path) -> None:
+    f = root / "new" / "made.txt"
+    text = await call.ok("Edit", {"file_path": str(f), "old_string": "", "new_string": "hello\n"})
+    assert "created" in text
+    assert f.read_text(encoding="utf-8") == "hello\n"
+    out = await call.fails("Edit", {"file_path": str(f), "old_string": "", "new_string": "again"})
+    assert "already exists" in out.text
+
+
+async def test_missing_field_and_wrong_type_are_named(call: Caller, root: Path) -> None:
+    out = await call.fails("Edit", {"file_path": str(root / "x"), "old_string": "a"})
+    assert "The required parameter `new_string` is missing." in out.text
+    out = await call.fails("Read", {"file_path": str(root / "x"), "limit": "abc"})
+    assert "The parameter `limit` must be an integer" in out.text
+    out = await call.fails("Read", {"file_path": 5})
+    assert "`file_path` must be a string" in out.text
+    out = await call.fails("Read", {"file_path": "x", "bogus": 1})
+    assert "An unexpected parameter `bogus` was provided." in out.text
+    assert out.meta["errorCode"] == "invalid_input"
