@@ -16,6 +16,7 @@ from mcp.server.context import ServerRequestContext
 
 from mcp_codetools import __version__
 from mcp_codetools.config import Settings
+from mcp_codetools.paths import Workspace
 from mcp_codetools.pipeline import META_KEY, Pipeline
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools import Tool, default_tools
@@ -58,6 +59,7 @@ class CodeToolsServer:
     """The server and the sessions it serves: one per connection (on stdio, the process)."""
 
     def __init__(self, settings: Settings, tools: list[Tool[Any]] | None = None) -> None:
+        Workspace(settings.roots)  # refuse a bad root at start-up, not on the first call
         self.settings = settings
         self.pipeline = Pipeline(tools if tools is not None else default_tools())
         self._definitions = [tool_definition(tool) for tool in self.pipeline.tools.values()]

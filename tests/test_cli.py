@@ -1,0 +1,34 @@
+"""The command line: `doctor` end to end, and refusing a bad root."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.protocol.stdio_raw import server_command
+
+
+def test_doctor_runs_the_seed_scenario_and_says_it_works(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*server_command(), "doctor"], capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Verdict: everything works" in done.stdout
+    assert "FAIL" not in done.stdout
+    for fragment in ("python", "mcp ", "rg:", "Edit before Read is refused", "file now holds"):
+        assert fragment in done.stdout
+
+
+def test_a_root_that_is_not_a_folder_is_refused(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_codetools", "--root", str(tmp_path / "nope")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "not a directory" in done.stderr
+    assert done.stdout == ""

@@ -1,0 +1,122 @@
+"""Every exit of the pipeline: unexpected exceptions, cancellation, and the permission step."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import anyio
+import pytest
+from pydantic import Field
+
+from mcp_codetools.pipeline import Pipeline, format_validation_error
+from mcp_codetools.session import CodeSession
+from mcp_codetools.tools import default_tools
+from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
+
+pytestmark = pytest.mark.anyio
+
+
+class BoomInput(ToolInput):
+    file_path: str | None = Field(default=None, description="a path")
+
+
+class Boom(Tool[BoomInput]):
+    name = "Boom"
+    title = "Boom"
+    description = "Raises (test tool)."
+    input_model = BoomInput
+    path_fields = ("file_path",)
+    validated: list[str] = []
+
+    async def validate_input(self, args: BoomInput, ctx: CallContext) -> None:
+        self.validated.append(str(ctx.paths.get("file_path")))
+
+    async def call(self, args: BoomInput, ctx: CallContext) -> ToolOutput:
+        raise RuntimeError("secret internals")
+
+
+class Unsure(Tool[BoomInput]):
+    name = "Unsure"
+    title = "Unsure"
+    description = "Cannot decide its safety (test tool)."
+    input_model = BoomInput
+
+    def is_concurrency_safe(self, args: BoomInput) -> bool:
+        raise ValueError("parser broke")
+
+    async def call(self, args: BoomInput, ctx: CallContext) -> ToolOutput:
+        return ToolOutput("ran")
+
+
+async def test_unexpected_exception_is_logged_and_answered(
+    session: CodeSession, caplog: pytest.LogCaptureFixture
+) -> None:
+    pipe = Pipeline([Boom(), *default_tools()])
+    with caplog.at_level(logging.ERROR):
+        out = await pipe.run(session, "Boom", {})
+    assert out.is_error and out.meta["errorCode"] == "internal_error"
+    assert "secret internals" not in out.text
+    assert "secret internals" in caplog.text and "Traceback" in caplog.text
+    assert not (await pipe.run(session, "Boom", {})).text.startswith("No such tool")
+
+
+async def test_permission_runs_before_state_checks(session: CodeSession, outside: Path) -> None:
+    boom = Boom()
+    boom.validated = []
+    out = await Pipeline([boom]).run(session, "Boom", {"file_path": str(outside / "secret.txt")})
+    assert out.meta["errorCode"] == "permission_denied"
+    assert boom.validated == [], "validate_input must not see a path outside the roots"
+
+
+async def test_failing_safety_decision_still_runs_the_call(session: CodeSession) -> None:
+    out = await Pipeline([Unsure()]).run(session, "Unsure", {})
+    assert out.text == "ran"
+
+
+async def test_cancellation_propagates(session: CodeSession) -> None:
+    started = anyio.Event()
+
+    class Hang(Tool[BoomInput]):
+        name = "Hang"
+        title = "Hang"
+        description = "Hangs (test tool)."
+        input_model = BoomInput
+
+        async def call(self, args: BoomInput, ctx: CallContext) -> ToolOutput:
+            started.set()
+            await anyio.sleep_forever()
+            raise AssertionError
+
+    pipe = Pipeline([Hang()])
+    reached_end = False
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+
+            async def run() -> None:
+                nonlocal reached_end
+                await pipe.run(session, "Hang", {})
+                reached_end = True
+
+            tg.start_soon(run)
+            await started.wait()
+            tg.cancel_scope.cancel()
+    assert not reached_end
+    assert session.dispatcher.snapshot() == []
+
+
+def test_validation_messages_name_each_problem() -> None:
+    from pydantic import ValidationError
+
+    from mcp_codetools.tools.edit import EditInput
+
+    with pytest.raises(ValidationError) as caught:
+        EditInput.model_validate({"file_path": 3, "old_string": "a", "replace_all": "maybe", "x": 1})
+    text = format_validation_error("Edit", caught.value)
+    assert text.splitlines() == [
+        "Edit failed due to the following issues:",
+        "The parameter `file_path` must be a string, but a number was provided.",
+        "The required parameter `new_string` is missing.",
+        "The parameter `replace_all` must be a boolean, but a string was provided.",
+        "An unexpected parameter `x` was provided.",
+    ]
