@@ -1,0 +1,96 @@
+"""Streamable HTTP: a session per client connection, and the bearer-token gate."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.protocol.stdio_raw import server_command
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "test-token-123"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def http_server(root: Path) -> Iterator[str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [*server_command(), "--transport", "http", "--port", str(port), "--root", str(root)],
+        env={**os.environ, "MCP_CODETOOLS_HTTP_TOKEN": TOKEN},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        with anyio.from_thread.start_blocking_portal() as portal:
+            portal.call(wait_listening, port)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+async def wait_listening(port: int) -> None:
+    with anyio.fail_after(30):
+        while True:
+            try:
+                stream = await anyio.connect_tcp("127.0.0.1", port)
+            except OSError:
+                await anyio.sleep(0.05)
+                continue
+            await stream.aclose()
+            return
+
+
+def client_for(url: str, token: str = TOKEN) -> Client:
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
+    return Client(streamable_http_client(url, http_client=http), mode="legacy")
+
+
+async def test_each_http_session_has_its_own_read_ledger(http_server: str, root: Path) -> None:
+    f = root / "h.txt"
+    f.write_text("one\n", encoding="utf-8")
+    with anyio.fail_after(30):
+        async with client_for(http_server) as first, client_for(http_server) as second:
+            assert (await first.call_tool("Read", {"file_path": str(f)})).content[0].text == "1\tone"  # type: ignore[union-attr]
+            refused = await second.call_tool("Edit", {"file_path": str(f), "old_string": "one", "new_string": "two"})
+            assert refused.is_error, "a read in another session must not count"
+            done = await first.call_tool("Edit", {"file_path": str(f), "old_string": "one", "new_string": "two"})
+            assert not done.is_error
+    assert f.read_text(encoding="utf-8") == "two\n"
+
+
+async def test_requests_without_the_token_are_refused(http_server: str) -> None:
+    async with httpx2.AsyncClient() as http:
+        response = await http.post(http_server, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert response.status_code == 401
+
+
+def test_non_loopback_without_a_token_refuses_to_start(root: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "MCP_CODETOOLS_HTTP_TOKEN"}
+    done = subprocess.run(
+        [*server_command(), "--transport", "http", "--host", "0.0.0.0", "--root", str(root)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert done.returncode == 2 and "MCP_CODETOOLS_HTTP_TOKEN" in done.stderr
