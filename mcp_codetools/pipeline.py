@@ -98,12 +98,14 @@ class Pipeline:
                     format_validation_error(name, exc), meta={"errorCode": "invalid_input"}, is_error=True
                 )
         safe = _decide_safety(tool, args)
-        ctx = CallContext(session=session, progress=progress or _silent, changes=ticket.changes)
         if progress is None:
+            ctx = CallContext(session=session, changes=ticket.changes)
             async with session.dispatcher.slot(ticket, safe=safe):
                 return await self._execute(tool, args, ctx)
+        reporter = ProgressReporter(progress)
+        ctx = CallContext(session=session, progress=reporter, changes=ticket.changes)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_keepalive, ticket, progress)
+            tg.start_soon(reporter.keepalive, ticket)
             try:
                 async with session.dispatcher.slot(ticket, safe=safe):
                     return await self._execute(tool, args, ctx)
@@ -131,22 +133,30 @@ def _decide_safety(tool: Tool[Any], args: ToolInput) -> bool:
         return False
 
 
-async def _silent(progress: float, total: float | None, message: str | None) -> None:
-    return None
+class ProgressReporter:
+    """One call's progress stream: values only ever increase, and silence never lasts past the interval."""
 
+    def __init__(self, send: ProgressFn) -> None:
+        self._send = send
+        self._last = 0.0
+        self._sent_at = time.monotonic()
 
-async def _keepalive(ticket: Ticket, progress: ProgressFn) -> None:
-    """Tell a client that resets its timeout on progress that the call is still alive."""
-    ticks = 0
-    while True:
-        await anyio.sleep(PROGRESS_INTERVAL_S)
-        ticks += 1
-        state = "running" if ticket.started else "waiting for earlier calls"
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        value = progress if progress > self._last else self._last + 1
+        self._last = value
+        self._sent_at = time.monotonic()
         try:
-            await progress(float(ticks), None, f"{ticket.label}: {state}")
+            await self._send(value, total, message)
         except Exception:
             logger.debug("progress notification failed", exc_info=True)
-            return
+
+    async def keepalive(self, ticket: Ticket) -> None:
+        """Tell a client that resets its timeout on progress that the call is still alive."""
+        while True:
+            await anyio.sleep(max(0.0, self._sent_at + PROGRESS_INTERVAL_S - time.monotonic()))
+            if time.monotonic() - self._sent_at >= PROGRESS_INTERVAL_S:
+                state = "running" if ticket.started else "waiting for earlier calls"
+                await self(self._last + 1, None, f"{ticket.label}: {state}")
 
 
 def format_validation_error(tool_name: str, exc: ValidationError) -> str:

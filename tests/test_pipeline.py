@@ -120,3 +120,17 @@ def test_validation_messages_name_each_problem() -> None:
         "The parameter `replace_all` must be a boolean, but a string was provided.",
         "An unexpected parameter `x` was provided.",
     ]
+
+
+async def test_progress_values_only_increase() -> None:
+    from mcp_codetools.pipeline import ProgressReporter
+
+    sent: list[float] = []
+
+    async def send(value: float, total: float | None, message: str | None) -> None:
+        sent.append(value)
+
+    reporter = ProgressReporter(send)
+    for value in (5.0, 3.0, 3.0, 10.0):
+        await reporter(value, None, "x")
+    assert sent == [5.0, 6.0, 7.0, 10.0]
