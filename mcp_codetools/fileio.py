@@ -68,6 +68,13 @@ def ensure_parent(path: Path, workspace: Workspace) -> None:
             raise ExecutionError(f"Cannot create folder {folder}: {exc.strerror}") from None
 
 
+def hard_link_note(st: os.stat_result | None) -> str:
+    """A file with other hard links was written in place: every link, wherever it is, sees the change."""
+    if st is None or st.st_nlink <= 1:
+        return ""
+    return f"\n(Note: this file has {st.st_nlink} hard links; it was written in place, so all of them show the change.)"
+
+
 def refuse_read_only(st: os.stat_result, path: Path) -> None:
     if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
         raise FileStateError(

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from mcp_codetools import matching
 from mcp_codetools.errors import EditMatchError, FileStateError
-from mcp_codetools.fileio import ensure_parent, read_whole, refuse_read_only, write_atomic
+from mcp_codetools.fileio import ensure_parent, hard_link_note, read_whole, refuse_read_only, write_atomic
 from mcp_codetools.fileview import digest_bytes
 from mcp_codetools.session import CodeSession, FileStamp
 from mcp_codetools.text import BinaryContentError, TextFormat, decode, encode
@@ -137,7 +137,9 @@ class EditTool(Tool[EditInput]):
         recheck_unchanged(path, loaded)
         stamp = write_atomic(path, data, session.workspace, loaded.st)
         session.ledger.record_write(path, stamp)
-        return _edit_result(path, loaded.text, new_text, matches, new, args.replace_all)
+        output = _edit_result(path, loaded.text, new_text, matches, new, args.replace_all)
+        output.text += hard_link_note(loaded.st)
+        return output
 
 
 def create_file(path: Path, content: str, ctx: CallContext) -> ToolOutput:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import anyio
 from pydantic import Field
 
 from mcp_codetools.errors import FileStateError
-from mcp_codetools.fileview import View, read_view
+from mcp_codetools.fileview import WHOLE_FILE_BYTES, View, read_view
 from mcp_codetools.paths import open_regular_for_read, similar_names
 from mcp_codetools.session import CodeSession, FileStamp
 from mcp_codetools.text import SAMPLE_BYTES, BinaryContentError, sniff
@@ -92,10 +93,15 @@ class ReadTool(Tool[ReadInput]):
                 fmt = sniff(os.pread(fd, SAMPLE_BYTES, 0), whole=st.st_size <= SAMPLE_BYTES)
             except BinaryContentError as exc:
                 raise unreadable_error(path, exc) from None
-            try:
-                view = read_view(
+
+            def load() -> View:
+                return read_view(
                     fd, st, fmt, path, first=first, max_lines=max_lines, budget=budget, cache=session.line_index
                 )
+
+            try:
+                # Small files are cheaper read on the loop than the thread hop; large ones must not stall it.
+                view = load() if st.st_size <= WHOLE_FILE_BYTES else await anyio.to_thread.run_sync(load)
             except UnicodeDecodeError as exc:
                 raise FileStateError(
                     f"Cannot read {path}: it is not valid {fmt.encoding.upper()} ({exc.reason}).", "binary_file"

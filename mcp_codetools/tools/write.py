@@ -8,7 +8,7 @@ from pydantic import Field
 
 from mcp_codetools import matching
 from mcp_codetools.errors import FileStateError
-from mcp_codetools.fileio import refuse_read_only, write_atomic
+from mcp_codetools.fileio import hard_link_note, refuse_read_only, write_atomic
 from mcp_codetools.fileview import digest_bytes
 from mcp_codetools.paths import refuse_non_regular
 from mcp_codetools.session import FileStamp
@@ -71,6 +71,7 @@ class WriteTool(Tool[WriteInput]):
         session.ledger.record_write(path, stamp)
         lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
         return ToolOutput(
-            f"The file {path} has been updated successfully ({lines} line{'s' if lines != 1 else ''}).",
+            f"The file {path} has been updated successfully ({lines} line{'s' if lines != 1 else ''})."
+            + hard_link_note(loaded.st),
             meta={"path": str(path), "type": "update", "bytes": len(data)},
         )

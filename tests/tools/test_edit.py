@@ -172,7 +172,8 @@ async def test_hard_linked_file_is_written_in_place(call: Caller, root: Path) ->
     other = root / "b.txt"
     os.link(f, other)
     inode = f.stat().st_ino
-    await read_and_edit(call, f, "shared", "changed")
+    text = await read_and_edit(call, f, "shared", "changed")
+    assert "2 hard links" in text
     assert f.stat().st_ino == inode
     assert other.read_text(encoding="utf-8") == "changed\n"
 
