@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import sys
@@ -22,6 +23,12 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         metavar="DIR",
         help="a workspace root the tools may use (repeatable; default: the current directory)",
+    )
+    parser.add_argument(
+        "--max-concurrency",
+        type=int,
+        metavar="N",
+        help="read-only calls that may run at once (default 10, or MCP_CODETOOLS_MAX_TOOL_USE_CONCURRENCY)",
     )
     parser.add_argument("--log-level", default=os.environ.get("MCP_CODETOOLS_LOG_LEVEL", "WARNING"))
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
@@ -44,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_doctor(args.root)
     try:
         settings = Settings.from_env(args.root)
+        if args.max_concurrency is not None:
+            settings = dataclasses.replace(settings, max_concurrency=max(1, args.max_concurrency))
         from mcp_codetools.server import CodeToolsServer
 
         app = CodeToolsServer(settings)

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.protocol.stdio_raw import server_command
 
 
@@ -32,3 +34,12 @@ def test_a_root_that_is_not_a_folder_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "not a directory" in done.stderr
     assert done.stdout == ""
+
+
+def test_concurrency_limit_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_codetools.config import Settings
+
+    monkeypatch.setenv("MCP_CODETOOLS_MAX_TOOL_USE_CONCURRENCY", "3")
+    assert Settings.from_env().max_concurrency == 3
+    monkeypatch.setenv("MCP_CODETOOLS_MAX_TOOL_USE_CONCURRENCY", "lots")
+    assert Settings.from_env().max_concurrency == 10

@@ -58,8 +58,9 @@ async def test_pipelined_calls_keep_read_edit_read_order(root: Path) -> None:
         assert not answers[edit["id"]]["result"].get("isError"), answers[edit["id"]]
         assert text(answers[again["id"]]) == "1\tvalue = 2"
         assert all(text(answers[m["id"]]) == "1\tvalue = 2" for m in others)
-        seqs = [answers[m["id"]]["result"]["_meta"]["codetools/result"]["timing"]["seq"] for m in [first, edit, again]]
-        assert seqs == sorted(seqs), "calls are numbered in the order they arrived"
+        sent = [first, edit, again, *others]
+        seqs = [answers[m["id"]]["result"]["_meta"]["codetools/result"]["timing"]["seq"] for m in sent]
+        assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), "calls are numbered in the order they arrived"
     finally:
         assert await server.close() == 0
 
