@@ -9,6 +9,7 @@ the check and the open cannot carry a read or a write outside the roots.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Iterable, Sequence
@@ -144,6 +145,11 @@ def open_parent_dir(path: Path, workspace: Workspace, shown: str) -> int:
     try:
         dfd = os.open(path.parent, flags)
     except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(path.parent):
+            raise PermissionDeniedError(
+                f"Access denied: the folder of {shown} was replaced by a symlink after it was checked. "
+                "Nothing was written."
+            ) from None
         raise FileStateError(f"Cannot open the folder of {shown}: {exc.strerror}", "not_a_file") from None
     try:
         check_fd_inside(dfd, workspace, shown)

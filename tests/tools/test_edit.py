@@ -223,3 +223,43 @@ async def test_missing_field_and_wrong_type_are_named(call: Caller, root: Path) 
     out = await call.fails("Read", {"file_path": "x", "bogus": 1})
     assert "An unexpected parameter `bogus` was provided." in out.text
     assert out.meta["errorCode"] == "invalid_input"
+
+
+@pytest.fixture
+def swap_after_check(root: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder inside the root that becomes a symlink to `outside` right after the path check."""
+    import shutil
+
+    from mcp_codetools.paths import Workspace
+
+    folder = root / "d"
+    folder.mkdir()
+    (folder / "f.txt").write_text("inside\n", encoding="utf-8")
+    target = outside / "d_out"
+    target.mkdir()
+    (target / "f.txt").write_text("top secret\n", encoding="utf-8")
+    original = Workspace.resolve
+
+    def resolve_then_swap(self: Workspace, raw: str, cwd: Path, *, field: str = "file_path") -> Path:
+        real = original(self, raw, cwd, field=field)
+        if folder.is_dir() and not folder.is_symlink():
+            shutil.rmtree(folder)
+            folder.symlink_to(target)
+        return real
+
+    monkeypatch.setattr(Workspace, "resolve", resolve_then_swap)
+    return folder
+
+
+async def test_read_through_a_parent_swapped_after_the_check_is_refused(call: Caller, swap_after_check: Path) -> None:
+    out = await call.fails("Read", {"file_path": str(swap_after_check / "f.txt")})
+    assert out.meta["errorCode"] == "permission_denied"
+    assert "top secret" not in out.text
+
+
+async def test_write_through_a_parent_swapped_after_the_check_is_refused(
+    call: Caller, swap_after_check: Path, outside: Path
+) -> None:
+    out = await call.fails("Write", {"file_path": str(swap_after_check / "new.txt"), "content": "x"})
+    assert out.meta["errorCode"] == "permission_denied"
+    assert not (outside / "d_out" / "new.txt").exists()
