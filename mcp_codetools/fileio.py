@@ -32,10 +32,13 @@ def read_whole(path: Path, workspace: Workspace) -> tuple[bytes, os.stat_result]
                 f"File is too large to edit ({st.st_size} bytes). The largest editable file is 1 GiB.",
                 "file_too_large",
             )
-        chunks: list[bytes] = []
-        while block := os.read(fd, 8 * 1024 * 1024):
-            chunks.append(block)
-        return b"".join(chunks), os.fstat(fd)
+        data = os.read(fd, st.st_size + 1)  # one read for the common case; the loop covers a growing file
+        if len(data) > st.st_size:
+            chunks = [data]
+            while block := os.read(fd, 8 * 1024 * 1024):
+                chunks.append(block)
+            data = b"".join(chunks)
+        return data, os.fstat(fd)
     finally:
         os.close(fd)
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 import bisect
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import AnyStr
 
 from mcp_codetools.text import number_lines
 
@@ -30,27 +32,34 @@ class Match:
     end: int
 
 
-def find_matches(text: str, old: str) -> list[Match]:
+def _lit(like: AnyStr, literal: str) -> AnyStr:
+    """`literal` as the same type as `like` (matching works on decoded text or on raw bytes alike)."""
+    if isinstance(like, str):
+        return literal
+    return literal.encode("ascii")
+
+
+def find_matches(text: AnyStr, old: AnyStr) -> list[Match]:
     """Every non-overlapping occurrence of `old`, literal first, then through CRLF→LF mapping."""
+    crlf, lf, cr = _lit(text, "\r\n"), _lit(text, "\n"), _lit(text, "\r")
     found = _find_all(text, old)
-    if found or "\r\n" not in text or "\n" not in old or "\r" in old:
+    if found or crlf not in text or lf not in old or cr in old:
         return [Match(a, b) for a, b in found]
-    lf_text = text.replace("\r\n", "\n")
-    spans = _find_all(lf_text, old)
+    spans = _find_all(text.replace(crlf, lf), old)
     if not spans:
         return []
     # LF-view positions of each newline that was a CRLF; a position maps forward by the count before it.
     crlf_at: list[int] = []
     removed = 0
-    index = text.find("\r\n")
+    index = text.find(crlf)
     while index != -1:
         crlf_at.append(index - removed)
         removed += 1
-        index = text.find("\r\n", index + 2)
+        index = text.find(crlf, index + 2)
     return [Match(a + bisect.bisect_left(crlf_at, a), b + bisect.bisect_left(crlf_at, b)) for a, b in spans]
 
 
-def _find_all(text: str, needle: str) -> list[tuple[int, int]]:
+def _find_all(text: AnyStr, needle: AnyStr) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     start = text.find(needle)
     while start != -1:
@@ -59,19 +68,19 @@ def _find_all(text: str, needle: str) -> list[tuple[int, int]]:
     return spans
 
 
-def line_of(text: str, offset: int) -> int:
-    return text.count("\n", 0, offset) + 1
+def line_of(text: AnyStr, offset: int) -> int:
+    return text.count(_lit(text, "\n"), 0, offset) + 1
 
 
-def apply(text: str, matches: list[Match], new: str) -> str:
-    pieces: list[str] = []
+def apply(text: AnyStr, matches: list[Match], new: AnyStr) -> AnyStr:
+    pieces: list[AnyStr] = []
     cursor = 0
     for match in matches:
         pieces.append(text[cursor : match.start])
         pieces.append(new)
         cursor = match.end
     pieces.append(text[cursor:])
-    return "".join(pieces)
+    return text[:0].join(pieces)
 
 
 def adapt_newlines(new: str, newline: str) -> str:
@@ -158,31 +167,59 @@ def closest_region(text: str, old: str) -> tuple[int, int, bool] | None:
     return i + 1, min(i + width, i + _MAX_REGION_LINES), False
 
 
-def snippet(text: str, first_line: int, last_line: int, context: int = 3) -> str:
+@dataclass(frozen=True, slots=True)
+class Window:
+    """The lines a span touches, with context either side, found without splitting the whole text."""
+
+    first_line: int
+    before: list[str]
+    region: list[str]
+    after: list[str]
+
+
+def window(
+    text: AnyStr, start: int, end: int, first_region_line: int, decode: Callable[[AnyStr], str], context: int = 3
+) -> Window:
+    """Lines of `text` touched by [start, end); `first_region_line` is the number of the line holding `start`."""
+    nl = _lit(text, "\n")
+    region_start = text.rfind(nl, 0, start) + 1
+    last = max(start, end - 1) if end > start else start
+    region_end = text.find(nl, last)
+    region_end = len(text) if region_end == -1 else region_end
+    before_start = region_start
+    for _ in range(context):
+        if before_start == 0:
+            break
+        before_start = text.rfind(nl, 0, before_start - 1) + 1
+    after_end = region_end
+    for _ in range(context):
+        if after_end >= len(text):
+            break
+        found = text.find(nl, after_end + 1)
+        after_end = len(text) if found == -1 else found
+    before = decode(text[before_start:region_start]).split("\n")[:-1] if region_start > before_start else []
+    after = decode(text[region_end + 1 : after_end]).split("\n") if after_end > region_end + 1 else []
+    region = decode(text[region_start:region_end]).split("\n")
+    return Window(first_region_line - len(before), before, region, after)
+
+
+def snippet(win: Window) -> str:
     """Numbered lines around an edit, for the model to see what it did."""
-    lines = text.split("\n")
-    a = max(1, first_line - context)
-    b = min(len(lines), last_line + context)
-    return number_lines(lines[a - 1 : b], a)
+    return number_lines([*win.before, *win.region, *win.after], win.first_line)
 
 
-def structured_patch(
-    old_text: str, new_text: str, old_first: int, old_last: int, new_first: int, new_last: int, context: int = 3
-) -> dict[str, object]:
+def structured_patch(old: Window, new: Window) -> dict[str, object]:
     """One hunk in the shape clients know (`oldStart`, `oldLines`, `newStart`, `newLines`, `lines`)."""
-    old_lines = old_text.split("\n")
-    new_lines = new_text.split("\n")
-    a = max(1, old_first - context)
-    before = old_lines[a - 1 : old_first - 1]
-    after_end = min(len(old_lines), old_last + context)
-    after = old_lines[old_last:after_end]
-    removed = old_lines[old_first - 1 : old_last]
-    added = new_lines[new_first - 1 : new_last]
-    body = [" " + s for s in before] + ["-" + s for s in removed] + ["+" + s for s in added] + [" " + s for s in after]
+    body = (
+        [" " + line for line in old.before]
+        + ["-" + line for line in old.region]
+        + ["+" + line for line in new.region]
+        + [" " + line for line in old.after]
+    )
     return {
-        "oldStart": a,
-        "oldLines": len(before) + len(removed) + len(after),
-        "newStart": new_first - len(before),
-        "newLines": len(before) + len(added) + len(after),
+        "oldStart": old.first_line,
+        "oldLines": len(old.before) + len(old.region) + len(old.after),
+        "newStart": new.first_line,
+        "newLines": len(new.before) + len(new.region) + len(new.after),
         "lines": [line.rstrip("\r") for line in body],
     }

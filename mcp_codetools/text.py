@@ -105,10 +105,23 @@ def decode(data: bytes) -> tuple[str, TextFormat]:
     Raises:
         BinaryContentError: the bytes look like binary data.
     """
-    fmt = sniff(data[:SAMPLE_BYTES], whole=len(data) <= SAMPLE_BYTES)
-    if fmt.newline == "\n" and b"\r\n" in data[SAMPLE_BYTES:]:
-        fmt = TextFormat(fmt.encoding, fmt.bom, _sniff_newline(data.decode("latin-1")))
+    fmt = detect(data)
     return data[len(fmt.bom) :].decode(fmt.encoding, fmt.errors), fmt
+
+
+def detect(data: bytes) -> TextFormat:
+    """The format of a whole file: its first bytes decide, the line-ending count covers all of it.
+
+    Raises:
+        BinaryContentError: the bytes look like binary data.
+    """
+    fmt = sniff(data[:SAMPLE_BYTES], whole=len(data) <= SAMPLE_BYTES)
+    if fmt.ascii_compatible and len(data) > SAMPLE_BYTES and b"\r\n" in data:
+        crlf = data.count(b"\r\n")
+        newline = "\r\n" if crlf > data.count(b"\n") - crlf else "\n"
+        if newline != fmt.newline:
+            fmt = TextFormat(fmt.encoding, fmt.bom, newline)
+    return fmt
 
 
 def encode(text: str, fmt: TextFormat) -> bytes:

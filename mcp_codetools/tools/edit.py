@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
@@ -13,7 +14,7 @@ from mcp_codetools.errors import EditMatchError, FileStateError
 from mcp_codetools.fileio import ensure_parent, hard_link_note, read_whole, refuse_read_only, write_atomic
 from mcp_codetools.fileview import digest_bytes
 from mcp_codetools.session import CodeSession, FileStamp
-from mcp_codetools.text import BinaryContentError, TextFormat, decode, encode
+from mcp_codetools.text import BinaryContentError, TextFormat, detect
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 from mcp_codetools.tools.read import missing_file_error, unreadable_error
 
@@ -33,30 +34,67 @@ class EditInput(ToolInput):
 
 @dataclass
 class Loaded:
-    """The file as validate_input saw it; call re-checks that it is still so."""
+    """A file as validate_input saw it; call re-checks that it is still so.
+
+    UTF-8 and latin-1 files are matched as raw bytes (no decode, no re-encode: every byte outside the
+    match is written back as it was); UTF-16 files are matched as decoded text.
+    """
 
     data: bytes
     st: os.stat_result
-    text: str
     fmt: TextFormat
+    _text: str | None = field(default=None, repr=False)
+
+    @property
+    def as_bytes(self) -> bool:
+        return self.fmt.ascii_compatible
+
+    @property
+    def body(self) -> Any:
+        """What matching works on: the bytes after the BOM, or the decoded text."""
+        return self.data[len(self.fmt.bom) :] if self.as_bytes else self.text
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = self.data[len(self.fmt.bom) :].decode(self.fmt.encoding, self.fmt.errors)
+        return self._text
+
+    def convert(self, value: str) -> Any:
+        """A string from the model in the form `body` has (None when the file's encoding cannot hold it)."""
+        if not self.as_bytes:
+            return value
+        try:
+            return value.encode(self.fmt.encoding, self.fmt.errors)
+        except UnicodeEncodeError:
+            return None
+
+    def to_display(self, value: Any) -> str:
+        return value.decode(self.fmt.encoding, "replace") if isinstance(value, bytes) else str(value)
+
+    def to_file(self, body: Any) -> bytes:
+        return self.fmt.bom + (body if isinstance(body, bytes) else body.encode(self.fmt.encoding, self.fmt.errors))
 
 
-def check_read_state(session: CodeSession, path: Path, current: FileStamp) -> None:
-    """Refuse a write to a file the model has not read, or that changed since it did."""
+def check_read_state(session: CodeSession, path: Path, loaded: Loaded) -> None:
+    """Refuse a write to a file the model has not read, or that changed since it did (judged by content)."""
     record = session.ledger.get(path)
     if record is None:
         raise FileStateError(NOT_READ, "file_not_read")
-    if not record.stamp.same_file_state(current):
+    seen = record.stamp
+    if (seen.mtime_ns, seen.size) == (loaded.st.st_mtime_ns, loaded.st.st_size):
+        return
+    if not seen.same_file_state(FileStamp(loaded.st.st_mtime_ns, loaded.st.st_size, digest_bytes(loaded.data))):
         raise FileStateError(MODIFIED, "file_changed_since_read")
 
 
-def load_text(path: Path, session: CodeSession) -> Loaded:
+def load_file(path: Path, session: CodeSession) -> Loaded:
     data, st = read_whole(path, session.workspace)
     try:
-        text, fmt = decode(data)
+        fmt = detect(data)
     except BinaryContentError as exc:
         raise unreadable_error(path, exc) from None
-    return Loaded(data, st, text, fmt)
+    return Loaded(data, st, fmt)
 
 
 def recheck_unchanged(path: Path, loaded: Loaded) -> None:
@@ -97,21 +135,23 @@ class EditTool(Tool[EditInput]):
             raise missing_file_error(path, session)
         if path.suffix == ".ipynb":
             raise FileStateError("File is a Jupyter Notebook. Edit its JSON with Write after reading it.", "not_a_file")
-        loaded = load_text(path, session)
-        check_read_state(session, path, FileStamp(loaded.st.st_mtime_ns, loaded.st.st_size, digest_bytes(loaded.data)))
+        loaded = load_file(path, session)
+        check_read_state(session, path, loaded)
+        body = loaded.body
         if args.old_string == "":
             if loaded.text.strip():
                 raise EditMatchError(
                     "Cannot create new file - file already exists. To change it, give the old_string to replace.",
                     "old_string_not_unique",
                 )
-            ctx.state["matches"] = [matching.Match(0, len(loaded.text))]
+            matches = [matching.Match(0, len(body))]
         else:
-            matches = matching.find_matches(loaded.text, args.old_string)
+            old = loaded.convert(args.old_string)
+            matches = matching.find_matches(body, old) if old is not None else []
             if not matches:
                 raise EditMatchError(matching.not_found_message(loaded.text, args.old_string, str(path)))
             if len(matches) > 1 and not args.replace_all:
-                lines = [matching.line_of(loaded.text, m.start) for m in matches]
+                lines = [matching.line_of(body, m.start) for m in matches]
                 listed = ", ".join(str(n) for n in lines[:20]) + (" …" if len(lines) > 20 else "")
                 raise EditMatchError(
                     f"Found {len(matches)} matches of the string to replace, but replace_all is false "
@@ -119,7 +159,7 @@ class EditTool(Tool[EditInput]):
                     "one occurrence, please provide more context to uniquely identify the instance.",
                     "old_string_not_unique",
                 )
-            ctx.state["matches"] = matches
+        ctx.state["matches"] = matches
         ctx.state["loaded"] = loaded
 
     async def call(self, args: EditInput, ctx: CallContext) -> ToolOutput:
@@ -129,15 +169,20 @@ class EditTool(Tool[EditInput]):
         if loaded is None:
             return create_file(path, args.new_string, ctx)
         matches: list[matching.Match] = ctx.state["matches"]
-        new = matching.adapt_newlines(args.new_string, loaded.fmt.newline)
-        new_text = matching.apply(loaded.text, matches, new)
-        data = encode(new_text, loaded.fmt)
+        body = loaded.body
+        new = loaded.convert(matching.adapt_newlines(args.new_string, loaded.fmt.newline))
+        if new is None:
+            raise EditMatchError(
+                f"new_string has characters the file's encoding ({loaded.fmt.encoding}) cannot hold.", "no_change"
+            )
+        new_body = matching.apply(body, matches, new)
+        data = loaded.to_file(new_body)
         refuse_read_only(loaded.st, path)
         session.history.remember(path, loaded.data)
         recheck_unchanged(path, loaded)
         stamp = write_atomic(path, data, session.workspace, loaded.st)
         session.ledger.record_write(path, stamp)
-        output = _edit_result(path, loaded.text, new_text, matches, new, args.replace_all)
+        output = _edit_result(path, loaded, body, new_body, matches, len(new), args.replace_all)
         output.text += hard_link_note(loaded.st)
         return output
 
@@ -160,21 +205,29 @@ def create_file(path: Path, content: str, ctx: CallContext) -> ToolOutput:
 
 
 def _edit_result(
-    path: Path, old_text: str, new_text: str, matches: list[matching.Match], new: str, replace_all: bool
+    path: Path,
+    loaded: Loaded,
+    old_body: Any,
+    new_body: Any,
+    matches: list[matching.Match],
+    new_len: int,
+    replace_all: bool,
 ) -> ToolOutput:
     first = matches[0]
-    old_first = matching.line_of(old_text, first.start)
-    old_last = old_first + old_text.count("\n", first.start, first.end)
-    new_first = matching.line_of(new_text, first.start)  # both texts agree up to the first match
-    new_last = new_first + new.count("\n")
-    patch = [matching.structured_patch(old_text, new_text, old_first, old_last, new_first, new_last)]
+    line = matching.line_of(old_body, first.start)  # both bodies agree up to the first match
+    old_window = matching.window(old_body, first.start, first.end, line, loaded.to_display)
+    new_window = matching.window(new_body, first.start, first.start + new_len, line, loaded.to_display)
     head = (
         f"The file {path} has been updated. All {len(matches)} occurrences were successfully replaced."
         if replace_all and len(matches) > 1
         else f"The file {path} has been updated successfully."
     )
-    body = matching.snippet(new_text, new_first, new_last)
+    where = "first " if len(matches) > 1 else ""
     return ToolOutput(
-        f"{head} Here is the result around the {'first ' if len(matches) > 1 else ''}change:\n{body}",
-        meta={"path": str(path), "replacements": len(matches), "structuredPatch": patch},
+        f"{head} Here is the result around the {where}change:\n{matching.snippet(new_window)}",
+        meta={
+            "path": str(path),
+            "replacements": len(matches),
+            "structuredPatch": [matching.structured_patch(old_window, new_window)],
+        },
     )

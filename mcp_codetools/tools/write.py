@@ -9,12 +9,9 @@ from pydantic import Field
 from mcp_codetools import matching
 from mcp_codetools.errors import FileStateError
 from mcp_codetools.fileio import hard_link_note, refuse_read_only, write_atomic
-from mcp_codetools.fileview import digest_bytes
 from mcp_codetools.paths import refuse_non_regular
-from mcp_codetools.session import FileStamp
-from mcp_codetools.text import encode
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
-from mcp_codetools.tools.edit import Loaded, check_read_state, create_file, load_text, recheck_unchanged
+from mcp_codetools.tools.edit import Loaded, check_read_state, create_file, load_file, recheck_unchanged
 
 
 class WriteInput(ToolInput):
@@ -41,8 +38,8 @@ class WriteTool(Tool[WriteInput]):
         if not os.path.lexists(path):
             return
         refuse_non_regular(os.stat(path), str(path))
-        loaded = load_text(path, session)
-        check_read_state(session, path, FileStamp(loaded.st.st_mtime_ns, loaded.st.st_size, digest_bytes(loaded.data)))
+        loaded = load_file(path, session)
+        check_read_state(session, path, loaded)
         record = session.ledger.get(path)
         gaps = record.unread_ranges() if record is not None else []
         if gaps:
@@ -63,7 +60,7 @@ class WriteTool(Tool[WriteInput]):
         content = (
             matching.adapt_newlines(args.content, loaded.fmt.newline) if "\r" not in args.content else args.content
         )
-        data = encode(content, loaded.fmt)
+        data = loaded.to_file(content)
         refuse_read_only(loaded.st, path)
         session.history.remember(path, loaded.data)
         recheck_unchanged(path, loaded)
