@@ -5,13 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_codetools.tools.base import Tool
+from mcp_codetools.tools.bash import BashTool
 from mcp_codetools.tools.edit import EditTool
+from mcp_codetools.tools.jobs import BashOutputTool, KillShellTool
 from mcp_codetools.tools.read import ReadTool
 from mcp_codetools.tools.write import WriteTool
 
 
 def default_tools() -> list[Tool[Any]]:
-    return [ReadTool(), EditTool(), WriteTool()]
+    return [ReadTool(), EditTool(), WriteTool(), BashTool(), BashOutputTool(), KillShellTool()]
 
 
 __all__ = ["Tool", "default_tools"]

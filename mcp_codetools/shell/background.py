@@ -1,0 +1,266 @@
+"""
+Background jobs: commands started with `run_in_background`, owned by the session.
+
+A job writes straight into a log file in the session's scratch folder (the kernel appends; the server
+holds none of its output in memory), so a job never blocks on a full pipe, whoever reads it and
+whenever. `BashOutput` reads the log from where the last read stopped, through a bounded view.
+
+Each job has a watcher task: it notices the exit at once (pidfd), reaps the job, stops processes the
+job left in its group (as a foreground command's leftovers are), and kills a job whose log passes the
+disk cap. The job outlives the call that started it, so the watcher cannot live in that call's task
+group; it is an asyncio task kept by the registry (the server runs on asyncio). When the session
+ends, `aclose` stops every job, so nothing started here outlives the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import logging
+import os
+import re
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from mcp_codetools.shell import runner
+from mcp_codetools.shell.capture import DEFAULT_CAP, OutputCapture
+
+logger = logging.getLogger(__name__)
+
+EXTRAS_KEY = "bash_jobs"
+LOG_CAP_BYTES = 1 << 30
+CAP_CHECK_S = 1.0
+SCAN_CAP_BYTES = 16 << 20
+"""One BashOutput call reads at most this much new log; older unread output is skipped (and said so)."""
+LINE_CAP = 1 << 20
+READ_BLOCK = 1 << 20
+
+
+@dataclass(eq=False)
+class Job:
+    """One background command and what is known about it."""
+
+    id: str
+    command: str
+    proc: subprocess.Popen[bytes]
+    watcher: runner.ExitWatcher
+    log_path: Path
+    started: float = field(default_factory=time.monotonic)
+    read_offset: int = 0
+    returncode: int | None = None
+    killed: bool = False
+    over_cap: bool = False
+    leftovers_stopped: bool = False
+    done: anyio.Event = field(default_factory=anyio.Event)
+    task: asyncio.Task[None] | None = None
+
+    @property
+    def running(self) -> bool:
+        return not self.done.is_set()
+
+    @property
+    def state(self) -> str:
+        """One word for lists: running, exited N, killed."""
+        if self.running:
+            return "running"
+        if self.killed or self.over_cap or (self.returncode or 0) < 0:
+            return "killed"
+        return f"exited {self.returncode}"
+
+    def status(self) -> str:
+        """A predicate for sentences: "Shell bash_1 <status>."."""
+        if self.running:
+            return f"is running (for {time.monotonic() - self.started:.1f}s)"
+        if self.over_cap:
+            return f"was killed: its output passed the {_size_text(LOG_CAP_BYTES)} log cap"
+        if self.killed:
+            return "was killed"
+        code = self.returncode if self.returncode is not None else -signal.SIGKILL
+        if code < 0:
+            return f"was ended by {runner.signal_name(-code)} (exit code {128 - code})"
+        return f"exited with code {code}"
+
+
+@dataclass(frozen=True, slots=True)
+class NewOutput:
+    text: str
+    skipped_bytes: int
+
+
+class JobRegistry:
+    """The jobs of one session, by id."""
+
+    def __init__(self, scratch_dir: Path) -> None:
+        self.scratch_dir = scratch_dir
+        self.jobs: dict[str, Job] = {}
+        self._next = 0
+
+    @classmethod
+    def of(cls, session: Any) -> JobRegistry:
+        """The session's registry, created on first use with a closer that stops its jobs."""
+        registry: JobRegistry | None = session.extras.get(EXTRAS_KEY)
+        if registry is None:
+            registry = cls(session.scratch_dir)
+            session.extras[EXTRAS_KEY] = registry
+            session.extras.setdefault("closers", []).append(registry.aclose)
+        return registry
+
+    def start(self, command: str, *, cwd: Path, env: dict[str, str]) -> Job:
+        """Start a job; raises OSError when it cannot start."""
+        self._next += 1
+        job_id = f"bash_{self._next}"
+        log_path = self.scratch_dir / f"{job_id}.log"
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            proc = runner.spawn(command, cwd=cwd, env=env, output_fd=fd)
+        finally:
+            os.close(fd)
+        job = Job(job_id, command, proc, runner.ExitWatcher(proc), log_path)
+        self.jobs[job_id] = job
+        job.task = asyncio.get_running_loop().create_task(self._watch(job), name=f"watch {job_id}")
+        return job
+
+    def get(self, job_id: str) -> Job | None:
+        return self.jobs.get(job_id.strip())
+
+    def describe(self) -> str:
+        """The jobs by id, for "no such id" errors."""
+        if not self.jobs:
+            return "No background shells were started in this session."
+        listed = ", ".join(f"{job.id} ({job.state}: {_short(job.command)})" for job in self.jobs.values())
+        return f"Known shells: {listed}."
+
+    async def _watch(self, job: Job) -> None:
+        try:
+            while not await job.watcher.wait(CAP_CHECK_S):
+                if _size(job.log_path) > LOG_CAP_BYTES:
+                    job.over_cap = True
+                    await runner.stop(job.proc, job.watcher)
+                    break
+            job.proc.poll()
+            job.leftovers_stopped = await runner.stop_leftovers(job.proc.pid)
+        except Exception:
+            logger.exception("watching background job %s failed", job.id)
+            with anyio.CancelScope(shield=True):
+                await runner.stop(job.proc, job.watcher)
+        finally:
+            job.proc.poll()
+            job.returncode = job.proc.returncode
+            job.watcher.close()
+            job.done.set()
+
+    async def kill(self, job: Job) -> None:
+        """Stop a running job and its whole group: TERM, then KILL after the grace period."""
+        if not job.running:
+            return
+        job.killed = True
+        strays = runner.stray_descendants(job.proc.pid)
+        runner.signal_group(job.proc.pid, signal.SIGTERM)
+        runner.signal_pids(strays, signal.SIGTERM)
+        with anyio.move_on_after(runner.TERM_GRACE_S):
+            await job.done.wait()
+        if job.running:
+            runner.signal_group(job.proc.pid, signal.SIGKILL)
+            runner.signal_pids(strays, signal.SIGKILL)
+            with anyio.move_on_after(runner.KILL_WAIT_S + runner.TERM_GRACE_S):
+                await job.done.wait()
+        runner.signal_pids(strays, signal.SIGKILL)
+
+    async def aclose(self) -> None:
+        """Stop every job (the session is ending). Never raises: other closers must still run."""
+        with anyio.CancelScope(shield=True):
+            try:
+                async with anyio.create_task_group() as tg:
+                    for job in self.jobs.values():
+                        tg.start_soon(self.kill, job)
+            except Exception:
+                logger.exception("stopping background jobs failed")
+            for job in self.jobs.values():
+                if job.task is not None and not job.task.done():
+                    job.task.cancel()
+                    with contextlib.suppress(BaseException):
+                        await job.task
+
+    def read_new(self, job: Job, pattern: re.Pattern[str] | None) -> NewOutput:
+        """Output written since the last read (only lines matching `pattern`, when given), bounded."""
+        finished = not job.running  # decided before reading: a finished job's log is complete
+        size = _size(job.log_path)
+        start = job.read_offset
+        skipped = max(0, size - start - SCAN_CAP_BYTES)
+        start += skipped
+        capture = OutputCapture(DEFAULT_CAP)
+        with open(job.log_path, "rb") as handle:
+            handle.seek(start)
+            if pattern is None:
+                consumed = _read_all(handle, size - start, capture)
+            else:
+                consumed = _read_matching(handle, size - start, capture, pattern, finished)
+        job.read_offset = start + consumed
+        capture.close()
+        return NewOutput(capture.render(f"Full log: {job.log_path}"), skipped)
+
+
+def _read_all(handle: Any, length: int, capture: OutputCapture) -> int:
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    remaining = length
+    while remaining > 0:
+        block = handle.read(min(READ_BLOCK, remaining))
+        if not block:
+            break
+        remaining -= len(block)
+        capture.add_text(decoder.decode(block))
+    pending = len(decoder.getstate()[0])  # a character cut in half: read it whole next time
+    return length - remaining - pending
+
+
+def _read_matching(handle: Any, length: int, capture: OutputCapture, pattern: re.Pattern[str], finished: bool) -> int:
+    remaining = length
+    carry = b""
+    while remaining > 0:
+        block = handle.read(min(READ_BLOCK, remaining))
+        if not block:
+            break
+        remaining -= len(block)
+        lines = (carry + block).split(b"\n")
+        carry = lines.pop()
+        if len(carry) > LINE_CAP:
+            lines.append(carry)
+            carry = b""
+        for raw in lines:
+            line = raw.decode("utf-8", "replace")
+            if pattern.search(line):
+                capture.add_text(line + "\n")
+    consumed = length - remaining
+    if carry and finished:
+        line = carry.decode("utf-8", "replace")
+        if pattern.search(line):
+            capture.add_text(line)
+    elif carry:
+        consumed -= len(carry)  # an unfinished line: match it once it is complete
+    return consumed
+
+
+def _size_text(size: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if size >= 1 << shift:
+            return f"{size / (1 << shift):g} {unit}"
+    return f"{size} bytes"
+
+
+def _short(command: str, limit: int = 60) -> str:
+    flat = " ".join(command.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

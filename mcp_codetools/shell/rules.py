@@ -1,0 +1,398 @@
+"""
+The read-only allowlist: which commands, with which arguments, only read.
+
+Data first: `ANY_ARGS` holds commands that no argument can turn into a writer or a runner of other
+programs; `RULES` maps the rest to a check over their arguments. A check returns a problem ("" when
+read-only). Each check is written to fail closed: an argument it cannot place makes the command not
+read-only, which only costs parallelism.
+
+Modelled on Claude Code's list (reference section 8), with two deliberate differences: `cd` is not
+read-only here (it changes the session's working directory, which later calls depend on), and `env`
+counts only without arguments (with them it runs a program).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from mcp_codetools.shell import sed
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """One shell word after quote removal, with what bash would still expand in it."""
+
+    text: str
+    expands: bool = False
+    """An unquoted or double-quoted `$`, a backtick or a parenthesis: the text is not what runs."""
+    glob: bool = False
+    """An unquoted `*`, `?` or `[`: bash may replace the word with file names."""
+    glob_first: bool = False
+    """The word starts with an unquoted glob character, so a file name such as `-delete` could match."""
+    brace: bool = False
+    """An unquoted `{a,b}` or `{1..3}`: bash turns the word into several."""
+
+
+Check = Callable[[Sequence[str]], str]
+
+ANY_ARGS = frozenset(
+    """
+    cat head tail wc stat strings hexdump od nl id uname free df du locale groups nproc basename dirname
+    realpath cut paste tr column tac rev fold expand unexpand fmt comm cmp numfmt readlink diff true false
+    sleep which type expr seq tsort pr cal uptime echo printf pwd whoami ls grep egrep fgrep jq test [
+    md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum cksum sum ps pgrep printenv lsof join
+    look arch tty getconf netstat
+    """.split()
+)
+
+
+def check(name: str, args: Sequence[Word]) -> str:
+    """The problem that keeps `name args` from being read-only, or "" when it only reads."""
+    if name in ANY_ARGS:
+        return ""
+    rule = RULES.get(name)
+    if rule is None:
+        return f"{name!r} is not on the read-only list"
+    for arg in args:
+        if arg.glob_first or arg.brace:
+            return f"{arg.text!r} may expand to arguments {name} treats as options"
+    return rule([arg.text for arg in args])
+
+
+# --- building blocks ----------------------------------------------------------------------------
+
+
+def _option_hit(arg: str, long: frozenset[str], short: str, short_values: str) -> bool:
+    """Whether `arg` is one of the options `long` (also as `--x=v`) or a short cluster holding a `short` letter."""
+    if arg in long or arg.split("=", 1)[0] in long:
+        return True
+    if arg.startswith("-") and not arg.startswith("--") and len(arg) > 1:
+        for letter in arg[1:]:
+            if letter in short:
+                return True
+            if letter in short_values:
+                return False
+    return False
+
+
+def without(*options: str, short: str = "", short_values: str = "") -> Check:
+    """Read-only unless one of `options` (exactly, or as `--opt=value`) or a `short` letter in a cluster is given.
+
+    `short_values` are letters whose value follows in the same cluster (`-k2o` sorts by `2o`), so scanning
+    the cluster stops there.
+    """
+    long = frozenset(options)
+
+    def rule(args: Sequence[str]) -> str:
+        for arg in args:
+            if _option_hit(arg, long, short, short_values):
+                return f"option {arg!r} writes or runs programs"
+        return ""
+
+    return rule
+
+
+def only(*allowed: str) -> Check:
+    """Read-only only when every argument is one of `allowed` (for commands that can also set things)."""
+    permitted = frozenset(allowed)
+
+    def rule(args: Sequence[str]) -> str:
+        for arg in args:
+            if arg not in permitted:
+                return f"argument {arg!r} is not a known read-only form"
+        return ""
+
+    return rule
+
+
+def both(first: Check, second: Check) -> Check:
+    def rule(args: Sequence[str]) -> str:
+        return first(args) or second(args)
+
+    return rule
+
+
+def operands(args: Sequence[str], value_options: frozenset[str] = frozenset()) -> list[str]:
+    """Arguments that are not options, skipping the separate values of `value_options`."""
+    found: list[str] = []
+    skip = False
+    ended = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif ended or arg == "-" or not arg.startswith("-"):
+            found.append(arg)
+        elif arg == "--":
+            ended = True
+        elif arg in value_options:
+            skip = True
+    return found
+
+
+def at_most_operands(count: int, value_options: frozenset[str] = frozenset()) -> Check:
+    """For commands whose extra operand is an output file (`uniq in out`)."""
+
+    def rule(args: Sequence[str]) -> str:
+        if len(operands(args, value_options)) > count:
+            return f"more than {count} operand(s): the last would be written"
+        return ""
+
+    return rule
+
+
+def subcommands(table: dict[str, Check], *, global_check: Callable[[Sequence[str]], int] | None = None) -> Check:
+    """A tool with subcommands (`git log`, `docker ps`): the first operand picks the rule for the rest."""
+
+    def rule(args: Sequence[str]) -> str:
+        start = 0
+        if global_check is not None:
+            start = global_check(args)
+            if start < 0:
+                return "a global option that is not known to be read-only"
+        if start >= len(args):
+            return ""
+        sub = args[start]
+        sub_rule = table.get(sub)
+        if sub_rule is None:
+            return f"subcommand {sub!r} is not on the read-only list"
+        return sub_rule(args[start + 1 :])
+
+    return rule
+
+
+def _any(args: Sequence[str]) -> str:
+    return ""
+
+
+def version_only(args: Sequence[str]) -> str:
+    return "" if list(args) in (["--version"], ["-V"], ["-v"], ["version"]) else "only --version is read-only"
+
+
+# --- per-command checks -------------------------------------------------------------------------
+
+
+def _date(args: Sequence[str]) -> str:
+    if any(_option_hit(a, frozenset({"--set"}), "s", "dfrIR") for a in args):
+        return "date -s sets the clock"
+    values = frozenset({"-d", "--date", "-f", "--file", "-r", "--reference"})
+    if any(not op.startswith("+") for op in operands(args, values)):
+        return "a date operand sets the clock"
+    return ""
+
+
+_FIND_ACTIONS = frozenset({"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls"})
+
+
+def _find(args: Sequence[str]) -> str:
+    for arg in args:
+        if arg in _FIND_ACTIONS:
+            return f"find {arg} changes files or runs programs"
+    return ""
+
+
+def _fd(args: Sequence[str]) -> str:
+    for arg in args:
+        if arg.split("=", 1)[0] in ("--exec", "--exec-batch") or (
+            arg.startswith("-") and not arg.startswith("--") and ("x" in arg or "X" in arg)
+        ):
+            return "fd --exec runs programs"
+    return ""
+
+
+_XARGS_VALUE = frozenset("ILnPsdEa")
+_XARGS_FLAGS = frozenset("0rtx")
+_XARGS_OPTIONAL = frozenset("ile")
+_XARGS_LONG_VALUE = frozenset(
+    {"--max-args", "--max-procs", "--max-chars", "--delimiter", "--arg-file", "--max-lines", "--replace", "--eof"}
+)
+_XARGS_LONG_FLAGS = frozenset({"--null", "--no-run-if-empty", "--verbose", "--exit"})
+
+
+def _xargs(args: Sequence[str]) -> str:
+    """Read-only when the command xargs runs takes any arguments safely (the input becomes its arguments)."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            i += 1
+            break
+        if not arg.startswith("-") or arg == "-":
+            break
+        if arg.startswith("--"):
+            key = arg.split("=", 1)[0]
+            if key in _XARGS_LONG_VALUE:
+                i += 1 if "=" in arg else 2
+                continue
+            if arg in _XARGS_LONG_FLAGS:
+                i += 1
+                continue
+            return f"xargs option {arg!r} is not known to be read-only"
+        letter = arg[1]
+        if letter in _XARGS_VALUE:
+            i += 1 if len(arg) > 2 else 2
+        elif letter in _XARGS_OPTIONAL or all(c in _XARGS_FLAGS for c in arg[1:]):
+            i += 1
+        else:
+            return f"xargs option {arg!r} is not known to be read-only"
+    target = args[i] if i < len(args) else "echo"
+    if target not in ANY_ARGS:
+        return f"xargs runs {target!r}, which is read-only only with arguments it can check"
+    return ""
+
+
+# git: global options, then a subcommand with its own rule.
+
+_GIT_GLOBAL_FLAGS = frozenset(
+    {
+        "--no-pager",
+        "-P",
+        "--no-optional-locks",
+        "--bare",
+        "--no-replace-objects",
+        "--literal-pathspecs",
+        "--glob-pathspecs",
+        "--noglob-pathspecs",
+        "--icase-pathspecs",
+        "-p",
+        "--paginate",
+        "--version",
+    }
+)
+_GIT_GLOBAL_PREFIXES = ("--git-dir=", "--work-tree=", "--namespace=")
+
+
+def _git_globals(args: Sequence[str]) -> int:
+    """Index of the subcommand, or -1 for a global option that could change what git runs (-c, --exec-path)."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "-C":
+            i += 2
+        elif arg in _GIT_GLOBAL_FLAGS or arg.startswith(_GIT_GLOBAL_PREFIXES):
+            i += 1
+        elif arg.startswith("-"):
+            return -1
+        else:
+            return i
+    return i
+
+
+_GIT_OUTPUT = without("--output", "--ext-diff", "--open-files-in-pager", short="O")
+_LIST_MODE = frozenset({"-l", "--list", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at"})
+
+
+def _listing(forbidden: Check) -> Check:
+    """git branch/tag: operands create things unless a listing option is present."""
+
+    def rule(args: Sequence[str]) -> str:
+        problem = forbidden(args)
+        if problem:
+            return problem
+        if operands(args) and not any(a.split("=", 1)[0] in _LIST_MODE for a in args):
+            return "a name without --list creates it"
+        return ""
+
+    return rule
+
+
+def _first_operand_in(*allowed: str, default_ok: bool = True) -> Check:
+    """`git stash list`, `git remote -v`: the first operand must be a read-only verb."""
+    verbs = frozenset(allowed)
+
+    def rule(args: Sequence[str]) -> str:
+        ops = operands(args)
+        if not ops:
+            return "" if default_ok else "no read-only verb"
+        return "" if ops[0] in verbs else f"{ops[0]!r} is not a read-only verb"
+
+    return rule
+
+
+def _git_config(args: Sequence[str]) -> str:
+    reading = {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "get", "list"}
+    writing = {"--add", "--unset", "--unset-all", "--replace-all", "--rename-section", "--remove-section", "-e"}
+    writing |= {"--edit", "set", "unset", "edit", "rename-section", "remove-section"}
+    if any(a in writing for a in args) or not any(a in reading for a in args):
+        return "git config without --get/--list may write"
+    return ""
+
+
+_GIT = subcommands(
+    {
+        **dict.fromkeys(("status", "blame", "annotate", "ls-files", "ls-tree", "rev-parse", "rev-list"), _any),
+        **dict.fromkeys(("describe", "shortlog", "show-ref", "for-each-ref", "merge-base", "name-rev"), _any),
+        **dict.fromkeys(("cat-file", "count-objects", "check-ignore", "check-attr", "cherry", "version"), _any),
+        **dict.fromkeys(("diff", "log", "show", "whatchanged", "diff-tree", "diff-files", "diff-index"), _GIT_OUTPUT),
+        "range-diff": _GIT_OUTPUT,
+        "grep": _GIT_OUTPUT,
+        "branch": _listing(
+            without(
+                "--delete",
+                "--move",
+                "--copy",
+                "--force",
+                "--set-upstream-to",
+                "--unset-upstream",
+                "--edit-description",
+                "--track",
+                "--no-track",
+                "--create-reflog",
+                short="dDmMcCfut",
+            )
+        ),
+        "tag": _listing(
+            without(
+                "--delete",
+                "--annotate",
+                "--sign",
+                "--local-user",
+                "--force",
+                "--message",
+                "--file",
+                "--edit",
+                "--create-reflog",
+                short="dasufmFe",
+            )
+        ),
+        "stash": _first_operand_in("list", "show", default_ok=False),
+        "worktree": _first_operand_in("list", default_ok=False),
+        "remote": _first_operand_in("show", "get-url"),
+        "reflog": _first_operand_in("show", "exists"),
+        "config": _git_config,
+    },
+    global_check=_git_globals,
+)
+
+_GH = subcommands(
+    {
+        "pr": _first_operand_in("view", "list", "diff", "checks", "status", default_ok=False),
+        "issue": _first_operand_in("view", "list", "status", default_ok=False),
+        "repo": _first_operand_in("view", default_ok=False),
+        "run": _first_operand_in("view", "list", default_ok=False),
+        "release": _first_operand_in("view", "list", default_ok=False),
+    }
+)
+
+_DOCKER = subcommands(dict.fromkeys(("ps", "images", "logs", "inspect", "version", "info"), _any))
+
+RULES: dict[str, Check] = {
+    "find": _find,
+    "fd": _fd,
+    "fdfind": _fd,
+    "rg": without("--pre"),
+    "sort": without("--output", "--compress-program", short="o", short_values="kotST"),
+    "uniq": at_most_operands(1, frozenset({"-f", "-s", "-w", "--skip-fields", "--skip-chars", "--check-chars"})),
+    "tree": without("--output", short="o", short_values="LPI"),
+    "file": without("--compile", short="C", short_values="mefFP"),
+    "date": _date,
+    "ss": without("--kill", short="K"),
+    "hostname": only("-f", "-s", "-i", "-I", "-d", "-A", "-a", "--fqdn", "--short", "--ip-address", "--domain"),
+    "env": only(),
+    "sed": sed.check_sed,
+    "xargs": _xargs,
+    "git": _GIT,
+    "gh": both(_GH, without("--web", short="w")),
+    "docker": _DOCKER,
+    **dict.fromkeys(("node", "python", "python3", "npm", "cargo", "rustc", "go", "ruby", "java", "bash"), version_only),
+}

@@ -1,0 +1,277 @@
+"""
+Bash: run a shell command that cannot hang the call or outlive it, and say plainly what happened.
+
+The process work (group, timeout, capture, cleanup) is in `mcp_codetools.shell.runner`; this module
+turns a run into the text the model reads: the output (head and tail past 30,000 characters, with the
+path of the full output), `Exit code N` for a failure, the "no match"/"differs" codes of grep, diff,
+test and find reported as such, and notes for a timeout, a cwd reset, stopped leftovers and files
+Read earlier that the command changed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from pydantic import Field
+
+from mcp_codetools.errors import ExecutionError, InvalidInputError
+from mcp_codetools.session import CodeSession
+from mcp_codetools.shell import runner
+from mcp_codetools.shell.background import JobRegistry
+from mcp_codetools.shell.capture import OutputCapture
+from mcp_codetools.shell.classify import analyze
+from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_MS = 120_000
+MAX_TIMEOUT_MS = 600_000
+OUTPUT_CAP = 30_000
+MAX_LISTED_FILES = 10
+
+_NO_MATCH = {1: "No matches found"}
+INTERPRETATIONS: dict[str, dict[int, str]] = {
+    "grep": _NO_MATCH,
+    "egrep": _NO_MATCH,
+    "fgrep": _NO_MATCH,
+    "rg": _NO_MATCH,
+    "diff": {1: "Files differ"},
+    "test": {1: "Condition is false"},
+    "[": {1: "Condition is false"},
+    "find": {1: "Some directories were inaccessible"},
+}
+"""Exit codes that answer a question rather than report a failure, by the command that set the status."""
+
+
+class BashInput(ToolInput):
+    command: str = Field(description="The bash command to run. Multi-line scripts are fine.")
+    timeout: int | None = Field(
+        default=None,
+        gt=0,
+        description=f"Timeout in milliseconds (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS}).",
+    )
+    description: str | None = Field(default=None, description="What the command does, in 5-10 words.")
+    run_in_background: bool = Field(
+        default=False, description="Start as a background job and return its id at once (see BashOutput)."
+    )
+
+
+class BashTool(Tool[BashInput]):
+    name = "Bash"
+    title = "Run shell command"
+    description = (
+        "Run a bash command in the workspace and return its output (stdout and stderr interleaved). "
+        "The working directory persists between calls (a cd that leaves the workspace is undone); "
+        "environment variables and other shell state do not. stdin is /dev/null and there is no terminal, "
+        "so interactive programs get end of file. timeout is in ms: default 120000, max 600000; on timeout "
+        "the command and every process it started are killed. Output over 30000 characters keeps the "
+        "beginning and the end, and the full output is saved to a file you can Read. A non-zero exit is an "
+        "error starting with `Exit code N` (grep/diff/test/find's 'no match' codes are not). Use "
+        "run_in_background for servers, watchers and long builds, then BashOutput and KillShell. Prefer "
+        "Read, Grep, Glob and Edit over cat, grep, find and sed."
+    )
+    input_model = BashInput
+    read_only = False
+    destructive = True
+    idempotent = False
+    open_world = True
+
+    def is_read_only(self, args: BashInput) -> bool:
+        return not args.run_in_background and analyze(args.command).read_only
+
+    def is_concurrency_safe(self, args: BashInput) -> bool:
+        return self.is_read_only(args)
+
+    async def validate_input(self, args: BashInput, ctx: CallContext) -> None:
+        if not args.command.strip():
+            raise InvalidInputError("`command` is empty. Give the shell command to run.")
+        if "\x00" in args.command:
+            raise InvalidInputError("`command` contains a NUL byte, which no shell command can hold.")
+
+    async def call(self, args: BashInput, ctx: CallContext) -> ToolOutput:
+        session = ctx.session
+        analysis = analyze(args.command)
+        read_only = self.is_read_only(args)
+        notes: list[str] = []
+        cwd = _usable_cwd(session, ctx, notes)
+        env = runner.command_env(read_only=read_only)
+        if args.run_in_background:
+            return _start_job(session, args.command, cwd, env, notes)
+
+        timeout_ms = args.timeout or DEFAULT_TIMEOUT_MS
+        if timeout_ms > MAX_TIMEOUT_MS:
+            notes.append(f"The timeout of {timeout_ms} ms is above the maximum; it was lowered to {MAX_TIMEOUT_MS} ms.")
+            timeout_ms = MAX_TIMEOUT_MS
+        before = None if read_only else _stamps(session.ledger.paths())
+        capture = OutputCapture(OUTPUT_CAP, spill_dir=session.scratch_dir)
+
+        async def report(elapsed: float, line: str) -> None:
+            try:
+                await ctx.progress(round(elapsed, 3), None, line or f"running for {elapsed:.0f}s")
+            except Exception:
+                logger.debug("progress notification failed", exc_info=True)
+
+        try:
+            result = await runner.run(
+                args.command, cwd=cwd, env=env, timeout_s=timeout_ms / 1000, capture=capture, progress=report
+            )
+        except OSError as exc:
+            raise ExecutionError(f"Could not start the command: {exc.strerror or exc}.") from None
+
+        meta: dict[str, object] = {
+            "readOnly": read_only,
+            "timeoutMs": timeout_ms,
+            "durationMs": round(result.elapsed_s * 1000, 1),
+            "outputChars": capture.total_chars,
+            "truncated": capture.truncated,
+            "interrupted": result.timed_out,
+        }
+        if capture.spill_path is not None:
+            meta["persistedOutputPath"] = str(capture.spill_path)
+            meta["persistedOutputSize"] = capture.spilled_bytes
+        meta["cwd"] = str(_follow_cwd(session, ctx, cwd, result.final_cwd, notes))
+        if result.leftovers_stopped:
+            notes.append(
+                "Processes the command left running in the background were stopped when it finished. "
+                "Use run_in_background for servers and watchers."
+            )
+        if before is not None:
+            changed = _changed_files(before)
+            if changed:
+                meta["staleReadFiles"] = [str(p) for p in changed]
+                notes.append(_stale_note(changed, cwd))
+        return _result(analysis.last_command, result, capture, timeout_ms, notes, meta)
+
+
+def _result(
+    last_command: str | None,
+    result: runner.RunResult,
+    capture: OutputCapture,
+    timeout_ms: int,
+    notes: list[str],
+    meta: dict[str, object],
+) -> ToolOutput:
+    output = capture.render(_where(capture))
+    code = result.returncode if result.returncode >= 0 else 128 - result.returncode
+    meta["exitCode"] = code
+    interpretation = INTERPRETATIONS.get(last_command or "", {}).get(code)
+    parts: list[str] = []
+    is_error = True
+    if result.timed_out:
+        parts.append(f"Command timed out after {_duration(timeout_ms)}")
+        notes.append(
+            f"The command and every process it started were stopped. Give a larger timeout (up to "
+            f"{MAX_TIMEOUT_MS} ms), or use run_in_background for long-running commands."
+        )
+    elif code == 0:
+        is_error = False
+    elif interpretation is not None:
+        is_error = False
+        meta["returnCodeInterpretation"] = interpretation
+        if not output:
+            output = f"{interpretation} (exit code {code})"
+        else:
+            notes.insert(0, f"(exit code {code}: {interpretation})")
+    else:
+        killed_by = f" (ended by {runner.signal_name(-result.returncode)})" if result.returncode < 0 else ""
+        parts.append(f"Exit code {code}{killed_by}")
+    if output:
+        parts.append(output)
+    elif not is_error:
+        parts.append("(no output)")
+    text = "\n".join(parts)
+    if notes:
+        text += "\n\n" + "\n".join(notes)
+    if is_error:
+        meta["errorCode"] = "execution_failed"
+    return ToolOutput(text, meta=meta, is_error=is_error)
+
+
+def _where(capture: OutputCapture) -> str:
+    if capture.spill_path is None:
+        return "The full output could not be saved"
+    saved = f"Full output saved to {capture.spill_path}"
+    if capture.file_error:
+        saved += f" (saving stopped: {capture.file_error})"
+    elif capture.file_truncated:
+        saved += f" (its first {capture.spilled_bytes:,} bytes)"
+    return saved + "; Read it with offset and limit (or tail/grep it here) to see the rest"
+
+
+def _duration(ms: int) -> str:
+    if ms < 1000:
+        return f"{ms}ms"
+    return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms / 1000:g}s"
+
+
+def _usable_cwd(session: CodeSession, ctx: CallContext, notes: list[str]) -> Path:
+    """The session cwd, or the first root when that folder has gone (removed by an earlier command)."""
+    if session.cwd.is_dir():
+        return session.cwd
+    root = session.workspace.roots[0]
+    ctx.defer(_move(session, root))
+    notes.append(f"Shell cwd was reset to {root} ({session.cwd} no longer exists).")
+    return root
+
+
+def _follow_cwd(session: CodeSession, ctx: CallContext, cwd: Path, final: str | None, notes: list[str]) -> Path:
+    """Keep a `cd` inside the roots for later calls; undo one that left them."""
+    if final is None or final == str(cwd):
+        return cwd
+    target = Path(final)
+    if session.workspace.contains(target) and target.is_dir():
+        ctx.defer(_move(session, target))
+        return target
+    notes.append(f"Shell cwd was reset to {cwd}")
+    return cwd
+
+
+def _move(session: CodeSession, target: Path) -> Callable[[], None]:
+    """A deferred cwd change; set_cwd re-checks the roots when it is committed."""
+
+    def change() -> None:
+        session.set_cwd(target)
+
+    return change
+
+
+def _start_job(session: CodeSession, command: str, cwd: Path, env: dict[str, str], notes: list[str]) -> ToolOutput:
+    try:
+        job = JobRegistry.of(session).start(command, cwd=cwd, env=env)
+    except OSError as exc:
+        raise ExecutionError(f"Could not start the command: {exc.strerror or exc}.") from None
+    text = (
+        f"Command running in background with ID: {job.id}. Output is being written to: {job.log_path}. "
+        f'Read new output with BashOutput (bash_id "{job.id}"); stop it with KillShell (shell_id "{job.id}").'
+    )
+    if notes:
+        text += "\n\n" + "\n".join(notes)
+    return ToolOutput(text, meta={"backgroundTaskId": job.id, "logPath": str(job.log_path), "cwd": str(cwd)})
+
+
+def _stamps(paths: Iterable[Path]) -> dict[Path, int | None]:
+    """mtime of each path (one stat each; None when it is gone)."""
+    stamps: dict[Path, int | None] = {}
+    for path in paths:
+        try:
+            stamps[path] = os.stat(path).st_mtime_ns
+        except OSError:
+            stamps[path] = None
+    return stamps
+
+
+def _changed_files(before: dict[Path, int | None]) -> list[Path]:
+    after = _stamps(before)
+    return [path for path, stamp in before.items() if after[path] != stamp]
+
+
+def _stale_note(changed: list[Path], cwd: Path) -> str:
+    names = [os.path.relpath(p, cwd) if p.is_relative_to(cwd) else str(p) for p in changed[:MAX_LISTED_FILES]]
+    more = f" and {len(changed) - MAX_LISTED_FILES} more" if len(changed) > MAX_LISTED_FILES else ""
+    count = f"{len(changed)} file{'s' if len(changed) != 1 else ''}"
+    return (
+        f"[This command modified {count} you've previously read: {', '.join(names)}{more}. Call Read before editing.]"
+    )

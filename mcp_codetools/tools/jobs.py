@@ -1,0 +1,103 @@
+"""BashOutput and KillShell: read and stop the background jobs that Bash's `run_in_background` started."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field
+
+from mcp_codetools.errors import ExecutionError, InvalidInputError
+from mcp_codetools.session import CodeSession
+from mcp_codetools.shell.background import EXTRAS_KEY, Job, JobRegistry
+from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
+
+
+def _find_job(session: CodeSession, job_id: str) -> tuple[JobRegistry, Job]:
+    registry: JobRegistry | None = session.extras.get(EXTRAS_KEY)
+    job = registry.get(job_id) if registry is not None else None
+    if registry is None or job is None:
+        known = registry.describe() if registry is not None else "No background shells were started in this session."
+        raise InvalidInputError(f"No shell found with ID: {job_id}. {known}")
+    return registry, job
+
+
+def _meta(job: Job) -> dict[str, object]:
+    return {
+        "shellId": job.id,
+        "status": job.state,
+        "running": job.running,
+        "exitCode": job.returncode,
+        "logPath": str(job.log_path),
+    }
+
+
+class BashOutputInput(ToolInput):
+    bash_id: str = Field(description="The background shell's ID, as Bash returned it.")
+    filter: str | None = Field(
+        default=None, description="Regular expression: return only matching lines (the others are skipped)."
+    )
+
+
+class BashOutputTool(Tool[BashOutputInput]):
+    name = "BashOutput"
+    title = "Read background shell output"
+    description = (
+        "Read what a background shell (Bash with run_in_background) printed since the last read, and whether "
+        "it is still running or its exit code. filter: a regex; only matching lines are returned. "
+        "Output over 30000 characters keeps the start and the end; the full log path is given."
+    )
+    input_model = BashOutputInput
+    read_only = True
+    destructive = False
+    idempotent = False
+
+    def is_concurrency_safe(self, args: BashOutputInput) -> bool:
+        return True
+
+    async def call(self, args: BashOutputInput, ctx: CallContext) -> ToolOutput:
+        registry, job = _find_job(ctx.session, args.bash_id)
+        pattern = None
+        if args.filter:
+            try:
+                pattern = re.compile(args.filter)
+            except re.error as exc:
+                raise InvalidInputError(f"Invalid regular expression in `filter`: {exc}.") from None
+        status = job.status()
+        new = registry.read_new(job, pattern)
+        parts = [f"Shell {job.id} {status}.", new.text or "(no new output)"]
+        if new.skipped_bytes:
+            parts.append(f"[{new.skipped_bytes:,} older bytes were skipped; they are in {job.log_path}.]")
+        if job.leftovers_stopped:
+            parts.append("Processes it left running in the background were stopped when it finished.")
+        meta = _meta(job)
+        meta["skippedBytes"] = new.skipped_bytes
+        return ToolOutput("\n\n".join(parts), meta=meta)
+
+
+class KillShellInput(ToolInput):
+    shell_id: str = Field(description="The background shell's ID, as Bash returned it.")
+
+
+class KillShellTool(Tool[KillShellInput]):
+    name = "KillShell"
+    title = "Stop background shell"
+    description = (
+        "Stop a background shell started by Bash with run_in_background, with every process it started "
+        "(SIGTERM, then SIGKILL). Its output stays readable with BashOutput."
+    )
+    input_model = KillShellInput
+    read_only = False
+    destructive = True
+    idempotent = False
+
+    async def call(self, args: KillShellInput, ctx: CallContext) -> ToolOutput:
+        registry, job = _find_job(ctx.session, args.shell_id)
+        if not job.running:
+            raise ExecutionError(
+                f"Shell {job.id} is not running: it {job.status()}. Its output can still be read with BashOutput."
+            )
+        await registry.kill(job)
+        return ToolOutput(
+            f"Killed shell {job.id} ({job.command.strip()[:200]}). Its output can still be read with BashOutput.",
+            meta=_meta(job),
+        )

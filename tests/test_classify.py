@@ -1,0 +1,289 @@
+"""The read-only classifier on a table of commands, both sides, including the tricky ones."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_codetools.shell import rules, sed
+from mcp_codetools.shell.classify import analyze, is_read_only, scan_word
+
+READ_ONLY = [
+    "ls",
+    "ls -la src",
+    "cat README.md",
+    "head -n 20 a.txt",
+    "tail -f log.txt",
+    "wc -l *.py",
+    "stat setup.py",
+    "pwd",
+    "echo hi",
+    "echo 'a $b `c`'",
+    "printf '%s\\n' a b",
+    "grep -rn TODO .",
+    "grep -rn TODO . 2>/dev/null",
+    "egrep 'a|b' f",
+    "rg -n foo src/",
+    "rg --files",
+    "find . -name '*.py'",
+    "find . -type f -newer x -print",
+    'find src -name "*.ts" | xargs wc -l',
+    "find . -print0 | xargs -0 -n 10 grep -l foo",
+    "ls | head -5",
+    "ls > /dev/null 2>&1",
+    "ls &> /dev/null",
+    "ls 2>&1 | wc -l",
+    "cat < input.txt",
+    "cat <<< hello",
+    "true && false || echo x",
+    "ls; pwd",
+    "ls\npwd",
+    "! grep -q x f",
+    "test -f a.txt",
+    "[ -d src ]",
+    "git status",
+    "git status --short && git diff --stat",
+    "git log --oneline -n 5 | cat",
+    "git show HEAD~1:README.md",
+    "git -C sub log",
+    "git --no-pager diff HEAD",
+    "git blame -L 1,5 a.py",
+    "git branch",
+    "git branch -a --contains HEAD",
+    "git branch --list 'feat*'",
+    "git tag",
+    "git tag -l 'v1.*'",
+    "git rev-parse --show-toplevel",
+    "git ls-files -m",
+    "git stash list",
+    "git remote -v",
+    "git config --get user.name",
+    "sed -n '1,10p' f",
+    "sed -n '/start/,/end/p' f",
+    "sed 's/a/b/g' f",
+    "sed -e 's|x|y|' -e '5q' f",
+    "sed -n '$=' f",
+    "sort -k2 -n f",
+    "sort -u f | uniq -c",
+    "uniq -c a",
+    "date +%Y-%m-%d",
+    "date -d yesterday +%s",
+    "du -sh .",
+    "diff a b",
+    "jq .name package.json",
+    "which python3",
+    "python3 --version",
+    "node -v",
+    "docker ps",
+    "gh pr view 12",
+    "tree -L 2",
+    "file a.bin",
+    "env",
+    "hostname",
+    "ls ~",
+    'cat "file with spaces.txt"',
+    "ls # rm -rf /",
+    "l\\s",
+    '"ls" -la',
+    "xargs -I{} echo {}",
+    "sha256sum a b",
+]
+
+NOT_READ_ONLY = [
+    "",
+    "   ",
+    "rm -rf x",
+    "echo hi > f",
+    "echo hi >> f",
+    "ls >| f",
+    "ls &> out.txt",
+    "ls >&out.txt",
+    "cat <> f",
+    "cat <<EOF\nhi\nEOF",
+    "cat $(whoami)",
+    "cat `whoami`",
+    'echo "$(id)"',
+    "cat <(ls)",
+    "echo $HOME",
+    'cat "$f"',
+    "echo ${x:=y}",
+    "echo $'\\x41'",
+    "$CMD arg",
+    "ls; rm -rf x",
+    "ls\nrm x",
+    "ls && rm x",
+    "ls | tee out",
+    "ls | sh",
+    "FOO=1 ls",
+    "a=$(rm x)",
+    "ls &",
+    "sleep 100 & ls",
+    "(ls)",
+    "{ ls; }",
+    "f() { ls; }",
+    "for i in 1 2; do ls; done",
+    "if true; then ls; fi",
+    "ls | while read x; do echo $x; done",
+    "time ls",
+    "echo $((1+2))",
+    'echo "unbalanced',
+    "echo 'unbalanced",
+    "ls &&",
+    "/bin/rm x",
+    "./script.sh",
+    "bash -c 'ls'",
+    "sh -c ls",
+    "eval ls",
+    "env rm x",
+    "sudo ls",
+    "cd sub",
+    "cd sub && ls",
+    "git -c alias.x=!sh x",
+    "git -c core.pager=sh log",
+    "git --exec-path=/tmp log",
+    "git --config-env=core.pager=X log",
+    "git push",
+    "git commit -m x",
+    "git checkout main",
+    "git branch -D old",
+    "git branch -dr origin/x",
+    "git branch newbranch",
+    "git tag v1.0",
+    "git tag -d v1.0",
+    "git stash",
+    "git log --output=out.txt",
+    "git diff --ext-diff",
+    "git grep -Ovim foo",
+    "git config user.name x",
+    "git remote add o url",
+    "git {status,push}",
+    "find . -delete",
+    "find . -name x -delete",
+    "find . -exec rm {} \\;",
+    "find . -execdir ls \\;",
+    "find . -ok rm {} \\;",
+    "find . -fprint out",
+    "find . \"-\"'delete'",
+    "find . \\-delete",
+    "find . -name *.py",
+    "find {.,/tmp} -type f",
+    "sed -i s/a/b/ f",
+    "sed -ni p f",
+    "sed --in-place s/a/b/ f",
+    "sed 's/a/b/w out' f",
+    "sed -n '1e rm x' f",
+    "sed 's/a/b/e' f",
+    "sed -f script.sed f",
+    "sed '1r /etc/passwd' f",
+    "sort -o out f",
+    "sort -uo out f",
+    "sort --output=out f",
+    "sort --compress-program=sh f",
+    "uniq in out",
+    "date -s now",
+    "date 010100002030",
+    "rg --pre sh x",
+    "rg --pre=sh x",
+    "fd -x rm",
+    "fd --exec rm",
+    "xargs rm",
+    "xargs sh -c 'rm $0'",
+    "xargs find . -name",
+    "xargs -p echo",
+    "tree -o out.txt",
+    "file -C -m magic",
+    "hostname newname",
+    "python3 script.py",
+    "python3 -c 'print(1)'",
+    "node app.js",
+    "docker run alpine",
+    "gh pr merge 1",
+    "gh pr view 1 --web",
+    "awk '{print}' f",
+    "tee f",
+    "touch f",
+    "mkdir d",
+    "chmod +x f",
+    "curl -o f http://x",
+    "ss -K",
+    "command rm x",
+]
+
+
+@pytest.mark.parametrize("command", READ_ONLY)
+def test_read_only(command: str) -> None:
+    analysis = analyze(command)
+    assert analysis.read_only, analysis.reason
+
+
+@pytest.mark.parametrize("command", NOT_READ_ONLY)
+def test_not_read_only(command: str) -> None:
+    analysis = analyze(command)
+    assert not analysis.read_only
+    assert analysis.reason
+
+
+def test_table_is_large_on_both_sides() -> None:
+    assert len(READ_ONLY) >= 60 and len(NOT_READ_ONLY) >= 60
+    assert not set(READ_ONLY) & set(NOT_READ_ONLY)
+
+
+def test_is_read_only_matches_analyze() -> None:
+    assert is_read_only("ls") and not is_read_only("rm x")
+
+
+def test_overlong_command_is_not_parsed() -> None:
+    analysis = analyze("ls " + "a " * 6000)
+    assert not analysis.read_only and "too long" in analysis.reason
+
+
+@pytest.mark.parametrize(
+    ("source", "text"),
+    [
+        ("\"-\"'delete'", "-delete"),
+        ("\\-delete", "-delete"),
+        ('"a\\"b"', 'a"b'),
+        ("'a\\b'", "a\\b"),
+        ("a\\\nb", "ab"),
+    ],
+)
+def test_scan_word_removes_quotes_like_bash(source: str, text: str) -> None:
+    assert scan_word(source).text == text
+
+
+def test_scan_word_flags_what_bash_expands() -> None:
+    assert scan_word("$x").expands and scan_word('"$x"').expands and scan_word("`id`").expands
+    assert not scan_word("'$x'").expands
+    assert scan_word("*.py").glob_first and not scan_word("'*.py'").glob
+    assert scan_word("src/*.py").glob and not scan_word("src/*.py").glob_first
+    assert scan_word("{a,b}").brace and scan_word("{1..3}").brace and not scan_word("{}").brace
+    assert not scan_word("[").glob
+
+
+@pytest.mark.parametrize(
+    ("command", "last"),
+    [
+        ("grep x f", "grep"),
+        ("cat f | grep x", "grep"),
+        ("grep x f | wc -l", "wc"),
+        ("ls && diff a b", "diff"),
+        ("ls; [ -f x ]", "["),
+        ("! grep x f", None),
+        ("echo $(", None),
+        ("for i in 1; do grep x f; done", None),
+    ],
+)
+def test_last_command(command: str, last: str | None) -> None:
+    assert analyze(command).last_command == last
+
+
+def test_every_rule_command_refuses_an_option_injected_by_a_glob() -> None:
+    for name in rules.RULES:
+        assert rules.check(name, [rules.Word("*", glob=True, glob_first=True)]), name
+
+
+def test_sed_script_checker() -> None:
+    assert sed.script_problem("1,5p;$=;/x/!d;s/a\\/b/c/gI;y/ab/cd/;{p};q3") == ""
+    assert sed.script_problem("s/a/b/w f")
+    assert sed.script_problem("s/a/b")
+    assert sed.script_problem("1a text")
+    assert sed.script_problem("W out")
