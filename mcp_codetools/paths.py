@@ -42,11 +42,18 @@ class Workspace:
         if not resolved:
             raise ValueError("at least one workspace root is required")
         self.roots: tuple[Path, ...] = tuple(resolved)
+        self.readable: list[Path] = []
+        """Folders the server made itself (full command output, job logs): open to reads only."""
 
-    def contains(self, real_path: Path) -> bool:
-        return any(is_within(real_path, root) for root in self.roots)
+    def add_readable(self, folder: Path) -> None:
+        self.readable.append(canonical_root(folder))
 
-    def resolve(self, raw: str, cwd: Path, *, field: str = "file_path") -> Path:
+    def contains(self, real_path: Path, *, for_read: bool = False) -> bool:
+        if any(is_within(real_path, root) for root in self.roots):
+            return True
+        return for_read and any(is_within(real_path, folder) for folder in self.readable)
+
+    def resolve(self, raw: str, cwd: Path, *, field: str = "file_path", for_read: bool = False) -> Path:
         """Resolve `raw` to a real path inside the roots.
 
         Raises:
@@ -60,7 +67,7 @@ class Workspace:
         expanded = os.path.expanduser(raw) if raw.startswith("~") else raw
         joined = os.path.join(cwd, expanded)
         real = Path(os.path.realpath(joined))
-        if not self.contains(real):
+        if not self.contains(real, for_read=for_read):
             shown = ", ".join(str(r) for r in self.roots)
             via = "" if real == Path(os.path.normpath(joined)) else f" (it resolves to {real})"
             raise PermissionDeniedError(
@@ -84,10 +91,10 @@ def _fd_path(fd: int) -> Path | None:
         return None
 
 
-def check_fd_inside(fd: int, workspace: Workspace, shown: str) -> None:
+def check_fd_inside(fd: int, workspace: Workspace, shown: str, *, for_read: bool = False) -> None:
     """Confirm an open descriptor still names a file inside the roots (where /proc tells)."""
     actual = _fd_path(fd)
-    if actual is not None and not workspace.contains(actual):
+    if actual is not None and not workspace.contains(actual, for_read=for_read):
         raise PermissionDeniedError(f"Access denied: {shown} moved outside the workspace roots while being opened.")
 
 
@@ -112,7 +119,7 @@ def open_regular_for_read(path: Path, workspace: Workspace, shown: str) -> tuple
     try:
         st = os.fstat(fd)
         refuse_non_regular(st, shown)
-        check_fd_inside(fd, workspace, shown)
+        check_fd_inside(fd, workspace, shown, for_read=True)
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)

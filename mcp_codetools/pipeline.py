@@ -114,12 +114,13 @@ class Pipeline:
         raise AssertionError("unreachable: the slot either returns or raises")
 
     async def _execute(self, tool: Tool[Any], args: ToolInput, ctx: CallContext) -> ToolOutput:
+        for_read = bool(tool.path_fields) and tool.is_read_only(args)
         for field_name in tool.path_fields:
             raw = getattr(args, field_name, None)
             if raw is None:
                 raw = tool.default_path(field_name, ctx.session)
             if raw is not None:
-                ctx.paths[field_name] = ctx.session.resolve(raw, field=field_name)
+                ctx.paths[field_name] = ctx.session.resolve(raw, field=field_name, for_read=for_read)
         await tool.validate_input(args, ctx)
         output = await tool.call(args, ctx)
         return output

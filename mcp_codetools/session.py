@@ -7,6 +7,7 @@ shared by Bash and relative paths, and background jobs. The dispatcher decides w
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -20,6 +21,8 @@ from mcp_codetools.paths import Workspace
 
 if TYPE_CHECKING:
     from mcp_codetools.dispatcher import Dispatcher
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,11 +192,13 @@ class CodeSession:
     def scratch_dir(self) -> Path:
         """A private temporary folder for this session (full command output and the like)."""
         if self._scratch is None:
-            self._scratch = Path(tempfile.mkdtemp(prefix="mcp-codetools-"))
+            self._scratch = Path(tempfile.mkdtemp(prefix="mcp-codetools-")).resolve()
+            self.workspace.add_readable(self._scratch)
         return self._scratch
 
-    def resolve(self, raw: str, *, field: str = "file_path") -> Path:
-        return self.workspace.resolve(raw, self.cwd, field=field)
+    def resolve(self, raw: str, *, field: str = "file_path", for_read: bool = False) -> Path:
+        """A path confined to the roots; `for_read` also admits the session's own scratch folder."""
+        return self.workspace.resolve(raw, self.cwd, field=field, for_read=for_read)
 
     def set_cwd(self, path: Path) -> bool:
         """Move the working directory; refuse (return False) a folder outside the roots."""
@@ -207,7 +212,10 @@ class CodeSession:
         """End the session: stop what it started and remove its scratch folder."""
         closers = self.extras.pop("closers", [])
         for close in closers:
-            await close()
+            try:
+                await close()
+            except Exception:
+                logger.exception("closing a session resource failed; going on with the rest")
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None

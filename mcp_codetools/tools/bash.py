@@ -198,7 +198,7 @@ def _where(capture: OutputCapture) -> str:
         saved += f" (saving stopped: {capture.file_error})"
     elif capture.file_truncated:
         saved += f" (its first {capture.spilled_bytes:,} bytes)"
-    return saved + "; Read it with offset and limit (or tail/grep it here) to see the rest"
+    return saved + "; Read it with offset and limit, or Grep it, to see the rest"
 
 
 def _duration(ms: int) -> str:

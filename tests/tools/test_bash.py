@@ -318,8 +318,9 @@ async def test_large_output_keeps_head_and_tail_and_saves_the_rest(call: Caller,
     omitted = len(full) - (len(head) + 1) - (len(tail) + 1)
     assert marker == (
         f"{omitted:,} characters omitted ({len(full):,} in total). Full output saved to {path}; "
-        "Read it with offset and limit (or tail/grep it here) to see the rest ..."
+        "Read it with offset and limit, or Grep it, to see the rest ..."
     )
+    assert await call.ok("Read", {"file_path": str(path), "offset": 200_000}) == "200000\t200000"
 
 
 async def test_output_just_under_the_cap_is_whole(call: Caller) -> None:

@@ -240,8 +240,10 @@ def swap_after_check(root: Path, outside: Path, monkeypatch: pytest.MonkeyPatch)
     (target / "f.txt").write_text("top secret\n", encoding="utf-8")
     original = Workspace.resolve
 
-    def resolve_then_swap(self: Workspace, raw: str, cwd: Path, *, field: str = "file_path") -> Path:
-        real = original(self, raw, cwd, field=field)
+    def resolve_then_swap(
+        self: Workspace, raw: str, cwd: Path, *, field: str = "file_path", for_read: bool = False
+    ) -> Path:
+        real = original(self, raw, cwd, field=field, for_read=for_read)
         if folder.is_dir() and not folder.is_symlink():
             shutil.rmtree(folder)
             folder.symlink_to(target)

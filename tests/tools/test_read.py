@@ -250,3 +250,14 @@ async def test_symlink_loop_is_an_error_not_a_hang(call: Caller, root: Path) -> 
 async def test_nul_byte_and_empty_paths_are_input_errors(call: Caller, root: Path) -> None:
     assert (await call.fails("Read", {"file_path": f"{root}/a\x00b"})).meta["errorCode"] == "invalid_input"
     assert (await call.fails("Read", {"file_path": ""})).meta["errorCode"] == "invalid_input"
+
+
+async def test_the_sessions_own_scratch_folder_is_readable_but_not_writable(call: Caller) -> None:
+    saved = call.session.scratch_dir / "output.log"
+    saved.write_text("full output\n", encoding="utf-8")
+    assert await call.ok("Read", {"file_path": str(saved)}) == "1\tfull output"
+    out = await call.fails("Write", {"file_path": str(saved), "content": "x"})
+    assert out.meta["errorCode"] == "permission_denied"
+    out = await call.fails("Edit", {"file_path": str(saved), "old_string": "full", "new_string": "x"})
+    assert out.meta["errorCode"] == "permission_denied"
+    assert saved.read_text(encoding="utf-8") == "full output\n"
