@@ -1,0 +1,98 @@
+"""Over real stdio: a cancelled Bash command dies with its process group, and ids in flight stay unique."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.protocol.stdio_raw import RawServer, text
+
+pytestmark = pytest.mark.anyio
+
+
+def processes_with(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                if marker.encode() in handle.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+async def wait_until(predicate: Callable[[], object], limit: float = 10) -> None:
+    """Poll state of another process (/proc), which no event can signal; bounded by `limit`."""
+    with anyio.fail_after(limit):
+        while not predicate():  # noqa: ASYNC110
+            await anyio.sleep(0.02)
+
+
+async def test_cancelled_command_is_killed_and_later_calls_run(root: Path) -> None:
+    marker = f"{os.getpid()}{id(root)}"
+    server = await RawServer.start(root)
+    try:
+        with anyio.fail_after(30):
+            await server.initialize()
+            long = server.call("Bash", {"command": f"sleep 30 # {marker}"})
+            await server.send(long)
+            await wait_until(lambda: processes_with(marker))
+            await server.send(
+                {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": long["id"]}}
+            )
+            await wait_until(lambda: not processes_with(marker))
+            (root / "after.txt").write_text("after\n", encoding="utf-8")
+            read = server.call("Read", {"file_path": str(root / "after.txt")})
+            await server.send(read)
+            answer = await server.receive()
+            assert answer["id"] == read["id"], "the cancelled request must get no response"
+            assert text(answer) == "1\tafter"
+    finally:
+        await server.close()
+
+
+async def test_a_request_id_reused_while_in_flight_is_refused(root: Path) -> None:
+    marker = f"{os.getpid()}{id(root)}dup"
+    server = await RawServer.start(root)
+    try:
+        with anyio.fail_after(30):
+            await server.initialize()
+            first = server.call("Bash", {"command": f"sleep 30 # {marker}"})
+            await server.send(first)
+            await wait_until(lambda: processes_with(marker))
+            duplicate = dict(first)
+            duplicate["params"] = {"name": "Read", "arguments": {"file_path": "x"}}
+            await server.send(duplicate)
+            refusal = await server.receive()
+            assert refusal["id"] == first["id"] and refusal["error"]["code"] == -32600
+            await server.send(
+                {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": first["id"]}}
+            )
+            await wait_until(lambda: not processes_with(marker))
+    finally:
+        await server.close()
+
+
+async def test_closing_stdin_kills_running_commands_and_background_jobs(root: Path) -> None:
+    marker = f"{os.getpid()}{id(root)}eof"
+    server = await RawServer.start(root)
+    try:
+        with anyio.fail_after(30):
+            await server.initialize()
+            job = server.call("Bash", {"command": f"sleep 31; echo {marker}job", "run_in_background": True})
+            await server.send(job)
+            started = await server.response_to(job["id"])
+            assert not started["result"].get("isError"), started
+            await server.send(server.call("Bash", {"command": f"sleep 30; echo {marker}fg"}))
+            await wait_until(lambda: processes_with(marker + "job") and processes_with(marker + "fg"))
+            assert await server.close() == 0
+            await wait_until(lambda: not processes_with(marker))
+    finally:
+        await server.close()
