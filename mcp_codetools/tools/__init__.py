@@ -7,13 +7,15 @@ from typing import Any
 from mcp_codetools.tools.base import Tool
 from mcp_codetools.tools.bash import BashTool
 from mcp_codetools.tools.edit import EditTool
+from mcp_codetools.tools.glob import GlobTool
+from mcp_codetools.tools.grep import GrepTool
 from mcp_codetools.tools.jobs import BashOutputTool, KillShellTool
 from mcp_codetools.tools.read import ReadTool
 from mcp_codetools.tools.write import WriteTool
 
 
 def default_tools() -> list[Tool[Any]]:
-    return [ReadTool(), EditTool(), WriteTool(), BashTool(), BashOutputTool(), KillShellTool()]
+    return [ReadTool(), EditTool(), WriteTool(), GrepTool(), GlobTool(), BashTool(), BashOutputTool(), KillShellTool()]
 
 
 __all__ = ["Tool", "default_tools"]

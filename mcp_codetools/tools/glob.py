@@ -1,0 +1,168 @@
+"""
+Glob: files whose paths match a glob, newest first, listed by `rg --files` (never a Python walk).
+
+rg matches a glob containing `/` from the folder it runs in, so it runs in the search folder and the
+pattern reads relative to `path`. A leading run of plain folder names (`src/app/**/*.ts`) becomes
+part of that folder, so rg walks only what can match. A glob about names only (`*.ts`, `**/*.ts`)
+is given to rg as a file type rather than `--glob`, so .gitignore still applies (see `filter_args`).
+The model's input reaches rg only inside `--glob=`/`--type-add=` values and as the process's working
+directory, so nothing it writes is read as an option.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_core import PydanticCustomError
+
+from mcp_codetools.errors import ExecutionError, FileStateError, InvalidInputError
+from mcp_codetools.search import (
+    LinePager,
+    base_args,
+    check_search_path,
+    display_prefix,
+    filter_args,
+    fit_lines,
+    name_glob,
+    run_rg,
+    unpassable,
+    vcs_excludes,
+)
+from mcp_codetools.session import CodeSession
+from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
+
+MAX_FILES = 100
+MAX_LIST_BYTES = 16 * 1024 * 1024
+"""Stop reading rg's list after this much (some 200,000 paths); the total is then "at least"."""
+NOTICE_RESERVE = 400
+NO_IGNORE_ENV = "MCP_CODETOOLS_GLOB_NO_IGNORE"
+"""Set to 1 to list gitignored files too (Claude Code's Glob does by default)."""
+GLOB_SPECIAL = frozenset("*?[{\\")
+
+
+class GlobInput(ToolInput):
+    pattern: str = Field(min_length=1, description='Glob for file paths, e.g. "**/*.ts" or "src/**/*.py".')
+    path: str | None = Field(default=None, description="Folder to search (default: the working directory).")
+
+    @field_validator("pattern", "path")
+    @classmethod
+    def _passable(cls, value: str | None) -> str | None:
+        problem = None if value is None else unpassable(value)
+        if problem is not None:
+            raise PydanticCustomError("unpassable", "it {problem}", {"problem": problem})
+        return value
+
+
+def _no_ignore() -> bool:
+    return os.environ.get(NO_IGNORE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def split_pattern(pattern: str, folder: Path, session: CodeSession) -> tuple[Path | None, str]:
+    """Where rg should run and the glob to give it; (None, _) when that folder does not exist.
+
+    An absolute pattern, or one through `.` or `..`, names its folder like a `path` does, so that
+    folder goes through the workspace rule for reads (the roots, and the session's scratch folder).
+    Plain leading names are joined to `folder` only when no symlink is on the way: rg would not
+    follow one, and neither does Glob.
+
+    Raises:
+        PermissionDeniedError: the pattern's folder lies outside the roots.
+    """
+    if pattern.startswith("!"):
+        return folder, pattern
+    parts = pattern.split("/")
+    static: list[str] = []
+    for part in parts[:-1]:
+        if GLOB_SPECIAL.intersection(part):
+            break
+        static.append(part)
+    absolute = pattern.startswith("/")
+    if not absolute and not static:
+        return folder, pattern
+    rest = "/".join(parts[len(static) :])
+    # Anchor to the new folder: a slash-free glob would otherwise match at any depth.
+    glob = rest if "/" in rest else "/" + rest
+    joined = os.path.join(folder, "/".join(static) or "/")
+    if absolute or any(part in (".", "..") for part in static):
+        base = session.resolve(joined, field="pattern", for_read=True)
+    else:
+        base = Path(os.path.normpath(joined))
+        if os.path.realpath(base) != str(base):
+            return folder, pattern
+    if not base.is_dir():
+        return None, glob
+    return base, glob
+
+
+def rg_filter(glob: str) -> list[str]:
+    """rg options for a glob from `split_pattern`: `/name` is anchored (direct children), `**` is any depth."""
+    if glob == "/**":
+        return filter_args(["**"])
+    if glob.startswith("/") and name_glob(glob[1:]) is not None:
+        return ["--max-depth=1", *filter_args([glob[1:]])]
+    return filter_args([glob])
+
+
+class GlobTool(Tool[GlobInput]):
+    name = "Glob"
+    title = "Find files by name"
+    description = (
+        'Find files by glob, e.g. "**/*.ts" or "src/**/*.py"; a pattern without / matches names at any '
+        f"depth. Lists paths relative to the working directory, newest first, at most {MAX_FILES} with the "
+        "total. Respects .gitignore, includes hidden files, skips .git."
+    )
+    input_model = GlobInput
+    read_only = True
+    destructive = False
+    idempotent = True
+    open_world = False
+    path_fields = ("path",)
+
+    def is_concurrency_safe(self, args: GlobInput) -> bool:
+        return True
+
+    def default_path(self, field_name: str, session: CodeSession) -> str | None:
+        return str(session.cwd)
+
+    async def validate_input(self, args: GlobInput, ctx: CallContext) -> None:
+        folder = ctx.paths["path"]
+        if not stat.S_ISDIR(check_search_path(folder, ctx.session.cwd, kind="Directory").st_mode):
+            raise FileStateError(
+                f"Path is not a directory: {folder}. Give a folder as path; the pattern matches files in it.",
+                "not_a_file",
+            )
+
+    async def call(self, args: GlobInput, ctx: CallContext) -> ToolOutput:
+        session = ctx.session
+        base, glob = split_pattern(args.pattern, ctx.paths["path"], session)
+        if base is None:
+            return ToolOutput("No files found", meta=_meta(0, 0, True))
+        # rg sorts by mtime itself here: for a listing that is cheaper than a stat per file in Python,
+        # and then only the first 100 names are kept; the rest are merely counted.
+        argv = [*base_args(), "--files", "--null", "--sortr=modified", *rg_filter(glob), *vcs_excludes()]
+        if _no_ignore():
+            argv.append("--no-ignore")
+        budget = session.settings.max_result_chars - NOTICE_RESERVE
+        pager = LinePager(0, MAX_FILES, budget, MAX_LIST_BYTES, sep=b"\0")
+        result = await run_rg(argv, base, pager)
+        total = pager.total
+        if result.failed and not total:
+            if "glob" in result.error_text():
+                raise InvalidInputError(f"Glob could not use the pattern: {result.error_text()}")
+            raise ExecutionError(f"Glob failed: {result.error_text()}")
+        if not total:
+            return ToolOutput("No files found", meta=_meta(0, 0, pager.complete))
+        prefix = display_prefix(base, session.cwd)
+        shown, _cut = fit_lines((prefix + name.decode("utf-8", "replace") for name in pager.kept), budget)
+        text = "\n".join(shown)
+        if len(shown) < total or not pager.complete:
+            of = f"{total}" if pager.complete else f"at least {total}"
+            text += f"\n(Showing {len(shown)} of {of} matching files; narrow the pattern or path to see the rest.)"
+        return ToolOutput(text, meta=_meta(len(shown), total, pager.complete))
+
+
+def _meta(shown: int, total: int, complete: bool) -> dict[str, object]:
+    return {"numFiles": shown, "totalMatches": total, "truncated": shown < total, "countIsComplete": complete}

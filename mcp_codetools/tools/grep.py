@@ -1,0 +1,343 @@
+"""
+Grep: search file contents with ripgrep, in Claude Code's three output modes, paged and capped.
+
+rg runs once per call in the working directory, so it prints paths relative to it on match and
+context lines alike. Each mode reads only what it needs: files and count modes collect the (short)
+per-file records, content mode keeps one page and merely counts the rest of the lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from pydantic import Field, field_validator
+from pydantic_core import PydanticCustomError
+
+from mcp_codetools.errors import ExecutionError, InvalidInputError
+from mcp_codetools.search import (
+    LineCollector,
+    LinePager,
+    RgResult,
+    base_args,
+    check_search_path,
+    filter_args,
+    fit_lines,
+    is_option_like,
+    newest_first,
+    run_rg,
+    target_args,
+    unpassable,
+    vcs_excludes,
+)
+from mcp_codetools.session import CodeSession
+from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
+
+DEFAULT_HEAD_LIMIT = 250
+MAX_RESULT_CHARS = 20_000
+MAX_COLUMNS = 500
+NOTICE_RESERVE = 600
+"""Room kept free under the cap for the header and the notices."""
+MAX_COUNT_BYTES = 64 * 1024 * 1024
+"""Content mode stops counting (and kills rg) after this much output; the total is then "at least"."""
+MAX_LIST_BYTES = 16 * 1024 * 1024
+"""Files and count modes stop reading after this much output (some 200,000 paths)."""
+LONG_LINE_MARKER = b"[... omitted end of long line]"
+NARROW = "To narrow the search, use path, glob, type or a more specific pattern."
+
+OutputMode = Literal["content", "files_with_matches", "count"]
+T = TypeVar("T")
+
+
+def split_globs(raw: str | None) -> list[str]:
+    """The globs in Grep's `glob` argument: separated by spaces, or by commas outside braces."""
+    if not raw:
+        return []
+    globs: list[str] = []
+    for piece in raw.split():
+        if "{" in piece and "}" in piece:
+            globs.append(piece)
+        else:
+            globs.extend(part for part in piece.split(",") if part)
+    return globs
+
+
+def _refuse_option(value: str, hint: str) -> PydanticCustomError:
+    return PydanticCustomError(
+        "option_like",
+        "'{value}' starts with '-', so rg would read it as an option. {hint}",
+        {"value": value, "hint": hint},
+    )
+
+
+class GrepInput(ToolInput):
+    pattern: str = Field(min_length=1, description="Regular expression (Rust regex syntax) to search for.")
+    path: str | None = Field(default=None, description="File or folder to search (default: the working directory).")
+    glob: str | None = Field(
+        default=None, description='Only files matching this glob, e.g. "*.js", "*.{ts,tsx}" (paths from the cwd).'
+    )
+    type: str | None = Field(default=None, description="Only files of this rg type, e.g. py, js, rust.")
+    output_mode: OutputMode = Field(
+        default="files_with_matches",
+        description="files_with_matches (default): paths; content: matching lines; count: matches per file.",
+    )
+    case_insensitive: bool = Field(default=False, alias="-i", description="Ignore case.")
+    line_numbers: bool = Field(default=True, alias="-n", description="Show line numbers (content mode).")
+    after: int | None = Field(default=None, ge=0, alias="-A", description="Lines after each match (content mode).")
+    before: int | None = Field(default=None, ge=0, alias="-B", description="Lines before each match (content mode).")
+    around: int | None = Field(
+        default=None, ge=0, alias="-C", description="Lines before and after each match (content mode)."
+    )
+    context: int | None = Field(default=None, ge=0, description="Same as -C.")
+    multiline: bool = Field(default=False, description="Let patterns span lines; `.` matches newlines.")
+    head_limit: int | None = Field(
+        default=None, ge=0, description=f"Entries to return (default {DEFAULT_HEAD_LIMIT}; 0 = no limit)."
+    )
+    offset: int = Field(default=0, ge=0, description="Entries to skip first, to page.")
+
+    @field_validator("pattern", "path", "glob", "type")
+    @classmethod
+    def _passable(cls, value: str | None) -> str | None:
+        problem = None if value is None else unpassable(value)
+        if problem is not None:
+            raise PydanticCustomError("unpassable", "it {problem}", {"problem": problem})
+        return value
+
+    @field_validator("path")
+    @classmethod
+    def _path_is_not_an_option(cls, value: str | None) -> str | None:
+        if value is not None and is_option_like(value):
+            raise _refuse_option(value, f"For a file of that name, write ./{value}")
+        return value
+
+    @field_validator("glob")
+    @classmethod
+    def _globs_are_not_options(cls, value: str | None) -> str | None:
+        for glob in split_globs(value):
+            if is_option_like(glob):
+                raise _refuse_option(glob, f"To match names starting with '-', write **/{glob}")
+        return value
+
+    @field_validator("type")
+    @classmethod
+    def _type_is_not_an_option(cls, value: str | None) -> str | None:
+        if value is not None and is_option_like(value):
+            raise _refuse_option(value, "Give a type name such as py or js")
+        return value
+
+
+class GrepTool(Tool[GrepInput]):
+    name = "Grep"
+    title = "Search file contents"
+    description = (
+        "Search file contents with ripgrep (Rust regex; escape literal braces: `interface\\{\\}`). "
+        "output_mode: files_with_matches (default; paths, newest first), content (`path:line:text`; "
+        '-A/-B/-C context, -n), or count (matches per file). Filter with glob (e.g. "*.{ts,tsx}") or type '
+        "(e.g. py). Respects .gitignore, searches hidden files, skips .git. Paths are relative to the working "
+        f"directory. head_limit (default {DEFAULT_HEAD_LIMIT}, 0 = all) and offset page the results; a result "
+        f"stays under {MAX_RESULT_CHARS:,} characters and lines over {MAX_COLUMNS} are cut. "
+        "multiline: true matches across lines."
+    )
+    input_model = GrepInput
+    read_only = True
+    destructive = False
+    idempotent = True
+    open_world = False
+    path_fields = ("path",)
+
+    def is_concurrency_safe(self, args: GrepInput) -> bool:
+        return True
+
+    def default_path(self, field_name: str, session: CodeSession) -> str | None:
+        return str(session.cwd)
+
+    async def validate_input(self, args: GrepInput, ctx: CallContext) -> None:
+        check_search_path(ctx.paths["path"], ctx.session.cwd)
+        if "\n" in args.pattern and not args.multiline:
+            raise InvalidInputError("The pattern contains a line break; set multiline: true to match across lines.")
+
+    async def call(self, args: GrepInput, ctx: CallContext) -> ToolOutput:
+        cwd = ctx.session.cwd
+        argv = build_args(args, ctx.paths["path"], cwd)
+        limit = DEFAULT_HEAD_LIMIT if args.head_limit is None else (args.head_limit or None)
+        page = Page(args.offset, limit, min(MAX_RESULT_CHARS, ctx.session.settings.max_result_chars))
+        if args.output_mode == "content":
+            return await _content(argv, cwd, page)
+        if args.output_mode == "count":
+            return await _count(argv, cwd, page)
+        return await _files(argv, cwd, page)
+
+
+def build_args(args: GrepInput, target: Path, cwd: Path) -> list[str]:
+    """rg's argument list: model input only as `--flag=value`, after `-e`, or after `--`."""
+    argv = base_args()
+    if args.case_insensitive:
+        argv.append("--ignore-case")
+    if args.multiline:
+        argv += ["--multiline", "--multiline-dotall"]
+    if args.type:
+        argv.append(f"--type={args.type}")
+    argv += filter_args(split_globs(args.glob))
+    argv += vcs_excludes()
+    if args.output_mode == "files_with_matches":
+        argv += ["--files-with-matches", "--null"]
+    elif args.output_mode == "count":
+        argv += ["--count", "--with-filename", "--null"]
+    else:
+        # One thread, files in path order: the same search gives the same lines, so pages line up.
+        argv += ["--sort=path", "--no-heading", f"--max-columns={MAX_COLUMNS}", "--max-columns-preview"]
+        argv.append("--line-number" if args.line_numbers else "--no-line-number")
+        around = args.around if args.around is not None else args.context
+        if around is not None:
+            argv.append(f"--context={around}")
+        # -A and -B override their half of -C whatever the order (rg 15).
+        if args.before is not None:
+            argv.append(f"--before-context={args.before}")
+        if args.after is not None:
+            argv.append(f"--after-context={args.after}")
+    return [*argv, "-e", args.pattern, "--", *target_args(target, cwd)]
+
+
+class Page:
+    """Which entries a call asked for, and the words for what it got."""
+
+    def __init__(self, offset: int, limit: int | None, cap: int) -> None:
+        self.offset = offset
+        self.limit = limit
+        self.cap = cap
+        self.budget = cap - NOTICE_RESERVE
+
+    def window(self, entries: Sequence[T]) -> Sequence[T]:
+        """The entries this page asks for, before the character budget."""
+        end = len(entries) if self.limit is None else self.offset + self.limit
+        return entries[self.offset : end]
+
+    def fit(self, lines: Iterable[str]) -> tuple[list[str], bool]:
+        return fit_lines(lines, self.budget)
+
+    def note(self, unit: str, shown: int, total: int, complete: bool, cut: bool) -> str:
+        """The pagination notice, or "" when everything there is was shown."""
+        first, last = self.offset + 1, self.offset + shown
+        more = last < total or not complete
+        if not more and self.offset == 0:
+            return ""
+        of = f"{total}" if complete else f"at least {total}"
+        if shown == 0:
+            return f"[Offset {self.offset} is past the end: there are {of} {unit}. Use a smaller offset.]"
+        why = f" (cut to stay under {self.cap:,} characters)" if cut else ""
+        text = f"[Showing {unit} {first}-{last} of {of}{why}."
+        if more:
+            text += f" Next page: offset={last}. {NARROW}"
+        return text + "]"
+
+    def meta(self, shown: int, total: int, complete: bool, cut: bool) -> dict[str, object]:
+        more = self.offset + shown < total or not complete
+        meta: dict[str, object] = {"total": total, "totalComplete": complete, "truncated": more or cut}
+        if self.limit is not None and total - self.offset > self.limit:
+            meta["appliedLimit"] = self.limit
+        if self.offset:
+            meta["appliedOffset"] = self.offset
+        if more:
+            meta["nextOffset"] = self.offset + shown
+        return meta
+
+
+def _failure(result: RgResult) -> InvalidInputError | ExecutionError:
+    """rg's explanation, with its advice about command-line flags turned into Grep's parameters."""
+    text = result.error_text()
+    text = text.replace("the --multiline flag (or -U for short)", "multiline: true")
+    if "--pcre2" in text:
+        text = text[: text.find("Consider enabling PCRE2")].rstrip()
+        text += "\nGrep uses Rust regex syntax, without look-around or backreferences: rewrite the pattern."
+    if "--text" in text:
+        text = text[: text.find("Consider enabling text mode")].rstrip()
+        text += "\nGrep treats files with NUL bytes as binary, so a NUL byte cannot be matched."
+    if any(word in text for word in ("regex", "pattern", "file type", "glob")):
+        return InvalidInputError(f"Grep could not use the arguments: {text}")
+    return ExecutionError(f"Grep failed: {text}")
+
+
+def _problem_note(result: RgResult) -> str:
+    """When rg found things but also complained (an unreadable file), say so in one line."""
+    if result.nothing_searched:
+        return "\n(No file was searched: none under the path passes the ignore rules and the glob and type filters.)"
+    if not result.failed:
+        return ""
+    first = result.error_text().splitlines()[0]
+    return f"\n\n(rg reported a problem with some files: {first})"
+
+
+async def _files(argv: list[str], cwd: Path, page: Page) -> ToolOutput:
+    collect = LineCollector(MAX_LIST_BYTES)
+    result = await run_rg(argv, cwd, collect)
+    names = collect.records()
+    if result.failed and not names:
+        raise _failure(result)
+    names = await newest_first(names, cwd)
+    total = len(names)
+    meta: dict[str, object] = {"mode": "files_with_matches"}
+    if total == 0:
+        text = "No files found" + _problem_note(result)
+        return ToolOutput(text, meta={**meta, "numFiles": 0, **page.meta(0, 0, True, False)})
+    shown, cut = page.fit(name.decode("utf-8", "replace") for name in page.window(names))
+    plural = "file" if total == 1 else "files"
+    header = f"Found {total} {plural}" if collect.complete else f"Found at least {total} {plural}"
+    parts = [header, *shown]
+    note = page.note("files", len(shown), total, collect.complete, cut)
+    text = "\n".join(parts) + (f"\n\n{note}" if note else "") + _problem_note(result)
+    meta.update(numFiles=len(shown), **page.meta(len(shown), total, collect.complete, cut))
+    return ToolOutput(text, meta=meta)
+
+
+async def _count(argv: list[str], cwd: Path, page: Page) -> ToolOutput:
+    collect = LineCollector(MAX_LIST_BYTES, sep=b"\n")
+    result = await run_rg(argv, cwd, collect)
+    records = collect.records()
+    if result.failed and not records:
+        raise _failure(result)
+    counts: list[tuple[bytes, int]] = []
+    for record in records:
+        name, _, number = record.rpartition(b"\0")
+        counts.append((name, int(number) if number.isdigit() else 0))
+    # rg's parallel order changes from run to run; path order keeps pages stable.
+    counts.sort()
+    files, matches = len(counts), sum(n for _, n in counts)
+    meta: dict[str, object] = {"mode": "count", "numFiles": files, "numMatches": matches}
+    if files == 0:
+        return ToolOutput("No matches found" + _problem_note(result), meta={**meta, **page.meta(0, 0, True, False)})
+    shown, cut = page.fit(f"{name.decode('utf-8', 'replace')}:{n}" for name, n in page.window(counts))
+    at_least = "" if collect.complete else "at least "
+    summary = (
+        f"Found {at_least}{matches} total {'occurrence' if matches == 1 else 'occurrences'} "
+        f"across {at_least}{files} {'file' if files == 1 else 'files'}."
+    )
+    note = page.note("files", len(shown), files, collect.complete, cut)
+    text = "\n".join(shown) + f"\n\n{summary}" + (f"\n{note}" if note else "") + _problem_note(result)
+    meta.update(page.meta(len(shown), files, collect.complete, cut))
+    return ToolOutput(text, meta=meta)
+
+
+async def _content(argv: list[str], cwd: Path, page: Page) -> ToolOutput:
+    pager = LinePager(page.offset, page.limit, page.budget, MAX_COUNT_BYTES)
+    result = await run_rg(argv, cwd, pager)
+    pager.finish()
+    if result.failed and pager.total == 0:
+        raise _failure(result)
+    total, shown = pager.total, len(pager.kept)
+    meta: dict[str, object] = {"mode": "content", "numLines": shown}
+    meta.update(page.meta(shown, total, pager.complete, pager.cut_by_budget))
+    if total == 0:
+        return ToolOutput("No matches found" + _problem_note(result), meta=meta)
+    body = b"\n".join(pager.kept)
+    notes = [page.note("lines", shown, total, pager.complete, pager.cut_by_budget)]
+    if LONG_LINE_MARKER in body:
+        notes.append(
+            f"[Lines over {MAX_COLUMNS} characters were shortened, marked "
+            f"{LONG_LINE_MARKER.decode()}; Read the file to see them whole.]"
+        )
+    text = body.decode("utf-8", "replace")
+    extra = "\n".join(note for note in notes if note)
+    if extra:
+        text = f"{text}\n\n{extra}" if shown else extra
+    return ToolOutput(text + _problem_note(result), meta=meta)
