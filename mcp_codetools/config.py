@@ -21,6 +21,10 @@ def _env_int(name: str, default: int, minimum: int = 1) -> int:
         return default
 
 
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def _env_float(name: str, default: float) -> float:
     raw = os.environ.get(name)
     try:
@@ -37,6 +41,8 @@ class Settings:
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
     queue_timeout_s: float = DEFAULT_QUEUE_TIMEOUT_S
     max_result_tokens: int = MAX_RESULT_TOKENS
+    glob_no_ignore: bool = False
+    """List gitignored files in Glob too (Claude Code's Glob does by default)."""
 
     @classmethod
     def from_env(cls, roots: list[str] | None = None) -> Settings:
@@ -45,6 +51,7 @@ class Settings:
             max_concurrency=_env_int("MCP_CODETOOLS_MAX_TOOL_USE_CONCURRENCY", DEFAULT_MAX_CONCURRENCY),
             queue_timeout_s=_env_float("MCP_CODETOOLS_QUEUE_TIMEOUT_S", DEFAULT_QUEUE_TIMEOUT_S),
             max_result_tokens=_env_int("MCP_CODETOOLS_MAX_RESULT_TOKENS", MAX_RESULT_TOKENS, minimum=1000),
+            glob_no_ignore=_env_flag("MCP_CODETOOLS_GLOB_NO_IGNORE"),
         )
 
     @property

@@ -64,6 +64,10 @@ class Workspace:
             raise InvalidInputError(f"`{field}` is empty. Give an absolute path, or one relative to {cwd}.")
         if "\x00" in raw:
             raise InvalidInputError(f"`{field}` contains a NUL byte, which no file name can hold.")
+        try:
+            raw.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInputError(f"`{field}` contains an unpaired surrogate, which no file name can hold.") from None
         expanded = os.path.expanduser(raw) if raw.startswith("~") else raw
         joined = os.path.join(cwd, expanded)
         real = Path(os.path.realpath(joined))

@@ -134,3 +134,17 @@ async def test_progress_values_only_increase() -> None:
     for value in (5.0, 3.0, 3.0, 10.0):
         await reporter(value, None, "x")
     assert sent == [5.0, 6.0, 7.0, 10.0]
+
+
+async def test_unpaired_surrogates_are_refused_for_every_tool(session: CodeSession, root: Path) -> None:
+    pipe = Pipeline(default_tools())
+    cases = {
+        "Read": {"file_path": "a\ud800b"},
+        "Write": {"file_path": str(root / "w.txt"), "content": "bad \ud800"},
+        "Edit": {"file_path": str(root / "w.txt"), "old_string": "\udfff", "new_string": "x"},
+    }
+    for name, arguments in cases.items():
+        out = await pipe.run(session, name, arguments)
+        assert out.is_error and out.meta["errorCode"] == "invalid_input", (name, out.text)
+        assert "unpaired surrogate" in out.text
+    assert not (root / "w.txt").exists()

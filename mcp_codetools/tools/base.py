@@ -5,22 +5,35 @@ questions the pipeline asks, and `call`. Tools work on plain values and never im
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic_core import PydanticCustomError
 
 from mcp_codetools.session import CodeSession
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 class ToolInput(BaseModel):
     """Base of every tool's arguments: unknown fields are an error, not silently dropped."""
 
     model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _valid_unicode(cls, value: Any) -> Any:
+        # JSON can carry lone surrogates (\ud800); no file name, file content or command can.
+        if isinstance(value, str) and not value.isascii() and _SURROGATE.search(value):
+            raise PydanticCustomError("surrogate", "it contains an unpaired surrogate, which is not valid Unicode text")
+        return value
 
 
 InputT = TypeVar("InputT", bound=ToolInput)

@@ -38,8 +38,6 @@ MAX_FILES = 100
 MAX_LIST_BYTES = 16 * 1024 * 1024
 """Stop reading rg's list after this much (some 200,000 paths); the total is then "at least"."""
 NOTICE_RESERVE = 400
-NO_IGNORE_ENV = "MCP_CODETOOLS_GLOB_NO_IGNORE"
-"""Set to 1 to list gitignored files too (Claude Code's Glob does by default)."""
 GLOB_SPECIAL = frozenset("*?[{\\")
 
 
@@ -54,10 +52,6 @@ class GlobInput(ToolInput):
         if problem is not None:
             raise PydanticCustomError("unpassable", "it {problem}", {"problem": problem})
         return value
-
-
-def _no_ignore() -> bool:
-    return os.environ.get(NO_IGNORE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def split_pattern(pattern: str, folder: Path, session: CodeSession) -> tuple[Path | None, str]:
@@ -143,7 +137,7 @@ class GlobTool(Tool[GlobInput]):
         # rg sorts by mtime itself here: for a listing that is cheaper than a stat per file in Python,
         # and then only the first 100 names are kept; the rest are merely counted.
         argv = [*base_args(), "--files", "--null", "--sortr=modified", *rg_filter(glob), *vcs_excludes()]
-        if _no_ignore():
+        if session.settings.glob_no_ignore:
             argv.append("--no-ignore")
         budget = session.settings.max_result_chars - NOTICE_RESERVE
         pager = LinePager(0, MAX_FILES, budget, MAX_LIST_BYTES, sep=b"\0")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from mcp_codetools.config import Settings
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools import default_tools
-from mcp_codetools.tools.glob import NO_IGNORE_ENV, GlobInput, GlobTool
+from mcp_codetools.tools.glob import GlobInput, GlobTool
 from tests.conftest import Caller
 
 pytestmark = pytest.mark.anyio
@@ -90,10 +91,8 @@ async def test_braces_and_folder_globs(call: Caller, project: Path) -> None:
     assert await glob(call, "src/*/deep/*.ts") == ["src/lib/deep/more.ts"]
 
 
-async def test_ignored_files_are_listed_when_configured(
-    call: Caller, project: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(NO_IGNORE_ENV, "1")
+async def test_ignored_files_are_listed_when_configured(call: Caller, project: Path) -> None:
+    call.session.settings = dataclasses.replace(call.session.settings, glob_no_ignore=True)
     found = await glob(call, "*.ts")
     assert found[0] == "dist/bundle.ts"
     assert ".git/hooks/pre.ts" not in found

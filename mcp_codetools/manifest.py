@@ -1,0 +1,36 @@
+"""`python -m mcp_codetools.manifest`: write `manifests/tools.json`, the tools/list payload clients see.
+
+The file is checked in so a change to any description or schema shows up in review, and a test fails
+when it falls out of date.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from mcp_codetools.server import tool_definition
+from mcp_codetools.tools import default_tools
+
+MANIFEST = Path(__file__).resolve().parents[1] / "manifests" / "tools.json"
+
+
+def tools_payload() -> dict[str, Any]:
+    tools = [tool_definition(tool).model_dump(by_alias=True, exclude_none=True) for tool in default_tools()]
+    return {"tools": tools}
+
+
+def render() -> str:
+    return json.dumps(tools_payload(), indent=2, ensure_ascii=False) + "\n"
+
+
+def main() -> int:
+    MANIFEST.write_text(render(), encoding="utf-8")
+    print(f"wrote {MANIFEST} ({len(render())} characters)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
