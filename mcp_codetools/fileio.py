@@ -15,7 +15,7 @@ import secrets
 import stat
 from pathlib import Path
 
-from mcp_codetools.errors import ExecutionError, FileStateError
+from mcp_codetools.errors import ExecutionError, FileStateError, InvalidInputError
 from mcp_codetools.fileview import digest_bytes
 from mcp_codetools.paths import Workspace, open_parent_dir, open_regular_for_read
 from mcp_codetools.session import FileStamp
@@ -56,7 +56,7 @@ def ensure_parent(path: Path, workspace: Workspace) -> None:
     """Create missing parent folders, each checked to stay inside the roots."""
     missing: list[Path] = []
     parent = path.parent
-    while not parent.exists():
+    while not os.path.lexists(parent):  # lexists answers False for ENAMETOOLONG rather than raising
         missing.append(parent)
         parent = parent.parent
     for folder in reversed(missing):
@@ -76,6 +76,22 @@ def hard_link_note(st: os.stat_result | None) -> str:
     if st is None or st.st_nlink <= 1:
         return ""
     return f"\n(Note: this file has {st.st_nlink} hard links; it was written in place, so all of them show the change.)"
+
+
+def encode_content(content: str, encoding: str, errors: str) -> bytes:
+    """Text as the file stores it; refuse characters the file's encoding cannot hold.
+
+    Raises:
+        InvalidInputError: a character has no form in `encoding`.
+    """
+    try:
+        return content.encode(encoding, errors)
+    except UnicodeEncodeError as exc:
+        bad = content[exc.start : exc.start + 1]
+        raise InvalidInputError(
+            f"The text has a character ({bad!r}) that the file's encoding ({encoding}) cannot hold. "
+            "Nothing was written; use characters the encoding has, or rewrite the file as UTF-8."
+        ) from None
 
 
 def refuse_read_only(st: os.stat_result, path: Path) -> None:

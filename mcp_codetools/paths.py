@@ -17,6 +17,8 @@ from pathlib import Path
 
 from mcp_codetools.errors import FileStateError, InvalidInputError, PermissionDeniedError
 
+PATH_MAX = 4096
+
 
 def canonical_root(raw: str | os.PathLike[str]) -> Path:
     """A root as it will be compared: absolute, with every symlink resolved."""
@@ -65,9 +67,11 @@ class Workspace:
         if "\x00" in raw:
             raise InvalidInputError(f"`{field}` contains a NUL byte, which no file name can hold.")
         try:
-            raw.encode("utf-8")
+            size = len(raw.encode("utf-8"))
         except UnicodeEncodeError:
             raise InvalidInputError(f"`{field}` contains an unpaired surrogate, which no file name can hold.") from None
+        if size > PATH_MAX:
+            raise InvalidInputError(f"`{field}` is {size} bytes long; a path can be at most {PATH_MAX} bytes.")
         expanded = os.path.expanduser(raw) if raw.startswith("~") else raw
         joined = os.path.join(cwd, expanded)
         real = Path(os.path.realpath(joined))

@@ -34,6 +34,7 @@ logger = logging.getLogger(__name__)
 MAX_LINE_BYTES = 256 * 1024 * 1024
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
 
 
 def error_line(code: int, message: str, request_id: Any = None, data: str | None = None) -> bytes:
@@ -47,8 +48,8 @@ def answer_for_bad_line(line: bytes, exc: ValidationError) -> bytes | None:
     """The error a line that is not a valid JSON-RPC message deserves, or None where the spec wants silence."""
     try:
         parsed = json.loads(line)
-    except ValueError:
-        return error_line(PARSE_ERROR, "Parse error", data="the line is not valid JSON")
+    except (ValueError, RecursionError):
+        return error_line(PARSE_ERROR, "Parse error", data="the line is not valid JSON (or nested too deeply)")
     request_id = parsed.get("id") if isinstance(parsed, dict) else None
     if isinstance(request_id, bool) or not isinstance(request_id, str | int):
         request_id = None
@@ -91,9 +92,13 @@ class _Wire:
             except asyncio.IncompleteReadError:
                 return
 
-    def note_inbound(self, message: types.JSONRPCMessage) -> bytes | None:
-        """Track requests in flight; refuse a request whose id is already in use."""
+    def note_inbound(self, message: types.JSONRPCMessage, server: Server[Any]) -> bytes | None:
+        """Track requests in flight; refuse a request whose id is in use, or whose method is not served."""
         if isinstance(message, types.JSONRPCRequest):
+            if message.method != "initialize" and server.get_request_handler(message.method) is None:
+                # The SDK checks a known method's params before it looks for a handler, so a method this
+                # server does not serve could come back as "invalid params" instead of "not found".
+                return error_line(METHOD_NOT_FOUND, "Method not found", message.id, message.method)
             if message.id in self.in_flight:
                 return error_line(
                     INVALID_REQUEST, "Invalid Request", message.id, f"request id {message.id!r} is already in flight"
@@ -124,7 +129,7 @@ async def _serve_wire(server: Server[Any], wire: _Wire) -> None:
                     if answer is not None:
                         wire.writer.write(answer)
                     continue
-                refusal = wire.note_inbound(message)
+                refusal = wire.note_inbound(message, server)
                 if refusal is not None:
                     wire.writer.write(refusal)
                     continue

@@ -11,7 +11,14 @@ from pydantic import Field
 
 from mcp_codetools import matching
 from mcp_codetools.errors import EditMatchError, FileStateError
-from mcp_codetools.fileio import ensure_parent, hard_link_note, read_whole, refuse_read_only, write_atomic
+from mcp_codetools.fileio import (
+    encode_content,
+    ensure_parent,
+    hard_link_note,
+    read_whole,
+    refuse_read_only,
+    write_atomic,
+)
 from mcp_codetools.fileview import digest_bytes
 from mcp_codetools.session import CodeSession, FileStamp
 from mcp_codetools.text import BinaryContentError, TextFormat, detect
@@ -73,7 +80,9 @@ class Loaded:
         return value.decode(self.fmt.encoding, "replace") if isinstance(value, bytes) else str(value)
 
     def to_file(self, body: Any) -> bytes:
-        return self.fmt.bom + (body if isinstance(body, bytes) else body.encode(self.fmt.encoding, self.fmt.errors))
+        return self.fmt.bom + (
+            body if isinstance(body, bytes) else encode_content(body, self.fmt.encoding, self.fmt.errors)
+        )
 
 
 def check_read_state(session: CodeSession, path: Path, loaded: Loaded) -> None:
@@ -191,7 +200,7 @@ def create_file(path: Path, content: str, ctx: CallContext) -> ToolOutput:
     """Create a new file (parents included) with UTF-8 content as given."""
     session = ctx.session
     ensure_parent(path, session.workspace)
-    data = content.encode("utf-8", "surrogateescape")
+    data = encode_content(content, "utf-8", "surrogateescape")
     if os.path.lexists(path):
         raise FileStateError(UNEXPECTEDLY_MODIFIED, "file_changed_since_read")
     session.history.remember(path, None)

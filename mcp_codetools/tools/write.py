@@ -37,7 +37,11 @@ class WriteTool(Tool[WriteInput]):
         session = ctx.session
         if not os.path.lexists(path):
             return
-        refuse_non_regular(os.stat(path), str(path))
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            raise FileStateError(f"Cannot open {path}: {exc.strerror}", "not_a_file") from None
+        refuse_non_regular(st, str(path))
         loaded = load_file(path, session)
         check_read_state(session, path, loaded)
         record = session.ledger.get(path)
