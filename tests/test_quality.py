@@ -21,9 +21,8 @@ def tool(name: str) -> str:
 
 
 def test_ruff_is_clean() -> None:
-    done = subprocess.run(
-        [tool("ruff"), "check", "mcp_codetools", "tests", "benchmarks"], cwd=ROOT, capture_output=True, text=True
-    )
+    folders = [name for name in ("mcp_codetools", "tests", "benchmarks") if (ROOT / name).is_dir()]
+    done = subprocess.run([tool("ruff"), "check", *folders], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
