@@ -1,0 +1,93 @@
+"""1. Cold start: spawn → initialize → tools/list, against a bare SDK server and `python -c "import mcp"`."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from benchmarks import procs
+from benchmarks.core import Context, Row
+from benchmarks.stats import median
+
+NAME = "cold-start"
+TITLE = "1. Cold start"
+OWN_IMPORT_TARGET_MS = 100.0
+
+# Our modules as the server imports them at startup, timed after `import mcp` in the same fresh process;
+# then the top-level packages that came in with them (heavy ones would show here).
+_OWN_IMPORT = """
+import sys, time
+import mcp, mcp.server, mcp.server.stdio
+before = set(sys.modules)
+t = time.perf_counter()
+import mcp_codetools.cli, mcp_codetools.server, mcp_codetools.transport
+from mcp_codetools.tools import default_tools
+default_tools()
+elapsed = time.perf_counter() - t
+new = sorted({m.split('.')[0] for m in set(sys.modules) - before} - {'mcp_codetools'})
+print(elapsed)
+print(','.join(new))
+"""
+
+
+def _own_import() -> tuple[float, str]:
+    """(seconds our modules took to import after the SDK, the packages they brought in)."""
+    _, _, out = procs.run_timed([sys.executable, "-c", _OWN_IMPORT])
+    lines = out.decode().splitlines()
+    return float(lines[0]), lines[1] if len(lines) > 1 else ""
+
+
+def _import_mcp() -> float:
+    return procs.run_timed([sys.executable, "-c", "import mcp"])[0]
+
+
+async def _in_thread(into: list[Any], probe: Callable[[], Any]) -> None:
+    into.append(await anyio.to_thread.run_sync(probe))
+
+
+async def run(ctx: Context) -> None:
+    n = ctx.scale(10, 1)
+    servers = ["ours", "bare", *ctx.peers]
+    startup: dict[str, list[float]] = {key: [] for key in servers}
+    import_mcp: list[float] = []
+    own: list[tuple[float, str]] = []
+    # Interleaved, so drift on a noisy machine hits every subject alike.
+    for _ in range(n):
+        if ctx.quick:
+            # The smoke test only checks the machinery: run the two probes side by side to save a second.
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_in_thread, import_mcp, _import_mcp)
+                tg.start_soon(_in_thread, own, _own_import)
+        else:
+            import_mcp.append(_import_mcp())
+            own.append(_own_import())
+        for key in servers:
+            async with ctx.attempt(key, TITLE), ctx.fresh(key) as conn:
+                startup[key].append(conn.startup_s)
+    for key, samples in startup.items():
+        ctx.record(TITLE, ctx.label(key), "spawn → tools/list", samples)
+    ctx.record(TITLE, "python -c 'import mcp'", "process run", import_mcp)
+    ctx.record(TITLE, "mcp-codetools", "own imports after mcp", [seconds for seconds, _ in own])
+    packages = own[-1][1]
+
+    ms = {key: median(samples) * 1000 if samples else None for key, samples in startup.items()}
+    peers = {key: ms[key] for key in ctx.peers}
+    ctx.add(Row(TITLE, f"spawn → tools/list, median of {n} (ms)", ms["ours"], ms["bare"], "bare SDK server", peers))
+    mcp_ms = median(import_mcp) * 1000
+    ctx.add(Row(TITLE, 'same, against `python -c "import mcp"` (ms)', ms["ours"], mcp_ms, 'python -c "import mcp"'))
+    own_ms = median([seconds for seconds, _ in own]) * 1000
+    gap = f"{ms['ours'] - ms['bare']:+.0f} ms" if ms["ours"] is not None and ms["bare"] is not None else "n/a"
+    ctx.add(
+        Row(
+            TITLE,
+            "own import cost above the SDK (ms)",
+            own_ms,
+            target=f"< {OWN_IMPORT_TARGET_MS:g} ms",
+            met=own_ms < OWN_IMPORT_TARGET_MS,
+            note=f"startup minus bare server: {gap}; packages our modules add: " + (packages or "none"),
+        )
+    )

@@ -1,0 +1,85 @@
+"""7. Bash `echo hi` round trip over stdio, against a bare fork+exec of `sh -c 'echo hi'` (issue 5).
+
+Rounds of back-to-back calls: a block through our server, then the same number of `sh -c` and `bash -c`
+(what the Bash tool runs) spawned from this process, so load from elsewhere on the machine falls on all
+of them alike. A slow peer (a call of tens of ms) runs after the rounds.
+"""
+
+from __future__ import annotations
+
+from benchmarks import procs
+from benchmarks.core import Context, Row
+from benchmarks.servers import Conn
+from benchmarks.stats import median, percentile
+
+NAME = "bash"
+TITLE = "7. Bash `echo hi`"
+P50_TARGET_MS = 5.0
+WARMUP = 5
+BLOCK = 20
+SLOW_S = 0.02
+
+
+async def _echo(conn: Conn) -> float:
+    outcome = await conn.spec.adapter.bash(conn, "echo hi")
+    if outcome.is_error or "hi" not in outcome.text:
+        raise RuntimeError(f"echo hi failed: {outcome.text[:300]}")
+    return outcome.seconds
+
+
+async def _block(ctx: Context, conns: dict[str, Conn], samples: dict[str, list[float]], key: str, count: int) -> None:
+    if key not in conns:
+        return
+    async with ctx.attempt(key, TITLE):
+        for _ in range(count):
+            samples[key].append(await _echo(conns[key]))
+            if ctx.enough(len(samples[key]), sum(samples[key])):
+                return
+        return
+    del conns[key]
+
+
+async def run(ctx: Context) -> None:
+    n = ctx.scale(100, 10)
+    conns: dict[str, Conn] = {}
+    slow: list[str] = []
+    for key in ["ours", *ctx.peers]:
+        async with ctx.attempt(key, TITLE):
+            conn = await ctx.conn(key)
+            if conn.spec.adapter.can(conn, "bash"):
+                warm = [await _echo(conn) for _ in range(WARMUP)]
+                if median(warm) > SLOW_S:
+                    slow.append(key)
+                conns[key] = conn
+    samples: dict[str, list[float]] = {key: [] for key in conns}
+    base: list[float] = []
+    with_bash: list[float] = []
+    for start in range(0, n, BLOCK):
+        count = min(BLOCK, n - start)
+        for key in [key for key in conns if key not in slow]:
+            await _block(ctx, conns, samples, key, count)
+        base += [procs.run_timed(["sh", "-c", "echo hi"])[0] for _ in range(count)]
+        with_bash += [procs.run_timed(["bash", "-c", "echo hi"])[0] for _ in range(count)]
+    for key in slow:
+        await _block(ctx, conns, samples, key, n)
+    results: dict[str, float | None] = {}
+    for key, values in samples.items():
+        if values:
+            ctx.record(TITLE, ctx.label(key), "echo hi", values)
+            results[key] = percentile(values, 50) * 1000
+    ctx.record(TITLE, "sh -c 'echo hi'", "fork+exec, read output, wait", base)
+    ctx.record(TITLE, "bash -c 'echo hi'", "fork+exec, read output, wait", with_bash)
+    ours = results.get("ours")
+    ctx.add(
+        Row(
+            TITLE,
+            f"p50 over {n} calls (ms)",
+            ours,
+            percentile(base, 50) * 1000,
+            "fork+exec `sh -c` (spawn, read, wait)",
+            {key: results.get(key) for key in ctx.peers},
+            target=f"< {P50_TARGET_MS:g} ms",
+            met=None if ours is None else ours < P50_TARGET_MS,
+            note=f"the same with `bash -c` (what the Bash tool runs): {percentile(with_bash, 50) * 1000:.2f} ms",
+        )
+    )
