@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcp_codetools.session import LineIndexCache
-from mcp_codetools.text import MAX_LINE_CHARS, TextFormat, decode, number_line
+from mcp_codetools.text import MAX_LINE_CHARS, TextFormat, number_line
 
 WHOLE_FILE_BYTES = 4 * 1024 * 1024
 DIGEST_MAX_BYTES = 64 * 1024 * 1024
 CHUNK = 1024 * 1024
+CHECKPOINT_EVERY = 64 * 1024
+"""A deep view starts at most this many bytes before its first line, so few lines are walked in Python."""
 _LINE_KEEP_BYTES = MAX_LINE_CHARS * 4 + 16
 
 
@@ -83,7 +85,7 @@ def read_view(
     """Read lines [first, first + max_lines) within `budget` characters of numbered output."""
     if st.st_size <= WHOLE_FILE_BYTES or not fmt.ascii_compatible:
         data = _read_all(fd, st.st_size)
-        text, fmt = decode(data)
+        text = data[len(fmt.bom) :].decode(fmt.encoding, fmt.errors)
         lines = split_lines(text)
         numbered, cut = _take(lines, first, max_lines, budget)
         return View(numbered, first, len(lines), digest_bytes(data), cut, fmt)
@@ -121,8 +123,9 @@ def _index(fd: int, size: int) -> tuple[list[tuple[int, int]], int, str | None]:
         block = os.pread(fd, CHUNK, offset)
         if not block:
             break
-        checkpoints.append((offset, newlines + 1))
-        newlines += block.count(b"\n")
+        for start in range(0, len(block), CHECKPOINT_EVERY):
+            checkpoints.append((offset + start, newlines + 1))
+            newlines += block.count(b"\n", start, start + CHECKPOINT_EVERY)
         if crc is not None:
             crc = zlib.crc32(block, crc)
         offset += len(block)

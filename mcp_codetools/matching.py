@@ -12,7 +12,7 @@ import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import AnyStr
+from typing import Any, AnyStr
 
 from mcp_codetools.text import number_lines
 
@@ -73,14 +73,23 @@ def line_of(text: AnyStr, offset: int) -> int:
 
 
 def apply(text: AnyStr, matches: list[Match], new: AnyStr) -> AnyStr:
-    pieces: list[AnyStr] = []
+    if isinstance(text, bytes):
+        # Slices of a memoryview are not copies: the file's bytes are copied once, into the result.
+        view = memoryview(text)
+        parts: list[Any] = []
+        cursor = 0
+        for match in matches:
+            parts += [view[cursor : match.start], new]
+            cursor = match.end
+        parts.append(view[cursor:])
+        return b"".join(parts)
+    pieces: list[str] = []
     cursor = 0
     for match in matches:
-        pieces.append(text[cursor : match.start])
-        pieces.append(new)
+        pieces += [text[cursor : match.start], new]
         cursor = match.end
     pieces.append(text[cursor:])
-    return text[:0].join(pieces)
+    return "".join(pieces)
 
 
 def adapt_newlines(new: str, newline: str) -> str:

@@ -22,8 +22,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import bashlex
-
 from mcp_codetools.shell import rules
 from mcp_codetools.shell.rules import Word
 
@@ -60,6 +58,8 @@ def analyze(command: str) -> Analysis:
         return Analysis(False, "empty command", None)
     if len(command) > MAX_PARSED_CHARS:
         return Analysis(False, "too long to analyse", None)
+    import bashlex  # builds its parser tables on import (~0.1 s): paid by the first Bash call, not at start-up
+
     try:
         trees = bashlex.parse(command)
     except Exception as exc:  # bashlex raises ParsingError, NotImplementedError, AttributeError, ...
