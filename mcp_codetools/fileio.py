@@ -17,7 +17,7 @@ from pathlib import Path
 
 from mcp_codetools.errors import ExecutionError, FileStateError, InvalidInputError
 from mcp_codetools.fileview import digest_bytes
-from mcp_codetools.paths import Workspace, open_parent_dir, open_regular_for_read
+from mcp_codetools.paths import Workspace, open_checked_dir, open_parent_dir, open_regular_for_read
 from mcp_codetools.session import FileStamp
 
 MAX_EDIT_BYTES = 1024 * 1024 * 1024
@@ -49,26 +49,36 @@ def stamp_of(path: Path, data: bytes | None = None) -> FileStamp | None:
         st = os.stat(path)
     except OSError:
         return None
-    return FileStamp(st.st_mtime_ns, st.st_size, digest_bytes(data) if data is not None else None)
+    return FileStamp(st.st_mtime_ns, st.st_size, digest_bytes(data) if data is not None else None, st.st_ctime_ns)
 
 
 def ensure_parent(path: Path, workspace: Workspace) -> None:
-    """Create missing parent folders, each checked to stay inside the roots."""
-    missing: list[Path] = []
+    """Create missing parent folders one step at a time, each through a checked folder descriptor.
+
+    Creating by path would let a folder swapped for a symlink mid-way carry the new folders outside
+    the roots; `mkdir(name, dir_fd=...)` from a descriptor checked inside the roots cannot.
+    """
+    missing: list[str] = []
     parent = path.parent
     while not os.path.lexists(parent):  # lexists answers False for ENAMETOOLONG rather than raising
-        missing.append(parent)
+        missing.append(parent.name)
         parent = parent.parent
-    for folder in reversed(missing):
-        real_parent = Path(os.path.realpath(folder.parent))
-        if not workspace.contains(real_parent):
-            raise FileStateError(f"Cannot create {folder}: its parent is outside the workspace roots.", "not_a_file")
-        try:
-            os.mkdir(folder)
-        except FileExistsError:
-            pass
-        except OSError as exc:
-            raise ExecutionError(f"Cannot create folder {folder}: {exc.strerror}") from None
+    if not missing:
+        return
+    dfd = open_checked_dir(parent, workspace, str(path))
+    try:
+        for name in reversed(missing):
+            try:
+                os.mkdir(name, dir_fd=dfd)
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                raise ExecutionError(f"Cannot create folder {name} for {path}: {exc.strerror}") from None
+            child = open_checked_dir(name, workspace, str(path), dir_fd=dfd)
+            os.close(dfd)
+            dfd = child
+    finally:
+        os.close(dfd)
 
 
 def hard_link_note(st: os.stat_result | None) -> str:
@@ -120,7 +130,7 @@ def write_atomic(path: Path, data: bytes, workspace: Workspace, existing: os.sta
         st = os.stat(path.name, dir_fd=dfd, follow_symlinks=False)
     finally:
         os.close(dfd)
-    return FileStamp(st.st_mtime_ns, st.st_size, digest_bytes(data))
+    return FileStamp(st.st_mtime_ns, st.st_size, digest_bytes(data), st.st_ctime_ns)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -74,7 +74,12 @@ class Workspace:
             raise InvalidInputError(f"`{field}` is {size} bytes long; a path can be at most {PATH_MAX} bytes.")
         expanded = os.path.expanduser(raw) if raw.startswith("~") else raw
         joined = os.path.join(cwd, expanded)
-        real = Path(os.path.realpath(joined))
+        try:
+            real = Path(os.path.realpath(joined))
+        except OSError as exc:  # a link on the way vanished between realpath's lstat and readlink
+            raise FileStateError(
+                f"{raw} changed while it was being resolved ({exc.strerror}). Try the call again.", "not_a_file"
+            ) from None
         if not self.contains(real, for_read=for_read):
             shown = ", ".join(str(r) for r in self.roots)
             via = "" if real == Path(os.path.normpath(joined)) else f" (it resolves to {real})"
@@ -154,9 +159,31 @@ def refuse_non_regular(st: os.stat_result, shown: str) -> None:
         )
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def open_checked_dir(folder: Path | str, workspace: Workspace, shown: str, *, dir_fd: int | None = None) -> int:
+    """Open a folder without following a symlink in its last step, and check it lies inside the roots."""
+    try:
+        dfd = os.open(folder, _DIR_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise PermissionDeniedError(
+                f"Access denied: a folder on the way to {shown} was replaced by a symlink after it was checked. "
+                "Nothing was written."
+            ) from None
+        raise FileStateError(f"Cannot open a folder on the way to {shown}: {exc.strerror}", "not_a_file") from None
+    try:
+        check_fd_inside(dfd, workspace, shown)
+    except BaseException:
+        os.close(dfd)
+        raise
+    return dfd
+
+
 def open_parent_dir(path: Path, workspace: Workspace, shown: str) -> int:
     """Open the folder that will hold `path`, checked to be inside the roots, for *at-style writes."""
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    flags = _DIR_FLAGS
     try:
         dfd = os.open(path.parent, flags)
     except OSError as exc:

@@ -11,7 +11,7 @@ import logging
 import os
 import shutil
 import tempfile
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +32,11 @@ class FileStamp:
     mtime_ns: int
     size: int
     digest: str | None
+    ctime_ns: int = 0
+    """No call can set ctime back (utime moves it too), so it catches a change whose mtime was restored."""
+
+    def same_metadata(self, st: os.stat_result) -> bool:
+        return (self.mtime_ns, self.size, self.ctime_ns) == (st.st_mtime_ns, st.st_size, st.st_ctime_ns)
 
     def same_file_state(self, other: FileStamp) -> bool:
         """Unchanged, judged by content when both digests are known, else by mtime and size."""
@@ -123,20 +128,23 @@ class ReadLedger:
 class FileHistory:
     """The content of files before each of our writes, newest last, bounded in bytes."""
 
-    def __init__(self, max_bytes: int = 64 * 1024 * 1024) -> None:
+    ENTRY_OVERHEAD = 256
+
+    def __init__(self, max_bytes: int = 8 * 1024 * 1024, max_entries: int = 64) -> None:
         self._max_bytes = max_bytes
-        self._entries: list[tuple[Path, bytes | None]] = []
+        self._max_entries = max_entries
+        self._entries: deque[tuple[Path, bytes | None]] = deque()
         self._bytes = 0
 
     def remember(self, path: Path, before: bytes | None) -> None:
-        size = len(before or b"")
+        size = len(before or b"") + self.ENTRY_OVERHEAD
         if size > self._max_bytes:
             return
         self._entries.append((path, before))
         self._bytes += size
-        while self._bytes > self._max_bytes and self._entries:
-            _, dropped = self._entries.pop(0)
-            self._bytes -= len(dropped or b"")
+        while self._entries and (self._bytes > self._max_bytes or len(self._entries) > self._max_entries):
+            _, dropped = self._entries.popleft()
+            self._bytes -= len(dropped or b"") + self.ENTRY_OVERHEAD
 
     def versions(self, path: Path) -> list[bytes | None]:
         return [before for p, before in self._entries if p == path]

@@ -60,6 +60,16 @@ def answer_for_bad_line(line: bytes, exc: ValidationError) -> bytes | None:
     return error_line(INVALID_REQUEST, "Invalid Request", request_id, detail)
 
 
+def _has_id(line: bytes) -> bool:
+    if b'"id"' not in line:
+        return False
+    try:
+        parsed = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(parsed, dict) and "id" in parsed
+
+
 class _Wire:
     """The two halves of the protocol pipe, and the ids of requests still waiting for an answer."""
 
@@ -71,14 +81,17 @@ class _Wire:
     async def lines(self) -> AsyncIterator[bytes]:
         while True:
             try:
-                line = await self.reader.readline()
-            except ValueError:
+                line = await self.reader.readuntil(b"\n")
+            except asyncio.IncompleteReadError as exc:  # end of input, maybe after a last unterminated line
+                if exc.partial.strip():
+                    yield exc.partial
+                return
+            except asyncio.LimitOverrunError:
+                # readuntil leaves the oversized line in the buffer, so exactly that line is skipped.
                 logger.warning("dropped an input line longer than %d bytes", MAX_LINE_BYTES)
                 await self._skip_rest_of_line()
                 self.writer.write(error_line(INVALID_REQUEST, "Invalid Request", data="message too large"))
                 continue
-            if not line:
-                return
             if line.strip():
                 yield line
 
@@ -128,6 +141,12 @@ async def _serve_wire(server: Server[Any], wire: _Wire) -> None:
                     answer = answer_for_bad_line(line, exc)
                     if answer is not None:
                         wire.writer.write(answer)
+                    continue
+                if isinstance(message, types.JSONRPCNotification) and _has_id(line):
+                    # An id that is not a string or an integer made the SDK read a request as a notification.
+                    wire.writer.write(
+                        error_line(INVALID_REQUEST, "Invalid Request", data="id must be a string or integer")
+                    )
                     continue
                 refusal = wire.note_inbound(message, server)
                 if refusal is not None:

@@ -91,7 +91,7 @@ def check_read_state(session: CodeSession, path: Path, loaded: Loaded) -> None:
     if record is None:
         raise FileStateError(NOT_READ, "file_not_read")
     seen = record.stamp
-    if (seen.mtime_ns, seen.size) == (loaded.st.st_mtime_ns, loaded.st.st_size):
+    if seen.same_metadata(loaded.st):
         return
     if not seen.same_file_state(FileStamp(loaded.st.st_mtime_ns, loaded.st.st_size, digest_bytes(loaded.data))):
         raise FileStateError(MODIFIED, "file_changed_since_read")
@@ -112,11 +112,16 @@ def recheck_unchanged(path: Path, loaded: Loaded) -> None:
         st = os.stat(path)
     except FileNotFoundError:
         raise FileStateError(UNEXPECTEDLY_MODIFIED, "file_changed_since_read") from None
-    if (st.st_mtime_ns, st.st_size, st.st_ino) == (loaded.st.st_mtime_ns, loaded.st.st_size, loaded.st.st_ino):
+    same = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
+    if same == (loaded.st.st_mtime_ns, loaded.st.st_size, loaded.st.st_ctime_ns, loaded.st.st_ino):
         return
-    with open(path, "rb") as handle:
-        if handle.read() != loaded.data:
-            raise FileStateError(UNEXPECTEDLY_MODIFIED, "file_changed_since_read")
+    try:
+        with open(path, "rb") as handle:
+            unchanged = handle.read() == loaded.data
+    except OSError:
+        unchanged = False
+    if not unchanged:
+        raise FileStateError(UNEXPECTEDLY_MODIFIED, "file_changed_since_read")
 
 
 class EditTool(Tool[EditInput]):

@@ -80,8 +80,7 @@ class ReadTool(Tool[ReadInput]):
                 and not previous.served_unchanged
                 and previous.offset == first
                 and previous.limit == args.limit
-                and previous.stamp.mtime_ns == st.st_mtime_ns
-                and previous.stamp.size == st.st_size
+                and previous.stamp.same_metadata(st)
             ):
                 ctx.defer(lambda: _mark_served(session, path))
                 return ToolOutput(
@@ -109,7 +108,7 @@ class ReadTool(Tool[ReadInput]):
         finally:
             os.close(fd)
 
-        stamp = FileStamp(st.st_mtime_ns, st.st_size, view.digest)
+        stamp = FileStamp(st.st_mtime_ns, st.st_size, view.digest, st.st_ctime_ns)
         partial = view.cut_by_budget
         ctx.defer(
             lambda: session.ledger.record_read(
