@@ -72,6 +72,18 @@ def line_of(text: AnyStr, offset: int) -> int:
     return text.count(_lit(text, "\n"), 0, offset) + 1
 
 
+def lines_of(text: AnyStr, offsets: list[int]) -> list[int]:
+    """Line numbers of ascending offsets, counting each stretch of text once."""
+    nl = _lit(text, "\n")
+    numbers: list[int] = []
+    line, cursor = 1, 0
+    for offset in offsets:
+        line += text.count(nl, cursor, offset)
+        cursor = offset
+        numbers.append(line)
+    return numbers
+
+
 def apply(text: AnyStr, matches: list[Match], new: AnyStr) -> AnyStr:
     if isinstance(text, bytes):
         # Slices of a memoryview are not copies: the file's bytes are copied once, into the result.

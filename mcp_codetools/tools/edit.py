@@ -165,8 +165,8 @@ class EditTool(Tool[EditInput]):
             if not matches:
                 raise EditMatchError(matching.not_found_message(loaded.text, args.old_string, str(path)))
             if len(matches) > 1 and not args.replace_all:
-                lines = [matching.line_of(body, m.start) for m in matches]
-                listed = ", ".join(str(n) for n in lines[:20]) + (" …" if len(lines) > 20 else "")
+                lines = matching.lines_of(body, [m.start for m in matches[:20]])
+                listed = ", ".join(str(n) for n in lines) + (" …" if len(matches) > 20 else "")
                 raise EditMatchError(
                     f"Found {len(matches)} matches of the string to replace, but replace_all is false "
                     f"(at lines {listed}). To replace all occurrences, set replace_all to true. To replace only "
