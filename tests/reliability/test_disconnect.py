@@ -1,0 +1,143 @@
+"""
+The client going away mid-call: running Bash commands and background jobs are killed, no zombies remain.
+
+Over real stdio, the server runs a foreground command, background jobs, a job that forks a grandchild
+and one that leaves its process group with setsid; then the client disconnects (stdin closed, or both
+pipes closed as when the client process dies) or cancels the foreground call. Every process started
+for the session must be gone within the bound, the server must exit cleanly on disconnect, and while
+it lives it must leave no zombie children.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.reliability import procfs
+from tests.reliability.harness import has_tool
+from tests.reliability.report import Figures
+from tests.reliability.stdio_peer import Peer, meta_of
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(not has_tool("Bash"), reason="the Bash tool is not in default_tools() yet"),
+]
+
+MARK = "7771"  # sleep 7771.x: a duration no other process on the machine uses
+
+
+def marked_processes(tag: str) -> list[procfs.ProcInfo]:
+    """Live processes whose command line carries this test's marker."""
+    found = []
+    for info in procfs.process_table().values():
+        if info.state in "ZX":
+            continue
+        try:
+            with open(f"/proc/{info.pid}/cmdline", "rb") as handle:
+                cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if f"{MARK}.{tag}" in cmdline:
+            found.append(info)
+    return found
+
+
+async def wait_until_gone(tag: str, seconds: float = 10) -> None:
+    with anyio.fail_after(seconds):
+        while marked_processes(tag):  # noqa: ASYNC110 - bounded poll of /proc
+            await anyio.sleep(0.05)
+
+
+async def start_everything(peer: Peer, tag: str) -> dict[str, object]:
+    """A foreground command in flight, and background jobs of every shape. Returns the foreground request."""
+    commands = [
+        f"sleep {MARK}.{tag}1",
+        f"sleep {MARK}.{tag}2 & sleep {MARK}.{tag}3",
+        f"bash -c 'sleep {MARK}.{tag}4 & sleep {MARK}.{tag}5'",
+        f"setsid sleep {MARK}.{tag}6 & sleep {MARK}.{tag}7",
+    ]
+    for command in commands:
+        answer = await peer.ask(peer.call("Bash", {"command": command, "run_in_background": True}))
+        assert meta_of(answer).get("backgroundTaskId"), answer
+    foreground = peer.call("Bash", {"command": f"sleep {MARK}.{tag}8 & sleep {MARK}.{tag}9"})
+    await peer.send_lines([json.dumps(foreground).encode()])
+    with anyio.fail_after(10):
+        while len(marked_processes(tag)) < 9:  # noqa: ASYNC110 - bounded poll until all have started
+            await anyio.sleep(0.02)
+    return foreground
+
+
+@pytest.mark.parametrize("how", ["stdin closed", "both pipes closed"])
+async def test_a_disconnect_kills_commands_and_jobs(root: Path, figures: Figures, suite: str, how: str) -> None:
+    tag = "1" if how == "stdin closed" else "2"
+    peer = await Peer.start(root)
+    pid = peer.pid
+    try:
+        await start_everything(peer, tag)
+        before = len(marked_processes(tag))
+        peer.close_pipes(all_of_them=how == "both pipes closed")
+        with anyio.fail_after(20):
+            code = await peer.raw.proc.wait()
+        await wait_until_gone(tag)
+    finally:
+        await peer.kill()
+    figures.count(suite, calls=5, faults=1)
+    figures.measure(f"disconnect ({how}): processes killed", before)
+    assert code in (0, -13, 1), f"the server exited with {code} after the disconnect"
+    assert not procfs.alive(pid) or procfs.process_table()[pid].state in "ZX"
+
+
+async def test_a_cancelled_command_is_killed_and_leaves_no_zombie(root: Path, figures: Figures, suite: str) -> None:
+    tag = "3"
+    peer = await Peer.start(root)
+    try:
+        foreground = await start_everything(peer, tag)
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": foreground["id"]}}
+        await peer.send_lines([json.dumps(cancel).encode()])
+        with anyio.fail_after(10):
+            while _foreground_left(tag):  # noqa: ASYNC110 - bounded poll of /proc
+                await anyio.sleep(0.05)
+        await peer.ping()  # the session goes on; the cancelled call is never answered
+        jobs = marked_processes(tag)
+        assert len(jobs) >= 5, "cancelling the foreground call must not touch the background jobs"
+        with anyio.fail_after(10):
+            while zombies := [p for p in procfs.descendants(peer.pid) if p.state == "Z"]:  # noqa: ASYNC110
+                await anyio.sleep(0.05)
+        assert not zombies
+        code = await peer.close()
+        await wait_until_gone(tag)
+    finally:
+        await peer.kill()
+    figures.count(suite, calls=7, faults=1)
+    assert code == 0
+
+
+def _foreground_left(tag: str) -> list[procfs.ProcInfo]:
+    found = []
+    for info in marked_processes(tag):
+        try:
+            with open(f"/proc/{info.pid}/cmdline", "rb") as handle:
+                cmdline = handle.read().decode(errors="replace")
+        except OSError:
+            continue
+        if f"{MARK}.{tag}8" in cmdline or f"{MARK}.{tag}9" in cmdline:
+            found.append(info)
+    return found
+
+
+def test_marker_scan_finds_a_process() -> None:
+    """The /proc scan the tests rely on sees a marked process (so an empty scan means something)."""
+    import subprocess
+
+    child = subprocess.Popen(["sleep", f"{MARK}.0"])
+    try:
+        assert [p.pid for p in marked_processes("0")] == [child.pid]
+    finally:
+        child.kill()
+        child.wait()
+    assert not marked_processes("0")
+    assert os.getpid() in procfs.process_table()

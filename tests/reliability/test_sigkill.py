@@ -1,0 +1,109 @@
+"""
+The server SIGKILLed in the middle of writes: the file is always the old or the new content, never a mix.
+
+Each trial starts the real server over stdio, has it create a file and then pipelines a stream of Writes
+and Edits that flip it between two states (A and B, a few MB each), and kills the process at a random
+moment while they run. Afterwards the file must be byte-identical to A or B (or absent, if the kill
+came before the first create finished). Temporary files of the atomic write (`.<name>.<hex>.tmp`) may
+be left by a kill; they are counted and reported, never mistaken for the file.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.reliability.report import FIGURES, Figures
+from tests.reliability.stdio_peer import Peer
+from tests.reliability.workspace import temp_leftovers
+
+pytestmark = pytest.mark.anyio
+
+TRIALS = 100 if FIGURES.long_mode else 8
+PAYLOAD = ("0123456789" * 7 + "\n") * 50_000  # 3.55 MB
+STATE_A = "MARK-A\n" + PAYLOAD
+STATE_B = "MARK-B\n" + PAYLOAD
+
+
+def operations(name: str, count: int, rng: random.Random) -> list[tuple[str, dict[str, object]]]:
+    """Create the file as A, then flip it between A and B with a random mix of Write and Edit."""
+    ops: list[tuple[str, dict[str, object]]] = [("Write", {"file_path": name, "content": STATE_A})]
+    state = "A"
+    for _ in range(count):
+        other = "B" if state == "A" else "A"
+        if rng.random() < 0.5:
+            ops.append(("Write", {"file_path": name, "content": STATE_B if other == "B" else STATE_A}))
+        else:
+            ops.append(("Edit", {"file_path": name, "old_string": f"MARK-{state}", "new_string": f"MARK-{other}"}))
+        state = other
+    return ops
+
+
+async def one_trial(root: Path, trial: int, rng: random.Random) -> tuple[str, int, int]:
+    """Run one trial; returns (the file's state, answers received before the kill, temporary files left)."""
+    name = f"trial{trial}.txt"
+    ops = operations(name, 30, rng)
+    delay = rng.uniform(0.05, 1.2)
+    peer = await Peer.start(root)
+    lines = [json.dumps(peer.call(tool, args)).encode() for tool, args in ops]
+    received = 0
+
+    async def count_answers() -> None:
+        nonlocal received
+        while True:
+            await peer.receive()
+            received += 1
+
+    try:
+        with anyio.move_on_after(delay):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(count_answers)
+                await peer.send_lines(lines)
+                await anyio.sleep_forever()
+    finally:
+        code = await peer.kill()
+    assert code == -9, f"trial {trial}: the server was not killed by SIGKILL (exit {code})"
+    path = root / name
+    data = path.read_bytes() if path.exists() else None
+    left = [t for t in temp_leftovers(root) if t.name.startswith(f".{name}.")]
+    if data is None:
+        assert received == 0, f"trial {trial}: the create was answered but the file is gone"
+        return "absent", received, len(left)
+    for state, content in (("A", STATE_A), ("B", STATE_B)):
+        if data == content.encode():
+            return state, received, len(left)
+    raise AssertionError(
+        f"trial {trial} (kill after {delay:.3f} s, {received} answers): the file is a mix of old and new: "
+        f"{len(data)} bytes starting {data[:20]!r}"
+    )
+
+
+async def test_a_kill_mid_write_leaves_the_old_or_the_new_content(root: Path, figures: Figures, suite: str) -> None:
+    seed = random.randrange(2**32)
+    outcomes = {"absent": 0, "A": 0, "B": 0}
+    totals = {"answered": 0, "leftovers": 0}
+    limiter = anyio.CapacityLimiter(2)  # two servers at a time: start-up dominates a trial
+
+    async def run(trial: int) -> None:
+        async with limiter:
+            state, answered, left = await one_trial(root, trial, random.Random(seed + trial))
+        outcomes[state] += 1
+        totals["answered"] += answered
+        totals["leftovers"] += left
+
+    with anyio.fail_after(30 + 5 * TRIALS):
+        async with anyio.create_task_group() as tg:
+            for trial in range(TRIALS):
+                tg.start_soon(run, trial)
+    figures.count(suite, calls=totals["answered"], faults=TRIALS, inputs=TRIALS)
+    figures.measure(
+        "SIGKILL mid-write: trials (file was A / B / absent)",
+        f"{TRIALS} ({outcomes['A']} / {outcomes['B']} / {outcomes['absent']})",
+        note=f"never a mix; seed {seed}",
+    )
+    figures.measure("SIGKILL mid-write: temporary files left behind", totals["leftovers"], note="`.<name>.<hex>.tmp`")
+    assert outcomes["A"] + outcomes["B"] > 0, "no trial got as far as a write"
