@@ -8,6 +8,8 @@ per-file records, content mode keeps one page and merely counts the rest of the 
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -159,7 +161,16 @@ class GrepTool(Tool[GrepInput]):
 
     async def call(self, args: GrepInput, ctx: CallContext) -> ToolOutput:
         cwd = ctx.session.cwd
-        argv = build_args(args, ctx.paths["path"], cwd)
+        target = ctx.paths["path"]
+        if _large_named_binary_file(target):
+            # rg skips binary files it meets while walking, but reads a named one to the end (a sparse
+            # 20 GiB file: a minute, unbounded); a large one is refused rather than searched.
+            return ToolOutput(
+                f"Not searched: {target} is a binary file over {BIG_BINARY_BYTES // 2**20} MiB (it holds NUL "
+                "bytes). Grep searches text; use Bash (e.g. `rg -a -c PATTERN FILE`) if you need this one.",
+                meta={"mode": args.output_mode, "binary": True, "numFiles": 0},
+            )
+        argv = build_args(args, target, cwd)
         limit = DEFAULT_HEAD_LIMIT if args.head_limit is None else (args.head_limit or None)
         page = Page(args.offset, limit, min(MAX_RESULT_CHARS, ctx.session.settings.max_result_chars))
         if args.output_mode == "content":
@@ -167,6 +178,26 @@ class GrepTool(Tool[GrepInput]):
         if args.output_mode == "count":
             return await _count(argv, cwd, page)
         return await _files(argv, cwd, page)
+
+
+BIG_BINARY_BYTES = 64 * 2**20
+
+
+def _large_named_binary_file(target: Path) -> bool:
+    """Whether `target` is a regular file over BIG_BINARY_BYTES whose first bytes hold a NUL (rg's binary test)."""
+    try:
+        st = os.stat(target)
+        if not stat.S_ISREG(st.st_mode) or st.st_size <= BIG_BINARY_BYTES:
+            return False
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        return b"\0" in os.pread(fd, 64 * 1024, 0)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def build_args(args: GrepInput, target: Path, cwd: Path) -> list[str]:

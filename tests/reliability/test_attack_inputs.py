@@ -379,13 +379,6 @@ async def test_a_backtracking_output_filter_does_not_block_other_calls(arena: Ar
 
 
 @pytest.mark.skipif(not has_tool("Grep"), reason="Grep is not in default_tools() yet")
-@pytest.mark.xfail(
-    strict=True,
-    reason="Grep given a sparse file by path reads all of it: rg skips binary files found while walking a folder "
-    "but searches an explicitly named one to the end (its NULs only hide the output), at ~300 MB/s; a 4 GiB "
-    "sparse file takes ~13 s, 20 GiB ~65 s, with no time bound. Fix: when `path` is a file, sniff its first "
-    "bytes for NUL and answer 'binary file' as Read does, or pass --max-filesize / a wall-clock limit to rg",
-)
 async def test_grep_of_a_huge_sparse_file_is_answered_quickly(arena: Arena) -> None:
     with open(arena.layout.root / "sparse4g", "wb") as handle:
         handle.truncate(4 * 2**30)
