@@ -167,7 +167,7 @@ def open_checked_dir(folder: Path | str, workspace: Workspace, shown: str, *, di
     try:
         dfd = os.open(folder, _DIR_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(folder, dir_fd):
             raise PermissionDeniedError(
                 f"Access denied: a folder on the way to {shown} was replaced by a symlink after it was checked. "
                 "Nothing was written."
@@ -181,24 +181,16 @@ def open_checked_dir(folder: Path | str, workspace: Workspace, shown: str, *, di
     return dfd
 
 
+def _is_link(folder: Path | str, dir_fd: int | None) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(folder, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
 def open_parent_dir(path: Path, workspace: Workspace, shown: str) -> int:
     """Open the folder that will hold `path`, checked to be inside the roots, for *at-style writes."""
-    flags = _DIR_FLAGS
-    try:
-        dfd = os.open(path.parent, flags)
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(path.parent):
-            raise PermissionDeniedError(
-                f"Access denied: the folder of {shown} was replaced by a symlink after it was checked. "
-                "Nothing was written."
-            ) from None
-        raise FileStateError(f"Cannot open the folder of {shown}: {exc.strerror}", "not_a_file") from None
-    try:
-        check_fd_inside(dfd, workspace, shown)
-    except BaseException:
-        os.close(dfd)
-        raise
-    return dfd
+    return open_checked_dir(path.parent, workspace, shown)
 
 
 def similar_names(path: Path, limit: int = 1) -> Sequence[str]:
