@@ -19,13 +19,12 @@ import codecs
 import contextlib
 import logging
 import os
-import re
 import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
@@ -188,7 +187,7 @@ class JobRegistry:
                     with contextlib.suppress(BaseException):
                         await job.task
 
-    def read_new(self, job: Job, pattern: re.Pattern[str] | None) -> NewOutput:
+    def read_new(self, job: Job, pattern: LineFilter | None) -> NewOutput:
         """Output written since the last read (only lines matching `pattern`, when given), bounded."""
         finished = not job.running  # decided before reading: a finished job's log is complete
         size = _size(job.log_path)
@@ -207,6 +206,12 @@ class JobRegistry:
         return NewOutput(capture.render(f"Full log: {job.log_path}"), skipped)
 
 
+class LineFilter(Protocol):
+    """What BashOutput's `filter` is matched with (a compiled pattern with a time budget)."""
+
+    def search(self, line: str) -> object: ...
+
+
 def _read_all(handle: Any, length: int, capture: OutputCapture) -> int:
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     remaining = length
@@ -220,7 +225,7 @@ def _read_all(handle: Any, length: int, capture: OutputCapture) -> int:
     return length - remaining - pending
 
 
-def _read_matching(handle: Any, length: int, capture: OutputCapture, pattern: re.Pattern[str], finished: bool) -> int:
+def _read_matching(handle: Any, length: int, capture: OutputCapture, pattern: LineFilter, finished: bool) -> int:
     remaining = length
     carry = b""
     while remaining > 0:

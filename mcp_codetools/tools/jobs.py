@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import re
+import time
 
+import anyio
 from pydantic import Field
 
 from mcp_codetools.errors import ExecutionError, InvalidInputError
@@ -52,18 +53,17 @@ class BashOutputTool(Tool[BashOutputInput]):
     idempotent = False
 
     def is_concurrency_safe(self, args: BashOutputInput) -> bool:
-        return True
+        # A filtered read runs in a worker thread; alone, it cannot race another read of the same job.
+        return not args.filter
 
     async def call(self, args: BashOutputInput, ctx: CallContext) -> ToolOutput:
         registry, job = _find_job(ctx.session, args.bash_id)
-        pattern = None
-        if args.filter:
-            try:
-                pattern = re.compile(args.filter)
-            except re.error as exc:
-                raise InvalidInputError(f"Invalid regular expression in `filter`: {exc}.") from None
+        pattern = BudgetedFilter(args.filter) if args.filter else None
         status = job.status()
-        new = registry.read_new(job, pattern)
+        if pattern is None:
+            new = registry.read_new(job, None)
+        else:  # in a worker thread, so a slow filter never holds up the event loop
+            new = await anyio.to_thread.run_sync(registry.read_new, job, pattern)
         parts = [f"Shell {job.id} {status}.", new.text or "(no new output)"]
         if new.skipped_bytes:
             parts.append(f"[{new.skipped_bytes:,} older bytes were skipped; they are in {job.log_path}.]")
@@ -72,6 +72,38 @@ class BashOutputTool(Tool[BashOutputInput]):
         meta = _meta(job)
         meta["skippedBytes"] = new.skipped_bytes
         return ToolOutput("\n\n".join(parts), meta=meta)
+
+
+FILTER_BUDGET_S = 2.0
+
+
+class BudgetedFilter:
+    """BashOutput's `filter`, matched with the `regex` engine under a time budget for the whole read.
+
+    Python's `re` has no time limit, and a pattern that backtracks heavily (`(a|aa)+$`) can run for days;
+    `regex` takes a timeout per match, and the budget is shared by every line of one read.
+    """
+
+    def __init__(self, source: str) -> None:
+        import regex  # only BashOutput with a filter needs it
+
+        try:
+            self._pattern = regex.compile(source)
+        except regex.error as exc:
+            raise InvalidInputError(f"Invalid regular expression in `filter`: {exc}.") from None
+        self._deadline = time.monotonic() + FILTER_BUDGET_S
+
+    def search(self, line: str) -> object:
+        left = self._deadline - time.monotonic()
+        try:
+            if left <= 0:
+                raise TimeoutError
+            return self._pattern.search(line, timeout=left)
+        except TimeoutError:
+            raise InvalidInputError(
+                f"The filter took over {FILTER_BUDGET_S:g} s on this output (a pattern that backtracks heavily). "
+                "Nothing was consumed: simplify the pattern and call BashOutput again."
+            ) from None
 
 
 class KillShellInput(ToolInput):

@@ -351,13 +351,6 @@ async def test_a_non_unique_old_string_in_a_big_file_is_answered_at_once(arena: 
 
 
 @pytest.mark.skipif(not has_tool("BashOutput"), reason="BashOutput is not in default_tools() yet")
-@pytest.mark.xfail(
-    strict=True,
-    reason="BashOutput's filter is compiled with Python's re and matched line by line inside the async call "
-    "(shell/background.py _read_matching): a backtracking pattern such as (a+)+$ on a line of 25 a's and a '!' "
-    "blocks the event loop for seconds (28 a's: 28 s; 40: days), and every other call of the session waits. "
-    "Fix: match in a worker thread with a time budget, or use a linear-time engine (google-re2) for filters",
-)
 async def test_a_backtracking_output_filter_does_not_block_other_calls(arena: Arena) -> None:
     start = await arena.call("Bash", {"command": "printf 'a%.0s' $(seq 25); echo '!'", "run_in_background": True})
     log = Path(start.meta["logPath"])

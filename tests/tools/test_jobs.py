@@ -204,3 +204,21 @@ def test_job_tools_are_annotated() -> None:
     assert BashOutputTool().is_concurrency_safe(BashOutputInput(bash_id="x"))
     assert KillShellTool.destructive and not KillShellTool.read_only
     assert len(BashOutputTool.description) < 300 and len(KillShellTool.description) < 300
+
+
+async def test_a_filter_that_backtracks_forever_is_stopped_by_its_budget(
+    call: Caller, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_codetools.tools import jobs
+
+    monkeypatch.setattr(jobs, "FILTER_BUDGET_S", 0.2)
+    started = await call("Bash", {"command": "printf 'a%.0s' $(seq 60); echo '!'", "run_in_background": True})
+    job_id = started.meta["backgroundTaskId"]
+    log = Path(started.meta["logPath"])
+    with anyio.fail_after(10):
+        while log.stat().st_size < 62:  # noqa: ASYNC110 - bounded wait for the job's output on disk
+            await anyio.sleep(0.01)
+        out = await call.fails("BashOutput", {"bash_id": job_id, "filter": "(a|aa)+$"})
+    assert "backtracks heavily" in out.text
+    again = await call.ok("BashOutput", {"bash_id": job_id, "filter": "a+!"})
+    assert "a" * 60 + "!" in again, "a timed-out filter must not consume the output"
