@@ -216,6 +216,11 @@ FOUND_AND_FIXED: tuple[tuple[str, str], ...] = (
         "Edit refusing a non-unique old_string numbered every match, O(matches x size): 13 s for 64k lines",
         "attack_inputs",
     ),
+    (
+        "BashOutput's regex filter could backtrack for days on the event loop (ReDoS), blocking the session",
+        "attack_inputs",
+    ),
+    ("Grep of a named 20 GiB sparse file read all of it (65 s, no bound)", "attack_inputs"),
     ("the edit history kept up to 64 MiB per session, never read (100k-call soak: RSS +73%)", "soak"),
 )
 """Bugs this suite found that were fixed while it was written; the named suites keep them fixed."""

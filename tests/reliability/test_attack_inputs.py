@@ -4,8 +4,8 @@ The attack and robustness inputs of peers.md 4.7, each against every tool that t
 Every hostile path goes to each tool with a path field (Read, Edit, Write, Grep, Glob, and any tool
 added later): nothing outside the root may change, no outside content may appear in a result, and
 reads of outside targets must be refused. The inputs the fuzz found to break a tool are kept here as
-plain cases (pinned by strict xfail tests while they were open), and the ones still open are pinned
-by strict xfail tests, one per bug, with the cause and a fix in the reason.
+plain cases: each was pinned by a strict xfail test (cause and fix in its reason) until it was fixed.
+Pin a new one the same way.
 """
 
 from __future__ import annotations
@@ -347,7 +347,7 @@ async def test_a_non_unique_old_string_in_a_big_file_is_answered_at_once(arena: 
     assert elapsed < 0.5, f"the refusal took {elapsed:.1f} s"
 
 
-# Still open: pinned by strict xfail tests. Remove the mark with the fix.
+# Pinned by strict xfail tests until fixed (commits 9960200, 0f3ef6a).
 
 
 @pytest.mark.skipif(not has_tool("BashOutput"), reason="BashOutput is not in default_tools() yet")
