@@ -86,7 +86,7 @@ def split_pattern(pattern: str, folder: Path, session: CodeSession) -> tuple[Pat
         base = Path(os.path.normpath(joined))
         if os.path.realpath(base) != str(base):
             return folder, pattern
-    if not base.is_dir():
+    if not os.path.isdir(base):  # False for a name over 255 bytes, where Path.is_dir raises
         return None, glob
     return base, glob
 

@@ -427,13 +427,6 @@ async def test_bash_commands_end_within_their_bound_and_leave_nothing(arena: Are
 
 
 @pytest.mark.skipif(not has_tool("Glob"), reason="Glob is not in default_tools() yet")
-@pytest.mark.xfail(
-    strict=True,
-    reason="Glob's split_pattern joins the plain leading folders of the pattern and calls Path.is_dir() on them, "
-    "which in Python 3.11 raises OSError(ENAMETOOLONG) for a name over 255 bytes (or a path over PATH_MAX) "
-    "instead of answering False; the pipeline answers internal_error (found by the Glob fuzz). Fix: "
-    "`if not os.path.isdir(base)` (False on any OSError) in tools/glob.py split_pattern, i.e. 'No files found'",
-)
 @pytest.mark.parametrize("pattern", ["a" * 300 + "/*.txt", "a" * 256 + "/b/*", "x/" * 3000 + "*"])
 async def test_glob_of_an_overlong_folder_name_is_answered_plainly(arena: Arena, pattern: str) -> None:
     arena.log.records.clear()
