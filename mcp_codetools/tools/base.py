@@ -103,3 +103,19 @@ class Tool(Generic[InputT]):
         for prop in schema.get("properties", {}).values():
             prop.pop("title", None)
         return schema
+
+
+class SearchTool(Tool[InputT]):
+    """Grep and Glob: read-only, safe to run side by side, searching the working directory by default."""
+
+    read_only = True
+    destructive = False
+    idempotent = True
+    open_world = False
+    path_fields = ("path",)
+
+    def is_concurrency_safe(self, args: InputT) -> bool:
+        return True
+
+    def default_path(self, field_name: str, session: CodeSession) -> str | None:
+        return str(session.cwd)

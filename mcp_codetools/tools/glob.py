@@ -32,7 +32,7 @@ from mcp_codetools.search import (
     vcs_excludes,
 )
 from mcp_codetools.session import CodeSession
-from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
+from mcp_codetools.tools.base import CallContext, SearchTool, ToolInput, ToolOutput
 
 MAX_FILES = 100
 MAX_LIST_BYTES = 16 * 1024 * 1024
@@ -100,7 +100,7 @@ def rg_filter(glob: str) -> list[str]:
     return filter_args([glob])
 
 
-class GlobTool(Tool[GlobInput]):
+class GlobTool(SearchTool[GlobInput]):
     name = "Glob"
     title = "Find files by name"
     description = (
@@ -109,17 +109,6 @@ class GlobTool(Tool[GlobInput]):
         "total. Respects .gitignore, includes hidden files, skips .git."
     )
     input_model = GlobInput
-    read_only = True
-    destructive = False
-    idempotent = True
-    open_world = False
-    path_fields = ("path",)
-
-    def is_concurrency_safe(self, args: GlobInput) -> bool:
-        return True
-
-    def default_path(self, field_name: str, session: CodeSession) -> str | None:
-        return str(session.cwd)
 
     async def validate_input(self, args: GlobInput, ctx: CallContext) -> None:
         folder = ctx.paths["path"]

@@ -33,8 +33,7 @@ from mcp_codetools.search import (
     unpassable,
     vcs_excludes,
 )
-from mcp_codetools.session import CodeSession
-from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
+from mcp_codetools.tools.base import CallContext, SearchTool, ToolInput, ToolOutput
 
 DEFAULT_HEAD_LIMIT = 250
 MAX_RESULT_CHARS = 20_000
@@ -129,7 +128,7 @@ class GrepInput(ToolInput):
         return value
 
 
-class GrepTool(Tool[GrepInput]):
+class GrepTool(SearchTool[GrepInput]):
     name = "Grep"
     title = "Search file contents"
     description = (
@@ -142,17 +141,6 @@ class GrepTool(Tool[GrepInput]):
         "multiline: true matches across lines."
     )
     input_model = GrepInput
-    read_only = True
-    destructive = False
-    idempotent = True
-    open_world = False
-    path_fields = ("path",)
-
-    def is_concurrency_safe(self, args: GrepInput) -> bool:
-        return True
-
-    def default_path(self, field_name: str, session: CodeSession) -> str | None:
-        return str(session.cwd)
 
     async def validate_input(self, args: GrepInput, ctx: CallContext) -> None:
         check_search_path(ctx.paths["path"], ctx.session.cwd)
