@@ -202,3 +202,28 @@ async def test_cancelling_a_run_kills_the_whole_process_group_and_reaps_it(
                 os.close(pidfd)
     assert live_in_group(pid) == []
     assert pid not in live_children()
+
+
+async def test_a_failing_sink_kills_and_reaps_rg_and_the_error_propagates(root: Path, tmp_path: Path) -> None:
+    (root / "big.txt").write_bytes(b"match\n" * 500_000)
+
+    def broken(chunk: bytes) -> bool:
+        raise ValueError("sink broke")
+
+    with anyio.fail_after(20), pytest.raises(ValueError, match="sink broke"):
+        await run_rg(["--no-config", "-e", "match", "--", "big.txt"], root, broken)
+    assert live_children() == []
+
+
+async def test_output_after_stderr_closes_is_read_to_its_end(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # stderr ends first and stdout goes on: the reader must keep reading until both have ended.
+    body = "echo complaint >&2\nexec 2>&-\nfor i in 1 2 3; do printf 'x%s\\0' $i; done\n"
+    monkeypatch.setattr(search, "find_rg", lambda: str(fake_rg(tmp_path, body)))
+    sink = LineCollector(1000)
+    with anyio.fail_after(10):
+        result = await run_rg([], root, sink)
+    assert sink.records() == [b"x1", b"x2", b"x3"]
+    assert (result.returncode, result.stderr) == (0, "complaint\n")
+    assert live_children() == []
