@@ -1,9 +1,10 @@
 """5. Grep over a real source tree, through the server over stdio, against raw `rg` run the same way.
 
 The baseline runs the search the server runs: the same rg binary and flags (hidden files, VCS folders
-excluded; files mode lists with --null and then sorts by mtime, newest first; content mode sorts by path,
-numbers lines and caps columns), spawned from this process with every byte of output read. So the ratio
-is what our server adds. Plain `rg -l` / `rg -n` (rg's own defaults, parallel) is shown in the note.
+excluded; files mode lists with --null and then sorts by mtime, newest first; content mode searches in
+parallel with NUL-led field separators, numbers lines and caps columns), spawned from this process with
+every byte of output read. So the ratio is what our server adds, putting content back in path order
+included. Plain `rg -l` / `rg -n` (rg's own defaults, parallel) is shown in the note.
 Completeness: the server's reported total must equal rg's count.
 """
 
@@ -17,6 +18,7 @@ from benchmarks import procs
 from benchmarks.adapters import GrepMode
 from benchmarks.core import Context, Row
 from benchmarks.stats import median
+from mcp_codetools.path_order import CONTEXT_SEPARATOR, MATCH_SEPARATOR
 
 NAME = "grep"
 TITLE = "5. Grep over a source tree"
@@ -32,8 +34,8 @@ def server_equivalent(rg: str, mode: GrepMode, pattern: str, tree: Path) -> list
     if mode == "files":
         flags = [*_COMMON, *_VCS, "--files-with-matches", "--null"]
     else:
-        flags = [*_COMMON, *_VCS, "--sort=path", "--no-heading", "--max-columns=500", "--max-columns-preview"]
-        flags.append("--line-number")
+        flags = [*_COMMON, *_VCS, "--no-heading", "--max-columns=500", "--max-columns-preview"]
+        flags += [MATCH_SEPARATOR, CONTEXT_SEPARATOR, "--line-number"]
     return [rg, *flags, "-e", pattern, "--", str(tree)]
 
 

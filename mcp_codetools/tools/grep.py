@@ -2,8 +2,9 @@
 Grep: search file contents with ripgrep, in Claude Code's three output modes, paged and capped.
 
 rg runs once per call in the working directory, so it prints paths relative to it on match and
-context lines alike. Each mode reads only what it needs: files and count modes collect the (short)
-per-file records, content mode keeps one page and merely counts the rest of the lines.
+context lines alike, and always searches in parallel. Files and count modes collect the (short)
+per-file records and sort them. Content mode over a folder regroups rg's output by file and pages
+it in path order (path_order.py); over one file it keeps one page and merely counts the rest.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Literal, TypeVar
 
+import anyio.to_thread
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from mcp_codetools.errors import ExecutionError, InvalidInputError
+from mcp_codetools.path_order import CONTEXT_SEPARATOR, MATCH_SEPARATOR, FileBlocks, path_key
 from mcp_codetools.search import (
     LineCollector,
     LinePager,
@@ -162,7 +165,7 @@ class GrepTool(SearchTool[GrepInput]):
         limit = DEFAULT_HEAD_LIMIT if args.head_limit is None else (args.head_limit or None)
         page = Page(args.offset, limit, min(MAX_RESULT_CHARS, ctx.session.settings.max_result_chars))
         if args.output_mode == "content":
-            return await _content(argv, cwd, page)
+            return await _content(argv, cwd, page, context=_context_lines(args) != (0, 0))
         if args.output_mode == "count":
             return await _count(argv, cwd, page)
         return await _files(argv, cwd, page)
@@ -204,18 +207,24 @@ def build_args(args: GrepInput, target: Path, cwd: Path) -> list[str]:
     elif args.output_mode == "count":
         argv += ["--count", "--with-filename", "--null"]
     else:
-        # One thread, files in path order: the same search gives the same lines, so pages line up.
-        argv += ["--sort=path", "--no-heading", f"--max-columns={MAX_COLUMNS}", "--max-columns-preview"]
+        argv += ["--no-heading", f"--max-columns={MAX_COLUMNS}", "--max-columns-preview"]
+        if os.path.isdir(target):
+            # rg searches in parallel; the lines are put back in path order (path_order.py), so the
+            # same search gives the same lines and pages line up.
+            argv += [MATCH_SEPARATOR, CONTEXT_SEPARATOR]
         argv.append("--line-number" if args.line_numbers else "--no-line-number")
-        around = args.around if args.around is not None else args.context
-        if around is not None:
-            argv.append(f"--context={around}")
-        # -A and -B override their half of -C whatever the order (rg 15).
-        if args.before is not None:
-            argv.append(f"--before-context={args.before}")
-        if args.after is not None:
-            argv.append(f"--after-context={args.after}")
+        before, after = _context_lines(args)
+        if before or after:
+            argv += [f"--before-context={before}", f"--after-context={after}"]
     return [*argv, "-e", args.pattern, "--", *target_args(target, cwd)]
+
+
+def _context_lines(args: GrepInput) -> tuple[int, int]:
+    """Lines (before, after) each match: -A and -B override their half of -C/context."""
+    around = args.around if args.around is not None else (args.context or 0)
+    before = args.before if args.before is not None else around
+    after = args.after if args.after is not None else around
+    return before, after
 
 
 class Page:
@@ -319,8 +328,8 @@ async def _count(argv: list[str], cwd: Path, page: Page) -> ToolOutput:
     for record in records:
         name, _, number = record.rpartition(b"\0")
         counts.append((name, int(number) if number.isdigit() else 0))
-    # rg's parallel order changes from run to run; path order keeps pages stable.
-    counts.sort()
+    # rg's parallel order changes from run to run; path order (content mode's) keeps pages stable.
+    counts.sort(key=lambda item: path_key(item[0]))
     files, matches = len(counts), sum(n for _, n in counts)
     meta: dict[str, object] = {"mode": "count", "numFiles": files, "numMatches": matches}
     if files == 0:
@@ -337,19 +346,30 @@ async def _count(argv: list[str], cwd: Path, page: Page) -> ToolOutput:
     return ToolOutput(text, meta=meta)
 
 
-async def _content(argv: list[str], cwd: Path, page: Page) -> ToolOutput:
-    pager = LinePager(page.offset, page.limit, page.budget, MAX_COUNT_BYTES)
-    result = await run_rg(argv, cwd, pager)
-    pager.finish()
-    if result.failed and pager.total == 0:
+async def _content(argv: list[str], cwd: Path, page: Page, *, context: bool) -> ToolOutput:
+    if MATCH_SEPARATOR in argv:
+        blocks = FileBlocks(MAX_COUNT_BYTES, context=context)
+        try:
+            result = await run_rg(argv, cwd, blocks)
+            blocks.finish()
+            kept, cut = await anyio.to_thread.run_sync(blocks.page, page.offset, page.limit, page.budget)
+        finally:
+            blocks.close()
+        total, complete = blocks.total, blocks.complete
+    else:  # one file: rg prints it in order, and one page is kept while the rest is counted
+        pager = LinePager(page.offset, page.limit, page.budget, MAX_COUNT_BYTES)
+        result = await run_rg(argv, cwd, pager)
+        pager.finish()
+        kept, cut, total, complete = pager.kept, pager.cut_by_budget, pager.total, pager.complete
+    if result.failed and total == 0:
         raise _failure(result)
-    total, shown = pager.total, len(pager.kept)
+    shown = len(kept)
     meta: dict[str, object] = {"mode": "content", "numLines": shown}
-    meta.update(page.meta(shown, total, pager.complete, pager.cut_by_budget))
+    meta.update(page.meta(shown, total, complete, cut))
     if total == 0:
         return ToolOutput("No matches found" + _problem_note(result), meta=meta)
-    body = b"\n".join(pager.kept)
-    notes = [page.note("lines", shown, total, pager.complete, pager.cut_by_budget)]
+    body = b"\n".join(kept)
+    notes = [page.note("lines", shown, total, complete, cut)]
     if LONG_LINE_MARKER in body:
         notes.append(
             f"[Lines over {MAX_COLUMNS} characters were shortened, marked "

@@ -595,3 +595,15 @@ async def test_cancelling_a_grep_kills_rg(
             os.close(pidfd)
     assert live_in_group(pid) == []
     assert live_children() == []
+
+
+async def test_content_and_count_list_files_in_the_same_path_order_run_after_run(call: Caller, root: Path) -> None:
+    # Part by part, as rg's --sort=path: the folder a/ comes before a.txt, though '.' sorts before '/'.
+    for rel in ("a.txt", "a/z.txt", "a-b/y.txt", "b/a/x.txt", "B.txt", "_c.txt"):
+        write(root, rel, "needle\n")
+    order = ["B.txt", "_c.txt", "a/z.txt", "a-b/y.txt", "a.txt", "b/a/x.txt"]
+    for _ in range(3):
+        content = await grep(call, pattern="needle", output_mode="content")
+        assert content.splitlines() == [f"{rel}:1:needle" for rel in order]
+        count = await grep(call, pattern="needle", output_mode="count")
+        assert body(count) == [f"{rel}:1" for rel in order]
