@@ -66,7 +66,14 @@ class FileBlocks:
         end = data.rfind(b"\n") + 1
         self._rest = data[end:]
         if end:
-            self._feed(data, end)
+            try:
+                self._feed(data, end)
+            except OSError:  # no room to spool: keep the whole files seen so far, as after the count limit
+                if self._blocks and self._blocks[-1] is self._current:
+                    self._blocks.pop()
+                self._current = None
+                self.complete = False
+                return False
         if self._seen > self.count_limit:
             self.complete = False
             return False

@@ -130,7 +130,10 @@ async def _mode(ctx: Context, mode: GrepMode, pattern: str, tree: Path, n: int) 
     ratio = ours_ms / base_ms if ours_ms is not None else None
     unit = "files" if mode == "files" else "lines"
     flag = "-l" if mode == "files" else "-n"
-    note = f"rg finds {expected} {unit}; plain `rg {flag}`: {median(plain_runs) * 1000:.1f} ms"
+    plain_ms = median(plain_runs) * 1000
+    note = f"rg finds {expected} {unit}; plain `rg {flag}`: {plain_ms:.1f} ms"
+    if ours_ms is not None:
+        note += f" (ours {ours_ms / plain_ms:.2f}× that)"
     if ours_ms is not None:
         note += f"; server's total: {reported}" + ("" if complete else " — INCOMPLETE")
     ctx.add(

@@ -118,3 +118,21 @@ def test_reading_stops_after_the_count_limit() -> None:
 def test_path_key_sorts_part_by_part() -> None:
     paths = [b"a.txt", b"a/b.txt", b"a-b/c", b"a/a/z"]
     assert sorted(paths, key=path_key) == [b"a/a/z", b"a/b.txt", b"a-b/c", b"a.txt"]
+
+
+def test_a_spool_that_cannot_grow_keeps_the_whole_files_seen_and_says_incomplete(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    blocks = FileBlocks(1 << 30, context=False, spool_bytes=64)
+    assert blocks(b"a\x00:1\x00:x\n" * 3 + b"b\x00:1\x00:y\n")
+
+    def full(data: object) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(blocks._spool, "write", full)
+    assert not blocks(b"b\x00:2\x00:y\nc\x00:1\x00:z\n")
+    blocks.finish()
+    assert not blocks.complete
+    assert blocks.page(0, None, 1000) == ([b"a:1:x"] * 3, False)
+    assert blocks.total == 3
+    blocks.close()
