@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 from mcp import Client
+from opentelemetry import trace
 
 from mcp_codetools.config import Settings
 from mcp_codetools.pipeline import META_KEY
-from mcp_codetools.server import CodeToolsServer
+from mcp_codetools.server import OTEL_MIDDLEWARE, CodeToolsServer
 
 pytestmark = pytest.mark.anyio
 
@@ -96,3 +97,22 @@ async def test_modern_protocol_era_works_too(root: Path) -> None:
 async def test_tools_list_stays_small(client: Client) -> None:
     listed = (await client.list_tools()).model_dump_json(by_alias=True, exclude_none=True)
     assert len(listed) / 4 < 4000, f"tools/list is about {len(listed) // 4} tokens"
+
+
+async def test_the_sdk_opentelemetry_middleware_runs_only_when_a_tracer_provider_is_installed(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plain = CodeToolsServer(Settings(roots=(root,))).server
+    assert OTEL_MIDDLEWARE not in [type(m).__name__ for m in plain.middleware]
+
+    class Installed(trace.TracerProvider):
+        def get_tracer(self, *args: Any, **kwargs: Any) -> trace.Tracer:
+            return trace.NoOpTracer()
+
+    monkeypatch.setattr(trace, "get_tracer_provider", Installed)
+    traced = CodeToolsServer(Settings(roots=(root,))).server
+    assert [type(m).__name__ for m in traced.middleware] == [OTEL_MIDDLEWARE]
+    (root / "t.txt").write_text("x\n", encoding="utf-8")
+    async with Client(traced, mode="legacy") as connected:
+        read = await connected.call_tool("Read", {"file_path": str(root / "t.txt")})
+    assert text_of(read) == "1\tx"
