@@ -161,11 +161,13 @@ class GrepTool(SearchTool[GrepInput]):
                 "bytes). Grep searches text; use Bash (e.g. `rg -a -c PATTERN FILE`) if you need this one.",
                 meta={"mode": args.output_mode, "binary": True, "numFiles": 0},
             )
-        argv = build_args(args, target, cwd)
+        # Over a folder rg prints a path on every line; content mode then regroups by file (path_order.py).
+        by_file = args.output_mode == "content" and os.path.isdir(target)
+        argv = build_args(args, target, cwd, by_file=by_file)
         limit = DEFAULT_HEAD_LIMIT if args.head_limit is None else (args.head_limit or None)
         page = Page(args.offset, limit, min(MAX_RESULT_CHARS, ctx.session.settings.max_result_chars))
         if args.output_mode == "content":
-            return await _content(argv, cwd, page, context=_context_lines(args) != (0, 0))
+            return await _content(argv, cwd, page, by_file=by_file, context=_context_lines(args) != (0, 0))
         if args.output_mode == "count":
             return await _count(argv, cwd, page)
         return await _files(argv, cwd, page)
@@ -191,7 +193,7 @@ def _large_named_binary_file(target: Path) -> bool:
         os.close(fd)
 
 
-def build_args(args: GrepInput, target: Path, cwd: Path) -> list[str]:
+def build_args(args: GrepInput, target: Path, cwd: Path, *, by_file: bool) -> list[str]:
     """rg's argument list: model input only as `--flag=value`, after `-e`, or after `--`."""
     argv = base_args()
     if args.case_insensitive:
@@ -208,9 +210,9 @@ def build_args(args: GrepInput, target: Path, cwd: Path) -> list[str]:
         argv += ["--count", "--with-filename", "--null"]
     else:
         argv += ["--no-heading", f"--max-columns={MAX_COLUMNS}", "--max-columns-preview"]
-        if os.path.isdir(target):
-            # rg searches in parallel; the lines are put back in path order (path_order.py), so the
-            # same search gives the same lines and pages line up.
+        if by_file:
+            # rg searches in parallel; the lines are put back in path order, so the same search gives
+            # the same lines and pages line up.
             argv += [MATCH_SEPARATOR, CONTEXT_SEPARATOR]
         argv.append("--line-number" if args.line_numbers else "--no-line-number")
         before, after = _context_lines(args)
@@ -346,8 +348,8 @@ async def _count(argv: list[str], cwd: Path, page: Page) -> ToolOutput:
     return ToolOutput(text, meta=meta)
 
 
-async def _content(argv: list[str], cwd: Path, page: Page, *, context: bool) -> ToolOutput:
-    if MATCH_SEPARATOR in argv:
+async def _content(argv: list[str], cwd: Path, page: Page, *, by_file: bool, context: bool) -> ToolOutput:
+    if by_file:
         blocks = FileBlocks(MAX_COUNT_BYTES, context=context)
         try:
             result = await run_rg(argv, cwd, blocks)
