@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         specs = {"ours": servers.ours(roots), "bare": servers.bare(roots)}
         if use_peers and peers.install():
             specs.update({spec.key: spec for spec in peers.specs(roots, scratch)})
-        from mcp_codetools.ripgrep import find_rg
+        from mcp_codetools.search.locate import find_rg
 
         ctx = Context(args.quick, root, scratch, errlog, specs, corpus, find_rg())
         load_before = os.getloadavg()[0]

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 
 from mcp_codetools import __version__
-from mcp_codetools.ripgrep import find_rg, rg_version
+from mcp_codetools.search.locate import find_rg, rg_version
 
 EXPECTED_TOOLS = ("Read", "Edit", "Write")
 

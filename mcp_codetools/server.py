@@ -17,7 +17,7 @@ from opentelemetry import trace
 
 from mcp_codetools import __version__
 from mcp_codetools.config import Settings
-from mcp_codetools.paths import Workspace
+from mcp_codetools.files.paths import Workspace
 from mcp_codetools.pipeline import META_KEY, Pipeline
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools import Tool, default_tools

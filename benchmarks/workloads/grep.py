@@ -18,7 +18,7 @@ from benchmarks import procs
 from benchmarks.adapters import GrepMode
 from benchmarks.core import Context, Row
 from benchmarks.stats import median
-from mcp_codetools.path_order import CONTEXT_SEPARATOR, MATCH_SEPARATOR
+from mcp_codetools.search.path_order import CONTEXT_SEPARATOR, MATCH_SEPARATOR
 
 NAME = "grep"
 TITLE = "5. Grep over a source tree"

@@ -3,33 +3,24 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
-from mcp_codetools import matching
 from mcp_codetools.errors import EditMatchError, FileStateError
-from mcp_codetools.fileio import (
-    encode_content,
-    ensure_parent,
-    hard_link_note,
-    read_whole,
-    refuse_read_only,
-    write_atomic,
+from mcp_codetools.files import matching
+from mcp_codetools.files.editing import (
+    Loaded,
+    check_read_state,
+    create_file,
+    created_message,
+    load_file,
+    recheck_unchanged,
 )
-from mcp_codetools.fileview import digest_bytes
-from mcp_codetools.session import CodeSession, FileStamp
-from mcp_codetools.text import BinaryContentError, TextFormat, detect
+from mcp_codetools.files.refusals import missing_file_error
+from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
-from mcp_codetools.tools.read import missing_file_error, unreadable_error
-
-NOT_READ = "File has not been read yet. Read it first before writing to it."
-MODIFIED = (
-    "File has been modified since read, either by the user or by a linter. Read it again before attempting to write it."
-)
-UNEXPECTEDLY_MODIFIED = "File has been unexpectedly modified. Read it again before attempting to write it."
 
 
 class EditInput(ToolInput):
@@ -37,91 +28,6 @@ class EditInput(ToolInput):
     old_string: str = Field(description="Exact text to replace, without Read's line-number prefixes.")
     new_string: str = Field(description="Replacement text (must differ from old_string).")
     replace_all: bool = Field(default=False, description="Replace every occurrence (default: exactly one).")
-
-
-@dataclass
-class Loaded:
-    """A file as validate_input saw it; call re-checks that it is still so.
-
-    UTF-8 and latin-1 files are matched as raw bytes (no decode, no re-encode: every byte outside the
-    match is written back as it was); UTF-16 files are matched as decoded text.
-    """
-
-    data: bytes
-    st: os.stat_result
-    fmt: TextFormat
-    _text: str | None = field(default=None, repr=False)
-
-    @property
-    def as_bytes(self) -> bool:
-        return self.fmt.ascii_compatible
-
-    @property
-    def body(self) -> Any:
-        """What matching works on: the bytes after the BOM, or the decoded text."""
-        return self.data[len(self.fmt.bom) :] if self.as_bytes else self.text
-
-    @property
-    def text(self) -> str:
-        if self._text is None:
-            self._text = self.data[len(self.fmt.bom) :].decode(self.fmt.encoding, self.fmt.errors)
-        return self._text
-
-    def convert(self, value: str) -> Any:
-        """A string from the model in the form `body` has (None when the file's encoding cannot hold it)."""
-        if not self.as_bytes:
-            return value
-        try:
-            return value.encode(self.fmt.encoding, self.fmt.errors)
-        except UnicodeEncodeError:
-            return None
-
-    def to_display(self, value: Any) -> str:
-        return value.decode(self.fmt.encoding, "replace") if isinstance(value, bytes) else str(value)
-
-    def to_file(self, body: Any) -> bytes:
-        return self.fmt.bom + (
-            body if isinstance(body, bytes) else encode_content(body, self.fmt.encoding, self.fmt.errors)
-        )
-
-
-def check_read_state(session: CodeSession, path: Path, loaded: Loaded) -> None:
-    """Refuse a write to a file the model has not read, or that changed since it did (judged by content)."""
-    record = session.ledger.get(path)
-    if record is None:
-        raise FileStateError(NOT_READ, "file_not_read")
-    seen = record.stamp
-    if seen.same_metadata(loaded.st):
-        return
-    if not seen.same_file_state(FileStamp(loaded.st.st_mtime_ns, loaded.st.st_size, digest_bytes(loaded.data))):
-        raise FileStateError(MODIFIED, "file_changed_since_read")
-
-
-def load_file(path: Path, session: CodeSession) -> Loaded:
-    data, st = read_whole(path, session.workspace)
-    try:
-        fmt = detect(data)
-    except BinaryContentError as exc:
-        raise unreadable_error(path, exc) from None
-    return Loaded(data, st, fmt)
-
-
-def recheck_unchanged(path: Path, loaded: Loaded) -> None:
-    """The last look before writing; the caller must not await between this and the write."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise FileStateError(UNEXPECTEDLY_MODIFIED, "file_changed_since_read") from None
-    same = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
-    if same == (loaded.st.st_mtime_ns, loaded.st.st_size, loaded.st.st_ctime_ns, loaded.st.st_ino):
-        return
-    try:
-        with open(path, "rb") as handle:
-            unchanged = handle.read() == loaded.data
-    except OSError:
-        unchanged = False
-    if not unchanged:
-        raise FileStateError(UNEXPECTEDLY_MODIFIED, "file_changed_since_read")
 
 
 class EditTool(Tool[EditInput]):
@@ -146,11 +52,11 @@ class EditTool(Tool[EditInput]):
         if not os.path.lexists(path):
             if args.old_string == "":
                 return
-            raise missing_file_error(path, session)
+            raise missing_file_error(path, session.cwd)
         if path.suffix == ".ipynb":
             raise FileStateError("File is a Jupyter Notebook. Edit its JSON with Write after reading it.", "not_a_file")
-        loaded = load_file(path, session)
-        check_read_state(session, path, loaded)
+        loaded = load_file(path, session.workspace)
+        check_read_state(session.ledger, path, loaded)
         body = loaded.body
         if args.old_string == "":
             if loaded.text.strip():
@@ -181,7 +87,10 @@ class EditTool(Tool[EditInput]):
         session = ctx.session
         loaded: Loaded | None = ctx.state.get("loaded")
         if loaded is None:
-            return create_file(path, args.new_string, ctx)
+            size = create_file(path, args.new_string, session.workspace, session.history, session.ledger)
+            return ToolOutput(
+                created_message(path, args.new_string), meta={"path": str(path), "type": "create", "bytes": size}
+            )
         matches: list[matching.Match] = ctx.state["matches"]
         body = loaded.body
         new = loaded.convert(matching.adapt_newlines(args.new_string, loaded.fmt.newline))
@@ -199,23 +108,6 @@ class EditTool(Tool[EditInput]):
         output = _edit_result(path, loaded, body, new_body, matches, len(new), args.replace_all)
         output.text += hard_link_note(loaded.st)
         return output
-
-
-def create_file(path: Path, content: str, ctx: CallContext) -> ToolOutput:
-    """Create a new file (parents included) with UTF-8 content as given."""
-    session = ctx.session
-    ensure_parent(path, session.workspace)
-    data = encode_content(content, "utf-8", "surrogateescape")
-    if os.path.lexists(path):
-        raise FileStateError(UNEXPECTEDLY_MODIFIED, "file_changed_since_read")
-    session.history.remember(path, None)
-    stamp = write_atomic(path, data, session.workspace, None)
-    session.ledger.record_write(path, stamp)
-    lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
-    return ToolOutput(
-        f"File created successfully at: {path} ({lines} line{'s' if lines != 1 else ''}).",
-        meta={"path": str(path), "type": "create", "bytes": len(data)},
-    )
 
 
 def _edit_result(

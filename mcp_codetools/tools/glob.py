@@ -19,18 +19,17 @@ from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from mcp_codetools.errors import ExecutionError, FileStateError, InvalidInputError
-from mcp_codetools.search import (
-    LinePager,
+from mcp_codetools.search.args import (
     base_args,
     check_search_path,
     display_prefix,
     filter_args,
-    fit_lines,
     name_glob,
-    run_rg,
     unpassable,
     vcs_excludes,
 )
+from mcp_codetools.search.process import run_rg
+from mcp_codetools.search.sinks import LinePager, fit_lines
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools.base import CallContext, SearchTool, ToolInput, ToolOutput
 

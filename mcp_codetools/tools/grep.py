@@ -20,22 +20,18 @@ from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from mcp_codetools.errors import ExecutionError, InvalidInputError
-from mcp_codetools.path_order import CONTEXT_SEPARATOR, MATCH_SEPARATOR, FileBlocks, path_key
-from mcp_codetools.search import (
-    LineCollector,
-    LinePager,
-    RgResult,
+from mcp_codetools.search.args import (
     base_args,
     check_search_path,
     filter_args,
-    fit_lines,
     is_option_like,
-    newest_first,
-    run_rg,
     target_args,
     unpassable,
     vcs_excludes,
 )
+from mcp_codetools.search.path_order import CONTEXT_SEPARATOR, MATCH_SEPARATOR, FileBlocks, path_key
+from mcp_codetools.search.process import RgResult, run_rg
+from mcp_codetools.search.sinks import LineCollector, LinePager, fit_lines, newest_first
 from mcp_codetools.tools.base import CallContext, SearchTool, ToolInput, ToolOutput
 
 DEFAULT_HEAD_LIMIT = 250

@@ -9,10 +9,12 @@ import anyio
 from pydantic import Field
 
 from mcp_codetools.errors import FileStateError
-from mcp_codetools.fileview import WHOLE_FILE_BYTES, View, read_view
-from mcp_codetools.paths import open_regular_for_read, similar_names
-from mcp_codetools.session import CodeSession, FileStamp
-from mcp_codetools.text import SAMPLE_BYTES, BinaryContentError, sniff
+from mcp_codetools.files.opening import open_regular_for_read
+from mcp_codetools.files.refusals import missing_file_error, unreadable_error
+from mcp_codetools.files.stamps import FileStamp
+from mcp_codetools.files.text import SAMPLE_BYTES, BinaryContentError, sniff
+from mcp_codetools.files.view import WHOLE_FILE_BYTES, View, read_view
+from mcp_codetools.session import CodeSession
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
 DEFAULT_LIMIT = 2000
@@ -25,22 +27,6 @@ class ReadInput(ToolInput):
         default=None, ge=0, description="Line number to start at (1-based). Use with limit for large files."
     )
     limit: int | None = Field(default=None, gt=0, description=f"Number of lines to read (default {DEFAULT_LIMIT}).")
-
-
-def missing_file_error(path: Path, session: CodeSession) -> FileStateError:
-    message = f"File does not exist: {path}. Note: your current working directory is {session.cwd}."
-    hints = similar_names(path)
-    if hints:
-        message += f" Did you mean {hints[0]}?"
-    return FileStateError(message, "file_not_found")
-
-
-def unreadable_error(path: Path, exc: BinaryContentError) -> FileStateError:
-    return FileStateError(
-        f"Cannot read {path}: it looks like {exc.kind}, not text. "
-        "Read shows text files only; inspect binary files with Bash (e.g. `file`, `xxd | head`).",
-        "binary_file",
-    )
 
 
 class ReadTool(Tool[ReadInput]):
@@ -69,7 +55,7 @@ class ReadTool(Tool[ReadInput]):
         budget = session.settings.max_result_chars - _NOTICE_RESERVE
 
         if not os.path.lexists(path):
-            raise missing_file_error(path, session)
+            raise missing_file_error(path, session.cwd)
         fd, st = open_regular_for_read(path, session.workspace, str(path))
         try:
             previous = session.ledger.get(path)

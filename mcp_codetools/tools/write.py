@@ -6,12 +6,20 @@ import os
 
 from pydantic import Field
 
-from mcp_codetools import matching
 from mcp_codetools.errors import FileStateError
-from mcp_codetools.fileio import hard_link_note, refuse_read_only, write_atomic
-from mcp_codetools.paths import refuse_non_regular
+from mcp_codetools.files import matching
+from mcp_codetools.files.editing import (
+    Loaded,
+    check_read_state,
+    count_lines,
+    create_file,
+    created_message,
+    load_file,
+    recheck_unchanged,
+)
+from mcp_codetools.files.opening import refuse_non_regular
+from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
-from mcp_codetools.tools.edit import Loaded, check_read_state, create_file, load_file, recheck_unchanged
 
 
 class WriteInput(ToolInput):
@@ -42,8 +50,8 @@ class WriteTool(Tool[WriteInput]):
         except OSError as exc:
             raise FileStateError(f"Cannot open {path}: {exc.strerror}", "not_a_file") from None
         refuse_non_regular(st, str(path))
-        loaded = load_file(path, session)
-        check_read_state(session, path, loaded)
+        loaded = load_file(path, session.workspace)
+        check_read_state(session.ledger, path, loaded)
         record = session.ledger.get(path)
         gaps = record.unread_ranges() if record is not None else []
         if gaps:
@@ -60,7 +68,10 @@ class WriteTool(Tool[WriteInput]):
         session = ctx.session
         loaded: Loaded | None = ctx.state.get("loaded")
         if loaded is None:
-            return create_file(path, args.content, ctx)
+            size = create_file(path, args.content, session.workspace, session.history, session.ledger)
+            return ToolOutput(
+                created_message(path, args.content), meta={"path": str(path), "type": "create", "bytes": size}
+            )
         content = (
             matching.adapt_newlines(args.content, loaded.fmt.newline) if "\r" not in args.content else args.content
         )
@@ -70,7 +81,7 @@ class WriteTool(Tool[WriteInput]):
         recheck_unchanged(path, loaded)
         stamp = write_atomic(path, data, session.workspace, loaded.st)
         session.ledger.record_write(path, stamp)
-        lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
+        lines = count_lines(content)
         return ToolOutput(
             f"The file {path} has been updated successfully ({lines} line{'s' if lines != 1 else ''})."
             + hard_link_note(loaded.st),

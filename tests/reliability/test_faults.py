@@ -4,7 +4,7 @@ under the tool between Read and Edit and between Edit's check and its write.
 
 After every fault the original file is intact byte for byte, no temporary file is left, the error says
 what happened, nothing outside the root changed, and the session goes on (a retry succeeds).
-Faults are injected by replacing the `os` module that mcp_codetools.fileio sees with one whose chosen
+Faults are injected by replacing the `os` module that mcp_codetools.files.writes sees with one whose chosen
 function fails, and, where the machine allows (root, Linux), with a real 64 KiB tmpfs and a read-only
 bind mount. Races are driven by hooks at the exact points (validate_input, write_atomic), never sleeps.
 """
@@ -24,7 +24,8 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_codetools import fileio
+from mcp_codetools.files import editing as editing_module
+from mcp_codetools.files import writes as fileio
 from mcp_codetools.tools import edit as edit_module
 from mcp_codetools.tools import write as write_module
 from tests.reliability.harness import Arena
@@ -449,7 +450,7 @@ async def test_a_file_vanishing_between_the_last_stat_and_the_re_read_is_an_erro
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
 
     monkeypatch.setattr(edit_module.EditTool, "validate_input", check_then_touch)
-    monkeypatch.setattr(edit_module, "open", vanished, raising=False)
+    monkeypatch.setattr(editing_module, "open", vanished, raising=False)
     output = await arena.pipeline.run(arena.session, "Edit", OPERATIONS["Edit"](path.name))
     figures.count(suite, calls=1, faults=1)
     assert output.is_error and output.meta.get("errorCode") != "internal_error", output.text

@@ -230,7 +230,7 @@ def swap_after_check(root: Path, outside: Path, monkeypatch: pytest.MonkeyPatch)
     """A folder inside the root that becomes a symlink to `outside` right after the path check."""
     import shutil
 
-    from mcp_codetools.paths import Workspace
+    from mcp_codetools.files.paths import Workspace
 
     folder = root / "d"
     folder.mkdir()

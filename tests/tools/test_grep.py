@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_codetools import search
+from mcp_codetools.search import process as search
 from mcp_codetools.tools import grep as grep_module
 from mcp_codetools.tools.grep import GrepInput, GrepTool
 from tests.conftest import Caller

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_codetools.path_order import CONTEXT_SEPARATOR, MATCH_SEPARATOR, FileBlocks, path_key
-from mcp_codetools.ripgrep import find_rg
+from mcp_codetools.search.locate import find_rg
+from mcp_codetools.search.path_order import CONTEXT_SEPARATOR, MATCH_SEPARATOR, FileBlocks, path_key
 
 NAMES = ["a", "a.txt", "a-b", "B", "b", "_x", "é.py", "with space", "z1", "z10", "z2", ".hidden"]
 

@@ -10,9 +10,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_codetools import search
 from mcp_codetools.errors import ExecutionError
-from mcp_codetools.search import LineCollector, LinePager, display_prefix, run_rg, target_args
+from mcp_codetools.search import process as search
+from mcp_codetools.search.args import display_prefix, target_args
+from mcp_codetools.search.process import run_rg
+from mcp_codetools.search.sinks import LineCollector, LinePager
 
 pytestmark = pytest.mark.anyio
 

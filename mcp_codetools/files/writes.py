@@ -1,5 +1,5 @@
 """
-Whole-file reads for editing, and writes that a crash cannot leave half done.
+Writes that a crash cannot leave half done.
 
 A write goes to a temporary file in the target's own folder, is flushed to disk, and is renamed over
 the target, all through a descriptor of that folder that was checked to lie inside the roots. The
@@ -16,40 +16,9 @@ import stat
 from pathlib import Path
 
 from mcp_codetools.errors import ExecutionError, FileStateError, InvalidInputError
-from mcp_codetools.fileview import digest_bytes
-from mcp_codetools.paths import Workspace, open_checked_dir, open_parent_dir, open_regular_for_read
-from mcp_codetools.session import FileStamp
-
-MAX_EDIT_BYTES = 1024 * 1024 * 1024
-
-
-def read_whole(path: Path, workspace: Workspace) -> tuple[bytes, os.stat_result]:
-    """The bytes and stat of a regular file, refusing what is too large to edit in memory."""
-    fd, st = open_regular_for_read(path, workspace, str(path))
-    try:
-        if st.st_size > MAX_EDIT_BYTES:
-            raise FileStateError(
-                f"File is too large to edit ({st.st_size} bytes). The largest editable file is 1 GiB.",
-                "file_too_large",
-            )
-        data = os.read(fd, st.st_size + 1)  # one read for the common case; the loop covers a growing file
-        if len(data) > st.st_size:
-            chunks = [data]
-            while block := os.read(fd, 8 * 1024 * 1024):
-                chunks.append(block)
-            data = b"".join(chunks)
-        return data, os.fstat(fd)
-    finally:
-        os.close(fd)
-
-
-def stamp_of(path: Path, data: bytes | None = None) -> FileStamp | None:
-    """The current stamp of a file, or None if it is gone; digest only when `data` is given."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return FileStamp(st.st_mtime_ns, st.st_size, digest_bytes(data) if data is not None else None, st.st_ctime_ns)
+from mcp_codetools.files.opening import open_checked_dir, open_parent_dir
+from mcp_codetools.files.paths import Workspace
+from mcp_codetools.files.stamps import FileStamp, digest_bytes
 
 
 def ensure_parent(path: Path, workspace: Workspace) -> None:

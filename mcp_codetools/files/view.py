@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 import zlib
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcp_codetools.session import LineIndexCache
-from mcp_codetools.text import MAX_LINE_CHARS, TextFormat, number_line
+from mcp_codetools.files.stamps import digest_bytes
+from mcp_codetools.files.text import MAX_LINE_CHARS, TextFormat, number_line
 
 WHOLE_FILE_BYTES = 4 * 1024 * 1024
 DIGEST_MAX_BYTES = 64 * 1024 * 1024
@@ -38,15 +39,6 @@ class View:
     @property
     def last(self) -> int:
         return self.first + len(self.numbered) - 1
-
-
-def digest_bytes(data: bytes) -> str:
-    """A content fingerprint to tell a touched file from a changed one (with the size beside it in the stamp).
-
-    CRC-32 runs at several GB/s, three times sha256 here; it guards against false "modified" alarms, not
-    against an adversary, and an Edit still matches old_string against the file's current bytes.
-    """
-    return f"{zlib.crc32(data):08x}"
 
 
 def _take(lines: list[str], first: int, max_lines: int, budget: int) -> tuple[list[str], bool]:
@@ -188,3 +180,27 @@ def _render(number: int, raw: bytes, true_len: int, fmt: TextFormat) -> str:
         rendered = number_line(number, line)
         return rendered.split("… [line cut:")[0] + f"… [line cut: about {true_len} characters in all]"
     return number_line(number, line)
+
+
+IndexKey = tuple[Path, int, int, int]
+IndexEntry = tuple[list[tuple[int, int]], int, "str | None"]
+
+
+class LineIndexCache:
+    """Per large file: where each chunk starts in lines, the line count and digest, so a deep view is a seek."""
+
+    def __init__(self, capacity: int = 16) -> None:
+        self._capacity = capacity
+        self._entries: OrderedDict[IndexKey, IndexEntry] = OrderedDict()
+
+    def get(self, key: IndexKey) -> IndexEntry | None:
+        hit = self._entries.get(key)
+        if hit is not None:
+            self._entries.move_to_end(key)
+        return hit
+
+    def put(self, key: IndexKey, checkpoints: list[tuple[int, int]], total_lines: int, digest: str | None) -> None:
+        self._entries[key] = (checkpoints, total_lines, digest)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._capacity:
+            self._entries.popitem(last=False)

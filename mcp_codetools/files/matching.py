@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, AnyStr
 
-from mcp_codetools.text import number_lines
+from mcp_codetools.files.text import number_lines
 
 _LINE_PREFIX = re.compile(r"^\s*\d+(\t|\u2192|:\s?)")
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00b4": "'", "`": "`"})

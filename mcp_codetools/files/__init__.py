@@ -1,0 +1,2 @@
+"""Files: resolving and confining paths (`paths`, `opening`), decoding (`text`), paged views (`view`),
+stamps and the read ledger, Edit's matching, the read-check-write logic (`editing`) and crash-safe writes."""

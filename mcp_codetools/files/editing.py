@@ -1,0 +1,158 @@
+"""
+Read, check, write: the logic Edit and Write share.
+
+A file is loaded whole with its text format; the read ledger must show the model saw it as it is now
+(judged by content, so a touched-but-unchanged file passes); the last look before writing happens with
+no `await` between it and the write.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcp_codetools.errors import FileStateError
+from mcp_codetools.files.history import FileHistory
+from mcp_codetools.files.ledger import ReadLedger
+from mcp_codetools.files.opening import open_regular_for_read
+from mcp_codetools.files.paths import Workspace
+from mcp_codetools.files.refusals import unreadable_error
+from mcp_codetools.files.stamps import FileStamp, digest_bytes
+from mcp_codetools.files.text import BinaryContentError, TextFormat, detect
+from mcp_codetools.files.writes import encode_content, ensure_parent, write_atomic
+
+MAX_EDIT_BYTES = 1024 * 1024 * 1024
+
+NOT_READ = "File has not been read yet. Read it first before writing to it."
+MODIFIED = (
+    "File has been modified since read, either by the user or by a linter. Read it again before attempting to write it."
+)
+UNEXPECTEDLY_MODIFIED = "File has been unexpectedly modified. Read it again before attempting to write it."
+
+
+def read_whole(path: Path, workspace: Workspace) -> tuple[bytes, os.stat_result]:
+    """The bytes and stat of a regular file, refusing what is too large to edit in memory."""
+    fd, st = open_regular_for_read(path, workspace, str(path))
+    try:
+        if st.st_size > MAX_EDIT_BYTES:
+            raise FileStateError(
+                f"File is too large to edit ({st.st_size} bytes). The largest editable file is 1 GiB.",
+                "file_too_large",
+            )
+        data = os.read(fd, st.st_size + 1)  # one read for the common case; the loop covers a growing file
+        if len(data) > st.st_size:
+            chunks = [data]
+            while block := os.read(fd, 8 * 1024 * 1024):
+                chunks.append(block)
+            data = b"".join(chunks)
+        return data, os.fstat(fd)
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class Loaded:
+    """A file as validate_input saw it; call re-checks that it is still so.
+
+    UTF-8 and latin-1 files are matched as raw bytes (no decode, no re-encode: every byte outside the
+    match is written back as it was); UTF-16 files are matched as decoded text.
+    """
+
+    data: bytes
+    st: os.stat_result
+    fmt: TextFormat
+    _text: str | None = field(default=None, repr=False)
+
+    @property
+    def as_bytes(self) -> bool:
+        return self.fmt.ascii_compatible
+
+    @property
+    def body(self) -> Any:
+        """What matching works on: the bytes after the BOM, or the decoded text."""
+        return self.data[len(self.fmt.bom) :] if self.as_bytes else self.text
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = self.data[len(self.fmt.bom) :].decode(self.fmt.encoding, self.fmt.errors)
+        return self._text
+
+    def convert(self, value: str) -> Any:
+        """A string from the model in the form `body` has (None when the file's encoding cannot hold it)."""
+        if not self.as_bytes:
+            return value
+        try:
+            return value.encode(self.fmt.encoding, self.fmt.errors)
+        except UnicodeEncodeError:
+            return None
+
+    def to_display(self, value: Any) -> str:
+        return value.decode(self.fmt.encoding, "replace") if isinstance(value, bytes) else str(value)
+
+    def to_file(self, body: Any) -> bytes:
+        return self.fmt.bom + (
+            body if isinstance(body, bytes) else encode_content(body, self.fmt.encoding, self.fmt.errors)
+        )
+
+
+def check_read_state(ledger: ReadLedger, path: Path, loaded: Loaded) -> None:
+    """Refuse a write to a file the model has not read, or that changed since it did (judged by content)."""
+    record = ledger.get(path)
+    if record is None:
+        raise FileStateError(NOT_READ, "file_not_read")
+    seen = record.stamp
+    if seen.same_metadata(loaded.st):
+        return
+    if not seen.same_file_state(FileStamp(loaded.st.st_mtime_ns, loaded.st.st_size, digest_bytes(loaded.data))):
+        raise FileStateError(MODIFIED, "file_changed_since_read")
+
+
+def load_file(path: Path, workspace: Workspace) -> Loaded:
+    data, st = read_whole(path, workspace)
+    try:
+        fmt = detect(data)
+    except BinaryContentError as exc:
+        raise unreadable_error(path, exc) from None
+    return Loaded(data, st, fmt)
+
+
+def recheck_unchanged(path: Path, loaded: Loaded) -> None:
+    """The last look before writing; the caller must not await between this and the write."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise FileStateError(UNEXPECTEDLY_MODIFIED, "file_changed_since_read") from None
+    same = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
+    if same == (loaded.st.st_mtime_ns, loaded.st.st_size, loaded.st.st_ctime_ns, loaded.st.st_ino):
+        return
+    try:
+        with open(path, "rb") as handle:
+            unchanged = handle.read() == loaded.data
+    except OSError:
+        unchanged = False
+    if not unchanged:
+        raise FileStateError(UNEXPECTEDLY_MODIFIED, "file_changed_since_read")
+
+
+def create_file(path: Path, content: str, workspace: Workspace, history: FileHistory, ledger: ReadLedger) -> int:
+    """Create a new file (parents included) with UTF-8 content as given; returns its size in bytes."""
+    ensure_parent(path, workspace)
+    data = encode_content(content, "utf-8", "surrogateescape")
+    if os.path.lexists(path):
+        raise FileStateError(UNEXPECTEDLY_MODIFIED, "file_changed_since_read")
+    history.remember(path, None)
+    stamp = write_atomic(path, data, workspace, None)
+    ledger.record_write(path, stamp)
+    return len(data)
+
+
+def count_lines(content: str) -> int:
+    return content.count("\n") + (0 if content.endswith("\n") or not content else 1)
+
+
+def created_message(path: Path, content: str) -> str:
+    lines = count_lines(content)
+    return f"File created successfully at: {path} ({lines} line{'s' if lines != 1 else ''})."

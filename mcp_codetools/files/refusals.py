@@ -1,0 +1,25 @@
+"""The refusals Read, Edit and Write share, worded once: a missing file, a file that is not text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mcp_codetools.errors import FileStateError
+from mcp_codetools.files.paths import similar_names
+from mcp_codetools.files.text import BinaryContentError
+
+
+def missing_file_error(path: Path, cwd: Path) -> FileStateError:
+    message = f"File does not exist: {path}. Note: your current working directory is {cwd}."
+    hints = similar_names(path)
+    if hints:
+        message += f" Did you mean {hints[0]}?"
+    return FileStateError(message, "file_not_found")
+
+
+def unreadable_error(path: Path, exc: BinaryContentError) -> FileStateError:
+    return FileStateError(
+        f"Cannot read {path}: it looks like {exc.kind}, not text. "
+        "Read shows text files only; inspect binary files with Bash (e.g. `file`, `xxd | head`).",
+        "binary_file",
+    )

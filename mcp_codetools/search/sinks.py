@@ -1,0 +1,167 @@
+"""
+What reads rg's output: sinks that collect or page it within a budget, and the newest-first order.
+
+A sink is a plain callable that sees each chunk of stdout and answers whether it wants more; when it
+has enough, the runner kills rg at once, so a search never costs more than its result needs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+
+SORT_IN_THREAD_ABOVE = 1000
+"""Stat-and-sort this many names or fewer on the event loop; more go to a worker thread."""
+
+
+def fit_lines(lines: Iterable[str], budget: int) -> tuple[list[str], bool]:
+    """`lines` while their UTF-8 size (one newline each) stays within `budget`; True if some were cut."""
+    chosen: list[str] = []
+    used = 0
+    for line in lines:
+        used += len(line.encode("utf-8")) + 1
+        if used > budget:
+            return chosen, True
+        chosen.append(line)
+    return chosen, False
+
+
+class LineCollector:
+    """Keeps rg's whole output, up to `max_bytes`, as records ended by `sep`."""
+
+    def __init__(self, max_bytes: int, sep: bytes = b"\0") -> None:
+        self.max_bytes = max_bytes
+        self.sep = sep
+        self.complete = True
+        self._data = bytearray()
+
+    def __call__(self, chunk: bytes) -> bool:
+        self._data += chunk
+        if len(self._data) > self.max_bytes:
+            self.complete = False
+            return False
+        return True
+
+    def records(self) -> list[bytes]:
+        """The records seen; after an early stop the cut-off last one is dropped."""
+        data = bytes(self._data)
+        if not self.complete:
+            data = data[: data.rfind(self.sep) + 1]
+        elif data and not data.endswith(self.sep):
+            data += self.sep
+        parts = data.split(self.sep)
+        parts.pop()  # what follows the last separator: nothing
+        return parts
+
+
+def _mtime_order(names: list[bytes], base: Path) -> list[bytes]:
+    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        try:
+            keyed = [(-os.stat(name, dir_fd=fd, follow_symlinks=False).st_mtime_ns, name) for name in names]
+        except OSError:  # a file went away since rg listed it: sort it last rather than fail
+            keyed = [(-_mtime_or_zero(name, fd), name) for name in names]
+    finally:
+        os.close(fd)
+    keyed.sort()
+    return [name for _, name in keyed]
+
+
+def _mtime_or_zero(name: bytes, dir_fd: int) -> int:
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mtime_ns
+    except OSError:
+        return 0
+
+
+async def newest_first(names: list[bytes], base: Path) -> list[bytes]:
+    """`names` (relative to `base`, or absolute) sorted by modification time, newest first, then by name.
+
+    rg can sort by mtime itself (`--sortr=modified`) but then searches on one thread; a parallel
+    search and one stat per listed file is faster. Long lists are sorted off the event loop.
+    """
+    if len(names) <= SORT_IN_THREAD_ABOVE:
+        return _mtime_order(names, base)
+    return await anyio.to_thread.run_sync(_mtime_order, names, base)
+
+
+class LinePager:
+    """Keeps one page of a stream of lines (or `sep`-ended records) and counts them all.
+
+    Lines before `offset` and after the page are only counted (`bytes.count`, in C), so the Python
+    work is bounded by the page, not by the output. The page ends at `limit` lines (None: no limit)
+    or when the next line would pass `budget` bytes. Counting stops, and rg with it, after
+    `count_limit` bytes of output; the total is then a lower bound (`complete` is False).
+    """
+
+    def __init__(self, offset: int, limit: int | None, budget: int, count_limit: int, sep: bytes = b"\n") -> None:
+        self.sep = sep
+        self.offset = offset
+        self.limit = limit
+        self.budget = budget
+        self.count_limit = count_limit
+        self.total = 0
+        self.kept: list[bytes] = []
+        self.kept_bytes = 0
+        self.cut_by_budget = False
+        self.complete = True
+        self._seen = 0
+        self._taking = True
+        self._partial = bytearray()
+
+    def __call__(self, chunk: bytes) -> bool:
+        self._seen += len(chunk)
+        pos, size = 0, len(chunk)
+        while self._taking and pos < size:
+            if self.total < self.offset:
+                pos = self._skip(chunk, pos)
+                continue
+            end = chunk.find(self.sep, pos)
+            if end < 0:
+                self._partial += chunk[pos:]
+                pos = size
+                break
+            line = bytes(self._partial + chunk[pos:end]) if self._partial else chunk[pos:end]
+            self._partial.clear()
+            pos = end + 1
+            self.total += 1
+            self._take(line)
+        if not self._taking and pos < size:
+            self.total += chunk.count(self.sep, pos)
+        if self._seen > self.count_limit:
+            self.complete = False
+            return False
+        return True
+
+    def finish(self) -> None:
+        """Count a last line that had no newline (rg always ends with one; a sink should not rely on it)."""
+        if self._taking and self._partial:
+            self.total += 1
+            self._take(bytes(self._partial))
+            self._partial.clear()
+
+    def _skip(self, chunk: bytes, pos: int) -> int:
+        need = self.offset - self.total
+        found = chunk.count(self.sep, pos)
+        if found < need:
+            self.total += found
+            return len(chunk)
+        for _ in range(need):
+            pos = chunk.index(self.sep, pos) + 1
+        self.total += need
+        return pos
+
+    def _take(self, line: bytes) -> None:
+        cost = len(line) + 1
+        if self.kept_bytes + cost > self.budget:
+            self.cut_by_budget = True
+            self._taking = False
+            return
+        self.kept.append(line)
+        self.kept_bytes += cost
+        if self.limit is not None and len(self.kept) >= self.limit:
+            self._taking = False
