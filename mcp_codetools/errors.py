@@ -1,24 +1,35 @@
 """
-The errors a tool call can end in, each with a stable code.
+The errors a tool call can end in. The class decides the code; the message says what to do next.
 
 ```
-ToolError(message, code)                      the model caused it; the text says what to do next
-├── InvalidInputError      invalid_input      arguments fail the schema
-├── UnknownToolError       unknown_tool
-├── PermissionDeniedError  permission_denied  outside the roots, or a rule said no
-├── FileStateError         file_not_read · file_changed_since_read · file_not_found · not_a_file · binary_file
-│                          · file_too_large · file_read_only
-├── EditMatchError         old_string_not_found · old_string_not_unique · no_change
-├── QueueTimeoutError      queue_timeout      waited too long behind earlier calls
-└── ExecutionError         execution_failed   the tool ran and failed (a non-zero exit, an OS error)
+code                      class                    meaning; what the model should do next
+invalid_input             InvalidInputError        arguments fail the schema, or cannot be used (an empty path, text
+                                                   the file's encoding cannot hold); fix them as the text says
+unknown_tool              (pipeline)               no tool of that name; call a listed tool
+permission_denied         PermissionDeniedError    outside the roots, or a rule said no; stay within them
+file_not_read             FileNotReadError         Edit/Write of a file not Read (in full); Read it first
+file_changed_since_read   FileChangedError         the file changed since the Read; Read it again
+file_not_found            FileMissingError         no such file or folder; check the path (a hint may be given)
+file_exists               FileExistsAlreadyError   Edit with an empty old_string on a file with content; give one
+not_a_file                NotAFileError            a folder, FIFO or device, or it cannot be opened; use Glob/Bash
+binary_file               BinaryFileError          not text (or not valid in its encoding); inspect it with Bash
+file_too_large            FileTooLargeError        too large to edit in memory; edit it with Bash tools
+file_read_only            FileReadOnlyError        mode bits say read-only; change them first, if that is meant
+old_string_not_found      OldStringNotFoundError   old_string is not in the file; copy it exactly from a fresh Read
+old_string_not_unique     OldStringNotUniqueError  several matches and replace_all false; add context, or set it
+no_change                 NoChangeError            old_string equals new_string; nothing to do
+queue_timeout             QueueTimeoutError        waited too long behind earlier calls; try again later
+execution_failed          ExecutionError           the tool ran and failed (an OS error); as the text says
+internal_error            (pipeline)               a bug, logged with its traceback; check the file, then retry
 ```
 
-Anything else raised inside a tool is a bug: the pipeline logs it and answers `internal_error`.
+Anything raised inside a tool that is not a `ToolError` is a bug: the pipeline logs it and answers
+`internal_error`.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 ErrorCode = Literal[
     "invalid_input",
@@ -27,6 +38,7 @@ ErrorCode = Literal[
     "file_not_read",
     "file_changed_since_read",
     "file_not_found",
+    "file_exists",
     "not_a_file",
     "binary_file",
     "file_too_large",
@@ -41,46 +53,78 @@ ErrorCode = Literal[
 
 
 class ToolError(Exception):
-    """A failure the model can act on: its message goes to the model verbatim."""
+    """A failure the model can act on: its message goes to the model verbatim, its class gives the code."""
 
-    code: ErrorCode = "execution_failed"
+    code: ClassVar[ErrorCode] = "execution_failed"
 
-    def __init__(self, message: str, code: ErrorCode | None = None) -> None:
+    def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
-        if code is not None:
-            self.code = code
 
 
 class InvalidInputError(ToolError):
-    code: ErrorCode = "invalid_input"
-
-
-class UnknownToolError(ToolError):
-    code: ErrorCode = "unknown_tool"
+    code = "invalid_input"
 
 
 class PermissionDeniedError(ToolError):
-    code: ErrorCode = "permission_denied"
-
-
-class FileStateError(ToolError):
-    code: ErrorCode = "file_not_found"
-
-
-class EditMatchError(ToolError):
-    code: ErrorCode = "old_string_not_found"
-
-
-class QueueTimeoutError(ToolError):
-    code: ErrorCode = "queue_timeout"
+    code = "permission_denied"
 
 
 class ExecutionError(ToolError):
-    code: ErrorCode = "execution_failed"
+    code = "execution_failed"
 
 
-def describe_os_error(exc: OSError, path: str) -> str:
-    """Turn an OS error into a sentence that names the path and the cause, without a traceback."""
-    reason = exc.strerror or exc.__class__.__name__
-    return f"{reason}: {path}"
+class QueueTimeoutError(ToolError):
+    code = "queue_timeout"
+
+
+class FileStateError(ToolError):
+    """The file is not in a state the call can work with."""
+
+
+class FileNotReadError(FileStateError):
+    code = "file_not_read"
+
+
+class FileChangedError(FileStateError):
+    code = "file_changed_since_read"
+
+
+class FileMissingError(FileStateError):
+    code = "file_not_found"
+
+
+class FileExistsAlreadyError(FileStateError):
+    code = "file_exists"
+
+
+class NotAFileError(FileStateError):
+    code = "not_a_file"
+
+
+class BinaryFileError(FileStateError):
+    code = "binary_file"
+
+
+class FileTooLargeError(FileStateError):
+    code = "file_too_large"
+
+
+class FileReadOnlyError(FileStateError):
+    code = "file_read_only"
+
+
+class EditMatchError(ToolError):
+    """old_string and the file do not fit together."""
+
+
+class OldStringNotFoundError(EditMatchError):
+    code = "old_string_not_found"
+
+
+class OldStringNotUniqueError(EditMatchError):
+    code = "old_string_not_unique"
+
+
+class NoChangeError(EditMatchError):
+    code = "no_change"

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp_codetools.errors import FileStateError
+from mcp_codetools.errors import FileChangedError, FileNotReadError, FileTooLargeError
 from mcp_codetools.files.history import FileHistory
 from mcp_codetools.files.ledger import ReadLedger
 from mcp_codetools.files.opening import open_regular_for_read
@@ -37,9 +37,8 @@ def read_whole(path: Path, workspace: Workspace) -> tuple[bytes, os.stat_result]
     fd, st = open_regular_for_read(path, workspace, str(path))
     try:
         if st.st_size > MAX_EDIT_BYTES:
-            raise FileStateError(
-                f"File is too large to edit ({st.st_size} bytes). The largest editable file is 1 GiB.",
-                "file_too_large",
+            raise FileTooLargeError(
+                f"File is too large to edit ({st.st_size} bytes). The largest editable file is 1 GiB."
             )
         data = os.read(fd, st.st_size + 1)  # one read for the common case; the loop covers a growing file
         if len(data) > st.st_size:
@@ -102,12 +101,12 @@ def check_read_state(ledger: ReadLedger, path: Path, loaded: Loaded) -> None:
     """Refuse a write to a file the model has not read, or that changed since it did (judged by content)."""
     record = ledger.get(path)
     if record is None:
-        raise FileStateError(NOT_READ, "file_not_read")
+        raise FileNotReadError(NOT_READ)
     seen = record.stamp
     if seen.same_metadata(loaded.st):
         return
     if not seen.same_file_state(FileStamp(loaded.st.st_mtime_ns, loaded.st.st_size, digest_bytes(loaded.data))):
-        raise FileStateError(MODIFIED, "file_changed_since_read")
+        raise FileChangedError(MODIFIED)
 
 
 def load_file(path: Path, workspace: Workspace) -> Loaded:
@@ -124,7 +123,7 @@ def recheck_unchanged(path: Path, loaded: Loaded) -> None:
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise FileStateError(UNEXPECTEDLY_MODIFIED, "file_changed_since_read") from None
+        raise FileChangedError(UNEXPECTEDLY_MODIFIED) from None
     same = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
     if same == (loaded.st.st_mtime_ns, loaded.st.st_size, loaded.st.st_ctime_ns, loaded.st.st_ino):
         return
@@ -134,7 +133,7 @@ def recheck_unchanged(path: Path, loaded: Loaded) -> None:
     except OSError:
         unchanged = False
     if not unchanged:
-        raise FileStateError(UNEXPECTEDLY_MODIFIED, "file_changed_since_read")
+        raise FileChangedError(UNEXPECTEDLY_MODIFIED)
 
 
 def create_file(path: Path, content: str, workspace: Workspace, history: FileHistory, ledger: ReadLedger) -> int:
@@ -142,7 +141,7 @@ def create_file(path: Path, content: str, workspace: Workspace, history: FileHis
     ensure_parent(path, workspace)
     data = encode_content(content, "utf-8", "surrogateescape")
     if os.path.lexists(path):
-        raise FileStateError(UNEXPECTEDLY_MODIFIED, "file_changed_since_read")
+        raise FileChangedError(UNEXPECTEDLY_MODIFIED)
     history.remember(path, None)
     stamp = write_atomic(path, data, workspace, None)
     ledger.record_write(path, stamp)

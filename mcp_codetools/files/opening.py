@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-from mcp_codetools.errors import FileStateError, PermissionDeniedError
+from mcp_codetools.errors import FileMissingError, NotAFileError, PermissionDeniedError
 from mcp_codetools.files.paths import Workspace
 
 
@@ -39,15 +39,15 @@ def open_regular_for_read(path: Path, workspace: Workspace, shown: str) -> tuple
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise FileStateError(f"File does not exist: {shown}", "file_not_found") from None
+        raise FileMissingError(f"File does not exist: {shown}") from None
     except OSError as exc:
-        raise FileStateError(f"Cannot open {shown}: {exc.strerror}", "not_a_file") from None
+        raise NotAFileError(f"Cannot open {shown}: {exc.strerror}") from None
     refuse_non_regular(st, shown)
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags)
     except OSError as exc:
-        raise FileStateError(f"Cannot open {shown}: {exc.strerror}", "not_a_file") from None
+        raise NotAFileError(f"Cannot open {shown}: {exc.strerror}") from None
     try:
         st = os.fstat(fd)
         refuse_non_regular(st, shown)
@@ -61,7 +61,7 @@ def open_regular_for_read(path: Path, workspace: Workspace, shown: str) -> tuple
 
 def refuse_non_regular(st: os.stat_result, shown: str) -> None:
     if stat.S_ISDIR(st.st_mode):
-        raise FileStateError(f"{shown} is a directory, not a file. Use Glob to list files, or Bash `ls`.", "not_a_file")
+        raise NotAFileError(f"{shown} is a directory, not a file. Use Glob to list files, or Bash `ls`.")
     if not stat.S_ISREG(st.st_mode):
         kind = (
             "FIFO"
@@ -72,9 +72,8 @@ def refuse_non_regular(st: os.stat_result, shown: str) -> None:
             if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
             else "special file"
         )
-        raise FileStateError(
-            f"Cannot read {shown}: it is a {kind}, which could block or never end. Only regular files can be read.",
-            "not_a_file",
+        raise NotAFileError(
+            f"Cannot read {shown}: it is a {kind}, which could block or never end. Only regular files can be read."
         )
 
 
@@ -91,7 +90,7 @@ def open_checked_dir(folder: Path | str, workspace: Workspace, shown: str, *, di
                 f"Access denied: a folder on the way to {shown} was replaced by a symlink after it was checked. "
                 "Nothing was written."
             ) from None
-        raise FileStateError(f"Cannot open a folder on the way to {shown}: {exc.strerror}", "not_a_file") from None
+        raise NotAFileError(f"Cannot open a folder on the way to {shown}: {exc.strerror}") from None
     try:
         check_fd_inside(dfd, workspace, shown)
     except BaseException:

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from mcp_codetools.errors import FileStateError, InvalidInputError, PermissionDeniedError
+from mcp_codetools.errors import InvalidInputError, NotAFileError, PermissionDeniedError
 
 PATH_MAX = 4096
 
@@ -74,8 +74,8 @@ class Workspace:
         try:
             real = Path(os.path.realpath(joined))
         except OSError as exc:  # a link on the way vanished between realpath's lstat and readlink
-            raise FileStateError(
-                f"{raw} changed while it was being resolved ({exc.strerror}). Try the call again.", "not_a_file"
+            raise NotAFileError(
+                f"{raw} changed while it was being resolved ({exc.strerror}). Try the call again."
             ) from None
         if not self.contains(real, for_read=for_read):
             shown = ", ".join(str(r) for r in self.roots)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcp_codetools.errors import FileStateError
+from mcp_codetools.errors import BinaryFileError, FileMissingError, FileStateError
 from mcp_codetools.files.paths import similar_names
 from mcp_codetools.files.text import BinaryContentError
 
@@ -14,12 +14,11 @@ def missing_file_error(path: Path, cwd: Path) -> FileStateError:
     hints = similar_names(path)
     if hints:
         message += f" Did you mean {hints[0]}?"
-    return FileStateError(message, "file_not_found")
+    return FileMissingError(message)
 
 
 def unreadable_error(path: Path, exc: BinaryContentError) -> FileStateError:
-    return FileStateError(
+    return BinaryFileError(
         f"Cannot read {path}: it looks like {exc.kind}, not text. "
-        "Read shows text files only; inspect binary files with Bash (e.g. `file`, `xxd | head`).",
-        "binary_file",
+        "Read shows text files only; inspect binary files with Bash (e.g. `file`, `xxd | head`)."
     )

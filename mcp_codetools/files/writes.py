@@ -15,7 +15,7 @@ import secrets
 import stat
 from pathlib import Path
 
-from mcp_codetools.errors import ExecutionError, FileStateError, InvalidInputError
+from mcp_codetools.errors import ExecutionError, FileReadOnlyError, InvalidInputError
 from mcp_codetools.files.opening import open_checked_dir, open_parent_dir
 from mcp_codetools.files.paths import Workspace
 from mcp_codetools.files.stamps import FileStamp, digest_bytes
@@ -75,10 +75,9 @@ def encode_content(content: str, encoding: str, errors: str) -> bytes:
 
 def refuse_read_only(st: os.stat_result, path: Path) -> None:
     if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
-        raise FileStateError(
+        raise FileReadOnlyError(
             f"{path} is read-only (mode {stat.filemode(st.st_mode)}). It was left unchanged; "
-            "change its permissions first if it really should be written.",
-            "file_read_only",
+            "change its permissions first if it really should be written."
         )
 
 

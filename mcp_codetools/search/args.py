@@ -12,7 +12,7 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from mcp_codetools.errors import FileStateError
+from mcp_codetools.errors import FileMissingError, NotAFileError
 from mcp_codetools.files.paths import is_within
 
 VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
@@ -81,13 +81,13 @@ def check_search_path(path: Path, cwd: Path, *, kind: str = "Path") -> os.stat_r
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise FileStateError(
-            f"{kind} does not exist: {path}. Note: your current working directory is {cwd}.", "file_not_found"
+        raise FileMissingError(
+            f"{kind} does not exist: {path}. Note: your current working directory is {cwd}."
         ) from None
     except OSError as exc:
-        raise FileStateError(f"Cannot search {path}: {exc.strerror}", "not_a_file") from None
+        raise NotAFileError(f"Cannot search {path}: {exc.strerror}") from None
     if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
-        raise FileStateError(f"Cannot search {path}: it is not a regular file or a folder.", "not_a_file")
+        raise NotAFileError(f"Cannot search {path}: it is not a regular file or a folder.")
     return st
 
 

@@ -8,7 +8,14 @@ from typing import Any
 
 from pydantic import Field
 
-from mcp_codetools.errors import EditMatchError, FileStateError
+from mcp_codetools.errors import (
+    FileExistsAlreadyError,
+    InvalidInputError,
+    NoChangeError,
+    NotAFileError,
+    OldStringNotFoundError,
+    OldStringNotUniqueError,
+)
 from mcp_codetools.files import matching
 from mcp_codetools.files.editing import (
     Loaded,
@@ -48,36 +55,34 @@ class EditTool(Tool[EditInput]):
         path = ctx.paths["file_path"]
         session = ctx.session
         if args.old_string == args.new_string:
-            raise EditMatchError("No changes to make: old_string and new_string are exactly the same.", "no_change")
+            raise NoChangeError("No changes to make: old_string and new_string are exactly the same.")
         if not os.path.lexists(path):
             if args.old_string == "":
                 return
             raise missing_file_error(path, session.cwd)
         if path.suffix == ".ipynb":
-            raise FileStateError("File is a Jupyter Notebook. Edit its JSON with Write after reading it.", "not_a_file")
+            raise NotAFileError("File is a Jupyter Notebook. Edit its JSON with Write after reading it.")
         loaded = load_file(path, session.workspace)
         check_read_state(session.ledger, path, loaded)
         body = loaded.body
         if args.old_string == "":
             if loaded.text.strip():
-                raise EditMatchError(
-                    "Cannot create new file - file already exists. To change it, give the old_string to replace.",
-                    "old_string_not_unique",
+                raise FileExistsAlreadyError(
+                    "Cannot create new file - file already exists. To change it, give the old_string to replace."
                 )
             matches = [matching.Match(0, len(body))]
         else:
             old = loaded.convert(args.old_string)
             matches = matching.find_matches(body, old) if old is not None else []
             if not matches:
-                raise EditMatchError(matching.not_found_message(loaded.text, args.old_string, str(path)))
+                raise OldStringNotFoundError(matching.not_found_message(loaded.text, args.old_string, str(path)))
             if len(matches) > 1 and not args.replace_all:
                 lines = matching.lines_of(body, [m.start for m in matches[:20]])
                 listed = ", ".join(str(n) for n in lines) + (" …" if len(matches) > 20 else "")
-                raise EditMatchError(
+                raise OldStringNotUniqueError(
                     f"Found {len(matches)} matches of the string to replace, but replace_all is false "
                     f"(at lines {listed}). To replace all occurrences, set replace_all to true. To replace only "
-                    "one occurrence, please provide more context to uniquely identify the instance.",
-                    "old_string_not_unique",
+                    "one occurrence, please provide more context to uniquely identify the instance."
                 )
         ctx.state["matches"] = matches
         ctx.state["loaded"] = loaded
@@ -95,8 +100,8 @@ class EditTool(Tool[EditInput]):
         body = loaded.body
         new = loaded.convert(matching.adapt_newlines(args.new_string, loaded.fmt.newline))
         if new is None:
-            raise EditMatchError(
-                f"new_string has characters the file's encoding ({loaded.fmt.encoding}) cannot hold.", "no_change"
+            raise InvalidInputError(
+                f"new_string has characters the file's encoding ({loaded.fmt.encoding}) cannot hold."
             )
         new_body = matching.apply(body, matches, new)
         data = loaded.to_file(new_body)

@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
-from mcp_codetools.errors import ExecutionError, FileStateError, InvalidInputError
+from mcp_codetools.errors import ExecutionError, InvalidInputError, NotAFileError
 from mcp_codetools.search.args import (
     base_args,
     check_search_path,
@@ -112,9 +112,8 @@ class GlobTool(SearchTool[GlobInput]):
     async def validate_input(self, args: GlobInput, ctx: CallContext) -> None:
         folder = ctx.paths["path"]
         if not stat.S_ISDIR(check_search_path(folder, ctx.session.cwd, kind="Directory").st_mode):
-            raise FileStateError(
-                f"Path is not a directory: {folder}. Give a folder as path; the pattern matches files in it.",
-                "not_a_file",
+            raise NotAFileError(
+                f"Path is not a directory: {folder}. Give a folder as path; the pattern matches files in it."
             )
 
     async def call(self, args: GlobInput, ctx: CallContext) -> ToolOutput:

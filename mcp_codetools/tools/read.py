@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 from pydantic import Field
 
-from mcp_codetools.errors import FileStateError
+from mcp_codetools.errors import BinaryFileError
 from mcp_codetools.files.opening import open_regular_for_read
 from mcp_codetools.files.refusals import missing_file_error, unreadable_error
 from mcp_codetools.files.stamps import FileStamp
@@ -88,8 +88,8 @@ class ReadTool(Tool[ReadInput]):
                 # Small files are cheaper read on the loop than the thread hop; large ones must not stall it.
                 view = load() if st.st_size <= WHOLE_FILE_BYTES else await anyio.to_thread.run_sync(load)
             except UnicodeDecodeError as exc:
-                raise FileStateError(
-                    f"Cannot read {path}: it is not valid {fmt.encoding.upper()} ({exc.reason}).", "binary_file"
+                raise BinaryFileError(
+                    f"Cannot read {path}: it is not valid {fmt.encoding.upper()} ({exc.reason})."
                 ) from None
         finally:
             os.close(fd)

@@ -6,7 +6,7 @@ import os
 
 from pydantic import Field
 
-from mcp_codetools.errors import FileStateError
+from mcp_codetools.errors import FileNotReadError, NotAFileError
 from mcp_codetools.files import matching
 from mcp_codetools.files.editing import (
     Loaded,
@@ -48,7 +48,7 @@ class WriteTool(Tool[WriteInput]):
         try:
             st = os.stat(path)
         except OSError as exc:
-            raise FileStateError(f"Cannot open {path}: {exc.strerror}", "not_a_file") from None
+            raise NotAFileError(f"Cannot open {path}: {exc.strerror}") from None
         refuse_non_regular(st, str(path))
         loaded = load_file(path, session.workspace)
         check_read_state(session.ledger, path, loaded)
@@ -56,10 +56,9 @@ class WriteTool(Tool[WriteInput]):
         gaps = record.unread_ranges() if record is not None else []
         if gaps:
             listed = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in gaps[:10])
-            raise FileStateError(
+            raise FileNotReadError(
                 f"File has only been read in part: lines {listed} were not read. Writing the whole file would "
-                "replace text you have not seen. Read those lines first, or use Edit to change part of the file.",
-                "file_not_read",
+                "replace text you have not seen. Read those lines first, or use Edit to change part of the file."
             )
         ctx.state["loaded"] = loaded
 
