@@ -69,6 +69,12 @@ class PolicyConfig:
     """Every config file read: protected from writes like the protected paths."""
     hooks: list[tuple[Path, Mapping[str, Any]]] = field(default_factory=list)
     """Raw `[hooks]` tables with the file they came from, for the hooks module to read."""
+    claude_hooks: list[tuple[Path, Mapping[str, Any]]] = field(default_factory=list)
+    hooks_from_claude_settings: bool = False
+    """Run hooks found in `.claude/settings.json` too: off by default, since they are commands from a repository."""
+
+    def hook_tables(self) -> list[tuple[Path, Mapping[str, Any]]]:
+        return self.hooks + (self.claude_hooks if self.hooks_from_claude_settings else [])
 
     def policy(self, roots: Sequence[Path]) -> Policy:
         return Policy(
@@ -174,6 +180,9 @@ def _apply_table(config: PolicyConfig, table: Mapping[str, Any], path: Path) -> 
     if hooks is not None:
         if not isinstance(hooks, dict):
             raise PolicyConfigError(f"{path}: [hooks] must be a table")
+        flag = hooks.get("from_claude_settings")
+        if flag is not None:
+            config.hooks_from_claude_settings = _bool(flag, f"{path}: hooks.from_claude_settings")
         config.hooks.append((path, hooks))
 
 
@@ -186,6 +195,9 @@ def _apply_claude(config: PolicyConfig, path: Path) -> None:
         raise PolicyConfigError(f"{path} cannot be read as JSON: {exc}") from None
     permissions = data.get("permissions") if isinstance(data, dict) else None
     config.files.append(path)
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    if isinstance(hooks, dict):
+        config.claude_hooks.append((path, hooks))
     if not isinstance(permissions, dict):
         return
     base = path.parent.parent  # `/path` in a project's .claude settings is relative to the project

@@ -113,3 +113,13 @@ def test_the_config_files_themselves_are_protected(root: Path) -> None:
     decision = policy.decide(CallFacts("Bash", False, command=f"echo x > {extra}", cwd=root))
     assert decision.behaviour == "ask", decision.reason
     assert policy.decide(CallFacts("Write", False, write_paths=(root / "mcp-codetools.toml",))).behaviour == "ask"
+
+
+def test_hooks_in_claude_settings_run_only_when_asked_for(root: Path) -> None:
+    (root / ".claude").mkdir()
+    hook = {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "exit 2"}]}]}
+    (root / ".claude" / "settings.json").write_text(json.dumps({"hooks": hook}))
+    assert load_policy_config([root]).hook_tables() == []
+    (root / "mcp-codetools.toml").write_text("[hooks]\nfrom_claude_settings = true\n")
+    tables = load_policy_config([root]).hook_tables()
+    assert (root / ".claude" / "settings.json", hook) in tables
