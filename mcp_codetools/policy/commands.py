@@ -50,21 +50,28 @@ class SimpleCommand:
 
     def unwrapped(self) -> SimpleCommand:
         """The command a wrapper runs (`timeout 5 rm x` → `rm x`), repeatedly; itself when not wrapped."""
-        words = list(self.words)
-        while words and words[0] in WRAPPERS:
-            value_options, positionals = WRAPPERS[words[0]]
-            i = 1
-            while i < len(words) and words[i].startswith("-") and words[i] != "-":
-                if words[i] == "--":
-                    i += 1
-                    break
-                option = words[i].split("=", 1)[0]
-                i += 2 if option in value_options and "=" not in words[i] and not _attached(words[i]) else 1
-            i += positionals
-            if i >= len(words):
+        if not self.words or self.words[0] not in WRAPPERS:
+            return self
+        return SimpleCommand(_unwrap(self.words))
+
+
+@functools.lru_cache(maxsize=512)
+def _unwrap(words_in: tuple[str, ...]) -> tuple[str, ...]:
+    words = list(words_in)
+    while words and words[0] in WRAPPERS:
+        value_options, positionals = WRAPPERS[words[0]]
+        i = 1
+        while i < len(words) and words[i].startswith("-") and words[i] != "-":
+            if words[i] == "--":
+                i += 1
                 break
-            words = words[i:]
-        return SimpleCommand(tuple(words))
+            option = words[i].split("=", 1)[0]
+            i += 2 if option in value_options and "=" not in words[i] and not _attached(words[i]) else 1
+        i += positionals
+        if i >= len(words):
+            break
+        words = words[i:]
+    return tuple(words)
 
 
 def _attached(word: str) -> bool:

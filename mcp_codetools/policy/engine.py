@@ -14,14 +14,16 @@ modes behave as Claude Code's: `default` asks for edits and commands that are no
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from mcp_codetools.policy.commands import SimpleCommand, split_command
-from mcp_codetools.policy.rules import EDIT_TOOLS, Behaviour, Rule
+from mcp_codetools.policy.rules import EDIT_TOOLS, RULE_FAMILIES, Behaviour, Rule, command_regex, path_regex, relative
 
 Mode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
 MODES: tuple[Mode, ...] = ("default", "acceptEdits", "plan", "bypassPermissions")
@@ -85,6 +87,68 @@ class Decision:
     """What the decision is about: the path or command, for a question to the user."""
 
 
+class _RuleIndex:
+    """One behaviour's rules, grouped so a call is matched with a few combined regexes rather than rule by rule."""
+
+    def __init__(self, rules: Sequence[Rule], roots: Sequence[str]) -> None:
+        self.whole = [r for r in rules if r.specifier is None]
+        bash = [r for r in rules if r.command_body is not None and r.tool == "Bash"]
+        self.bash_rules = bash
+        self.bash = command_regex([r.command_body for r in bash if r.command_body]) if bash else None
+        groups: dict[tuple[str, tuple[str, ...]], list[Rule]] = {}
+        for rule in rules:
+            if rule.path_body is not None:
+                groups.setdefault((rule.tool, tuple(rule.bases(roots))), []).append(rule)
+        self.paths = [
+            (tool, bases, path_regex([r.path_body for r in group if r.path_body]), group)
+            for (tool, bases), group in groups.items()
+        ]
+
+    def hit(
+        self, tool: str, reads: list[str], writes: list[str], commands: Sequence[SimpleCommand], raw: str | None
+    ) -> tuple[Rule, str] | None:
+        """The first rule that matches some part of the call, with that part ("" for the whole call)."""
+        for rule in self.whole:
+            if rule.covers_tool(tool):
+                return rule, ""
+        if raw is not None and self.bash is not None:
+            for command in commands:
+                for text in (command.text, command.unwrapped().text):
+                    if self.bash.match(text):
+                        return next(r for r in self.bash_rules if r.matches_command(text)), text
+            if raw and self.bash.match(raw):
+                return next(r for r in self.bash_rules if r.matches_command(raw)), raw
+        for rule_tool, bases, pattern, group in self.paths:
+            covers = tool == rule_tool or tool in RULE_FAMILIES.get(rule_tool, ())
+            # A Read or Edit rule also guards the files any other tool writes (Bash's redirections are Edits).
+            candidates = (reads + writes) if covers else writes if rule_tool in ("Read", "Edit") else ()
+            for path in candidates:
+                for base in bases:
+                    rel = relative(path, base)
+                    if rel is not None and pattern.match(rel):
+                        return next(r for r in group if _matches_under(r, path, base)), path
+        return None
+
+    def allows_commands(self, commands: Sequence[SimpleCommand]) -> bool:
+        return self.bash is not None and all(self.bash.match(c.text) for c in commands)
+
+    def allows_path(self, tool: str, path: str) -> bool:
+        if any(r.covers_tool(tool) for r in self.whole):
+            return True
+        for rule_tool, bases, pattern, _ in self.paths:
+            if tool == rule_tool or tool in RULE_FAMILIES.get(rule_tool, ()):
+                for base in bases:
+                    rel = relative(path, base)
+                    if rel is not None and pattern.match(rel):
+                        return True
+        return False
+
+
+def _matches_under(rule: Rule, path: str, base: str) -> bool:
+    rel = relative(path, base)
+    return rel is not None and rule.path_body is not None and path_regex([rule.path_body]).match(rel) is not None
+
+
 @dataclass(frozen=True)
 class Policy:
     """Rules from every source, the mode, and the protected paths. Nothing a tool call sends changes it."""
@@ -100,20 +164,38 @@ class Policy:
     extra_protected_files: tuple[Path, ...] = field(default=())
     """Config files the policy was read from: writing them is asked about like a protected path."""
 
+    @functools.cached_property
+    def _index(self) -> tuple[_RuleIndex, _RuleIndex, _RuleIndex]:
+        roots = [str(r) for r in self.roots]
+        return _RuleIndex(self.deny, roots), _RuleIndex(self.ask, roots), _RuleIndex(self.allow, roots)
+
+    @functools.cached_property
+    def _protected_pattern(self) -> re.Pattern[str]:
+        home = os.path.expanduser("~")
+        prefixes = [f"{root}/{p}" for root in self.roots for p in self.protected]
+        prefixes += [f"{home}/{p}" for p in self.protected if not p.startswith(".git")]
+        alternatives = "|".join(re.escape(p) for p in prefixes) or "(?!)"
+        files = "|".join(re.escape(str(p)) for p in self.extra_protected_files) or "(?!)"
+        return re.compile(f"^(?:(?:{alternatives})(?:/.*)?|{files})$", re.S)
+
     def decide(self, facts: CallFacts) -> Decision:
-        writes = list(facts.write_paths)
+        writes = [str(p) for p in facts.write_paths]
+        reads = [str(p) for p in facts.read_paths]
         commands: Sequence[SimpleCommand] = ()
         complete = True
+        raw: str | None = None
         if facts.command is not None:
             parts = split_command(facts.command)
             commands, complete = parts.commands, parts.complete
-            writes += [self._bash_path(t, facts.cwd) for t in parts.write_targets]
-            writes += [self._bash_path(t, facts.cwd) for c in commands for t in _written_operands(c.unwrapped())]
-        reads = list(facts.read_paths)
+            raw = "" if complete else " ".join(facts.command.split())  # unparsed: rules see the raw text too
+            targets = [*parts.write_targets, *(t for c in commands for t in _written_operands(c.unwrapped()))]
+            writes += [_bash_path(t, facts.cwd) for t in targets]
+        deny, ask, allow = self._index
 
-        denied = self._first_match(self.deny, facts, reads, writes, commands, complete)
+        denied = deny.hit(facts.tool, reads, writes, commands, raw)
         if denied is not None:
-            return Decision("deny", f"denied by the rule `{denied[0]}` in {denied[0].source}", denied[0], denied[1])
+            rule, subject = denied
+            return Decision("deny", f"denied by the rule `{rule}` in {rule.source}", rule, subject)
         if self.mode == "plan" and not facts.read_only:
             return Decision(
                 "deny",
@@ -122,128 +204,47 @@ class Policy:
             )
         if self.mode == "bypassPermissions":
             return Decision("allow", f"bypassPermissions mode ({self.mode_source})")
-        asked = self._first_match(self.ask, facts, reads, writes, commands, complete)
-        if asked is not None and not self._accepted_edit(asked[0], facts):
-            return Decision("ask", f"the rule `{asked[0]}` in {asked[0].source} asks", asked[0], asked[1])
-        protected = self._protected(writes, commands)
+        asked = ask.hit(facts.tool, reads, writes, commands, raw)
+        if asked is not None and not self._accepted_edit(asked[0], facts.tool, writes):
+            rule, subject = asked
+            return Decision("ask", f"the rule `{rule}` in {rule.source} asks", rule, subject)
+        protected = self._protected(writes)
         if protected is not None:
             return Decision(
-                "ask", f"{protected} is a protected path (writes there are confirmed first)", None, str(protected)
+                "ask", f"{protected} is a protected path (writes there are confirmed first)", None, protected
             )
-        allowed = self._all_allowed(facts, reads, writes, commands, complete)
-        if allowed or facts.read_only or not self.ask_unmatched:
+        if facts.read_only or not self.ask_unmatched:
             return Decision("allow", "allowed")
+        if facts.command is not None:
+            if complete and commands and allow.allows_commands(commands):
+                if all(allow.allows_path("Edit", p) for p in writes):
+                    return Decision("allow", "allowed by rules")
+        elif (reads or writes) and all(allow.allows_path(facts.tool, p) for p in reads + writes):
+            return Decision("allow", "allowed by rules")
+        elif any(r.covers_tool(facts.tool) for r in allow.whole):
+            return Decision("allow", "allowed by rules")
         if self.mode == "acceptEdits" and facts.tool in EDIT_TOOLS and self._inside_roots(writes):
             return Decision("allow", f"acceptEdits mode ({self.mode_source})")
-        subject = facts.command if facts.command is not None else ", ".join(str(p) for p in writes)
+        subject = facts.command if facts.command is not None else ", ".join(writes)
         return Decision("ask", f"no rule allows it ({self.mode} mode, {self.mode_source})", None, subject)
 
-    # -- matching ---------------------------------------------------------------------------------
-
-    def _first_match(
-        self,
-        rules: Iterable[Rule],
-        facts: CallFacts,
-        reads: list[Path],
-        writes: list[Path],
-        commands: Sequence[SimpleCommand],
-        complete: bool,
-    ) -> tuple[Rule, str] | None:
-        for rule in rules:
-            hit = self._rule_hits(rule, facts, reads, writes, commands, complete)
-            if hit is not None:
-                return rule, hit
-        return None
-
-    def _rule_hits(
-        self,
-        rule: Rule,
-        facts: CallFacts,
-        reads: list[Path],
-        writes: list[Path],
-        commands: Sequence[SimpleCommand],
-        complete: bool,
-    ) -> str | None:
-        """What part of the call a deny or ask rule matches ("" for the whole call), or None."""
-        if rule.specifier is None:
-            return "" if rule.covers_tool(facts.tool) else None
-        if rule.tool == "Bash":
-            if facts.command is None:
-                return None
-            for command in commands:
-                for text in (command.text, command.unwrapped().text):
-                    if rule.matches_command(text):
-                        return text
-            if not complete and rule.matches_command(" ".join(facts.command.split())):
-                return facts.command
-            return None
-        if not rule.is_path_rule:
-            return None
-        candidates = reads + writes if rule.covers_tool(facts.tool) else []
-        if rule.tool in ("Read", "Edit"):
-            candidates += writes  # a Read deny guards the file against writes too; Bash's writes are Edits
-        for path in candidates:
-            if rule.matches_path(path, self.roots):
-                return str(path)
-        return None
-
-    def _all_allowed(
-        self,
-        facts: CallFacts,
-        reads: list[Path],
-        writes: list[Path],
-        commands: Sequence[SimpleCommand],
-        complete: bool,
-    ) -> bool:
-        if facts.command is not None:
-            if not complete or not commands:
-                return False
-            bash_rules = [r for r in self.allow if r.tool == "Bash"]
-            if not all(any(r.matches_command(c.text) for r in bash_rules) for c in commands):
-                return False
-            return all(self._path_allowed("Edit", p) for p in writes)
-        if any(r.covers_tool(facts.tool) and r.specifier is None for r in self.allow):
-            return True
-        paths = reads + writes
-        return bool(paths) and all(self._path_allowed(facts.tool, p) for p in paths)
-
-    def _path_allowed(self, tool: str, path: Path) -> bool:
-        return any(r.covers_tool(tool) and r.matches_path(path, self.roots) for r in self.allow)
-
-    def _accepted_edit(self, rule: Rule, facts: CallFacts) -> bool:
+    def _accepted_edit(self, rule: Rule, tool: str, writes: list[str]) -> bool:
         """acceptEdits answers ask rules about file edits inside the roots (not protected paths)."""
-        return (
-            self.mode == "acceptEdits"
-            and facts.tool in EDIT_TOOLS
-            and rule.tool != "Bash"
-            and self._inside_roots(list(facts.write_paths))
-        )
+        return self.mode == "acceptEdits" and tool in EDIT_TOOLS and rule.tool != "Bash" and self._inside_roots(writes)
 
-    def _protected(self, writes: list[Path], commands: Sequence[SimpleCommand]) -> Path | None:
-        for path in writes:
-            if path in self.extra_protected_files:
-                return path
-            for root in self.roots:
-                if not path.is_relative_to(root):
-                    continue
-                rel = path.relative_to(root).as_posix()
-                if any(rel == p or rel.startswith(p + "/") for p in self.protected):
-                    return path
-            home = Path(os.path.expanduser("~"))
-            if path.is_relative_to(home):
-                rel = path.relative_to(home).as_posix()
-                if any(rel == p or rel.startswith(p + "/") for p in self.protected if not p.startswith(".git")):
-                    return path
-        return None
+    def _protected(self, writes: list[str]) -> str | None:
+        pattern = self._protected_pattern
+        return next((path for path in writes if pattern.match(path)), None)
 
-    def _inside_roots(self, paths: list[Path]) -> bool:
-        return bool(paths) and all(any(p.is_relative_to(r) for r in self.roots) for p in paths)
+    def _inside_roots(self, paths: list[str]) -> bool:
+        roots = [str(r) for r in self.roots]
+        return bool(paths) and all(any(relative(p, r) is not None for r in roots) for p in paths)
 
-    @staticmethod
-    def _bash_path(target: str, cwd: Path | None) -> Path:
-        expanded = os.path.expanduser(target)
-        base = cwd if cwd is not None else Path.cwd()
-        return Path(os.path.normpath(os.path.join(base, expanded)))
+
+def _bash_path(target: str, cwd: Path | None) -> str:
+    expanded = os.path.expanduser(target)
+    base = str(cwd) if cwd is not None else os.getcwd()
+    return os.path.normpath(os.path.join(base, expanded))
 
 
 def _written_operands(command: SimpleCommand) -> list[str]:

@@ -17,14 +17,16 @@ words joined by single spaces: `*` matches any text, a trailing ` *` also matche
 
 from __future__ import annotations
 
+import functools
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 Behaviour = Literal["allow", "deny", "ask"]
+Anchor = Literal["absolute", "home", "settings", "root"]
 
 READ_TOOLS = frozenset({"Read", "Grep", "Glob"})
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit", "FileHistory"})
@@ -50,49 +52,73 @@ class Rule:
     """The file (or `--flag`, environment variable) the rule came from, named in refusals."""
     base: Path
     """What a `/path` specifier is relative to: the folder of the settings file."""
-    _path: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
-    _anchor: str = field(default="root", repr=False, compare=False)
-    _command: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
+    path_body: str | None = field(default=None, repr=False, compare=False)
+    """The path pattern as a regex body (no anchors), matched against the path relative to its anchor."""
+    anchor: Anchor = field(default="root", repr=False, compare=False)
+    command_body: str | None = field(default=None, repr=False, compare=False)
+    """The Bash pattern as a regex body, matched against one simple command."""
 
     @property
     def is_path_rule(self) -> bool:
-        return self._path is not None
+        return self.path_body is not None
 
     def covers_tool(self, tool_name: str) -> bool:
         return tool_name == self.tool or tool_name in RULE_FAMILIES.get(self.tool, ())
 
+    def bases(self, roots: Iterable[str]) -> list[str]:
+        """The folders (as strings) this rule's path pattern is relative to."""
+        if self.anchor == "absolute":
+            return ["/"]
+        if self.anchor == "home":
+            return [os.path.expanduser("~")]
+        if self.anchor == "settings":
+            return [str(self.base)]
+        return list(roots)
+
     def matches_path(self, path: Path, roots: Iterable[Path]) -> bool:
         """Whether an absolute, normalised `path` falls under this rule's pattern (no specifier: always)."""
-        if self._path is None:
+        if self.path_body is None:
             return self.specifier is None
-        for base in self._bases(roots):
-            if path == base:
-                rel = ""
-            elif path.is_relative_to(base):
-                rel = path.relative_to(base).as_posix()
-            else:
-                continue
-            if self._path.match(rel):
-                return True
-        return False
+        pattern = path_regex([self.path_body])
+        text = str(path)
+        return any(
+            rel is not None and pattern.match(rel) is not None
+            for rel in (relative(text, base) for base in self.bases(str(r) for r in roots))
+        )
 
     def matches_command(self, text: str) -> bool:
         """Whether one simple command (words joined by single spaces) matches (no specifier: always)."""
-        if self._command is None:
+        if self.command_body is None:
             return self.specifier is None
-        return self._command.match(text) is not None
-
-    def _bases(self, roots: Iterable[Path]) -> list[Path]:
-        if self._anchor == "absolute":
-            return [Path("/")]
-        if self._anchor == "home":
-            return [Path(os.path.expanduser("~"))]
-        if self._anchor == "settings":
-            return [self.base]
-        return list(roots)
+        return command_regex([self.command_body]).match(text) is not None
 
     def __str__(self) -> str:
         return self.text
+
+
+def relative(path: str, base: str) -> str | None:
+    """`path` relative to `base` ("" for the base itself), or None when it is not under it; strings, for speed."""
+    if base == "/":
+        return path[1:]
+    if path == base:
+        return ""
+    if path.startswith(base) and path[len(base) : len(base) + 1] == "/":
+        return path[len(base) + 1 :]
+    return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(source: str) -> re.Pattern[str]:
+    return re.compile(source, re.S)
+
+
+def path_regex(bodies: Sequence[str]) -> re.Pattern[str]:
+    """One regex for several path patterns; a pattern that matches a folder matches what is under it."""
+    return _compiled("^(?:" + "|".join(f"(?:{b})" for b in bodies) + ")(?:/.*)?$")
+
+
+def command_regex(bodies: Sequence[str]) -> re.Pattern[str]:
+    return _compiled("^(?:" + "|".join(f"(?:{b})" for b in bodies) + ")$")
 
 
 def parse_rule(text: str, behaviour: Behaviour, *, source: str, base: Path) -> Rule:
@@ -114,13 +140,11 @@ def parse_rule(text: str, behaviour: Behaviour, *, source: str, base: Path) -> R
         return Rule(shown, behaviour, tool, None, source, base)
     if tool in RULE_FAMILIES or tool in READ_TOOLS or tool in EDIT_TOOLS:
         anchor, pattern = _anchor_of(spec)
-        return Rule(shown, behaviour, tool, spec, source, base, _path=_glob_regex(pattern), _anchor=anchor)
-    if tool == "Bash":
-        return Rule(shown, behaviour, tool, spec, source, base, _command=_command_regex(spec))
-    return Rule(shown, behaviour, tool, spec, source, base, _command=_command_regex(spec))
+        return Rule(shown, behaviour, tool, spec, source, base, path_body=_glob_body(pattern), anchor=anchor)
+    return Rule(shown, behaviour, tool, spec, source, base, command_body=_command_body(spec))
 
 
-def _anchor_of(spec: str) -> tuple[str, str]:
+def _anchor_of(spec: str) -> tuple[Anchor, str]:
     if spec.startswith("//"):
         return "absolute", spec[2:]
     if spec.startswith("~/"):
@@ -135,7 +159,7 @@ def _anchor_of(spec: str) -> tuple[str, str]:
     return "root", spec
 
 
-def _glob_regex(pattern: str) -> re.Pattern[str]:
+def _glob_body(pattern: str) -> str:
     parts = [p for p in pattern.strip("/").split("/") if p not in ("", ".")]
     out: list[str] = []
     for i, part in enumerate(parts):
@@ -144,8 +168,7 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
             out.append(".*" if last else "(?:[^/]+/)*")
         else:
             out.append(_segment(part) + ("" if last else "/"))
-    body = "".join(out)
-    return re.compile(f"^{body}(?:/.*)?$" if body else "^.*$", re.S)
+    return "".join(out) or ".*"
 
 
 def _segment(part: str) -> str:
@@ -176,7 +199,7 @@ def _segment(part: str) -> str:
     return "".join(out)
 
 
-def _command_regex(spec: str) -> re.Pattern[str]:
+def _command_body(spec: str) -> str:
     spec = " ".join(spec.split())
     if spec.endswith(":*"):
         spec = spec[:-2].rstrip() + " *"
@@ -186,4 +209,4 @@ def _command_regex(spec: str) -> re.Pattern[str]:
     body = ".*".join(re.escape(piece) for piece in spec.split("*"))
     if bare_too:
         body += "(?: .*)?"
-    return re.compile(f"^{body}$", re.S)
+    return body
