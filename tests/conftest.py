@@ -17,6 +17,12 @@ from mcp_codetools.tools.base import ToolOutput
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-slow", action="store_true", default=False, help="run tests marked slow")
+    parser.addoption(
+        "--reliability-report",
+        metavar="PATH",
+        default=None,
+        help="after a run of the whole tests/reliability suite, write its report to PATH (default: no report)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
