@@ -13,6 +13,7 @@ from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools import default_tools
 from mcp_codetools.tools.base import ToolOutput
+from tests.gates import Gates
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -97,3 +98,9 @@ class Caller:
 @pytest.fixture
 def call(pipeline: Pipeline, session: CodeSession) -> Caller:
     return Caller(pipeline, session)
+
+
+@pytest.fixture
+def gates() -> Gates:
+    """Gated test tools (`gates.tool(name)`) and the log of what their calls did (tests/gates.py)."""
+    return Gates()
