@@ -94,6 +94,13 @@ class Caller:
         assert output.is_error, output.text
         return output
 
+    async def refuses(self, name: str, arguments: Mapping[str, Any], field: str) -> ToolOutput:
+        """The call fails as invalid input, and the message names `field`."""
+        output = await self.fails(name, arguments)
+        assert output.meta["errorCode"] == "invalid_input", output.text
+        assert f"The parameter `{field}` is invalid" in output.text
+        return output
+
 
 @pytest.fixture
 def call(pipeline: Pipeline, session: CodeSession) -> Caller:
