@@ -67,7 +67,8 @@ class Gates:
             def is_concurrency_safe(self, args: GateInput) -> bool:
                 return safe
 
-            async def call(self, args: GateInput, ctx: CallContext) -> ToolOutput:
+            async def call(self, args: GateInput, ctx: CallContext, prepared: object = None) -> ToolOutput:
+                # `prepared`: what validate_input handed over, once the typed hand-off lands (issue 11); none here.
                 return await gates._body(args.key, ctx)
 
         return Gated()
