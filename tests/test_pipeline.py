@@ -13,6 +13,7 @@ from mcp_codetools.pipeline import Pipeline, format_validation_error
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools import default_tools
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
+from tests.gates import Gates
 
 pytestmark = pytest.mark.anyio
 
@@ -74,34 +75,15 @@ async def test_failing_safety_decision_still_runs_the_call(session: CodeSession)
     assert out.text == "ran"
 
 
-async def test_cancellation_propagates(session: CodeSession) -> None:
-    started = anyio.Event()
-
-    class Hang(Tool[BoomInput]):
-        name = "Hang"
-        title = "Hang"
-        description = "Hangs (test tool)."
-        input_model = BoomInput
-
-        async def call(self, args: BoomInput, ctx: CallContext) -> ToolOutput:
-            started.set()
-            await anyio.sleep_forever()
-            raise AssertionError
-
-    pipe = Pipeline([Hang()])
-    reached_end = False
+async def test_cancellation_propagates(session: CodeSession, gates: Gates) -> None:
+    pipe = Pipeline([gates.tool("Hang")])
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
-
-            async def run() -> None:
-                nonlocal reached_end
-                await pipe.run(session, "Hang", {})
-                reached_end = True
-
-            tg.start_soon(run)
-            await started.wait()
+            gates.submit(tg, pipe, session, "Hang", "never opened")
+            await gates.until(lambda: "never opened" in gates.started)
             tg.cancel_scope.cancel()
-    assert not reached_end
+    assert gates.ended == {"never opened"} and gates.outputs == {}, "a cancelled call returns no result"
+    assert gates.log == ["start never opened", "cleanup never opened"]
     assert session.dispatcher.snapshot() == []
 
 
