@@ -93,7 +93,8 @@ def main() -> int:
     plain = statistics.median(samples["plain"])
     for name, values in samples.items():
         p50 = statistics.median(values)
-        print(f"  {name:<9} p50 {p50:6.2f} ms   ({p50 / plain:.1f}x plain){'   (target < 15)' if name != 'plain' else ''}")
+        target = "   (target < 15)" if name != "plain" else ""
+        print(f"  {name:<9} p50 {p50:6.2f} ms   ({p50 / plain:.1f}x plain){target}")
     os.rmdir(root)
     return 0
 
