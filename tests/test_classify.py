@@ -399,6 +399,8 @@ def test_last_command(command: str, last: str | None) -> None:
 def test_every_rule_command_refuses_an_option_injected_by_a_glob() -> None:
     for name in rules.RULES:
         assert rules.check(name, [rules.Word("*", glob=True, glob_first=True)]), name
+        assert rules.check(name, [rules.Word("-de*", glob=True)]), name  # matches a file named -delete
+        assert rules.check(name, [rules.Word("{a,-delete}", brace=True)]), name
 
 
 def test_sed_script_checker() -> None:
