@@ -32,7 +32,7 @@ from typing import BinaryIO, Protocol
 
 import anyio
 
-from mcp_codetools.shell import runner
+from mcp_codetools.shell import procs, runner
 from mcp_codetools.shell.capture import DEFAULT_CAP, OutputCapture
 from mcp_codetools.shell.spills import size_text
 
@@ -115,9 +115,11 @@ class JobRegistry:
         marker = runner.Marker.new(runner.CALL_VAR)
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
+            forks = procs.fork_count()
             proc = runner.spawn(command, cwd=cwd, env=runner.with_marker(env, marker), output_fd=fd)
         finally:
             os.close(fd)
+        marker = marker.started(proc.pid, forks)
         job = Job(job_id, command, proc, runner.ExitWatcher(proc), log_path, marker)
         self.jobs[job_id] = job
         job.task = asyncio.get_running_loop().create_task(self._watch(job), name=f"watch {job_id}")

@@ -33,6 +33,8 @@ unprivileged server can rarely create one, so the markers are what is relied on.
 
 from __future__ import annotations
 
+import dataclasses
+import errno
 import os
 import secrets
 import select
@@ -99,10 +101,18 @@ class Marker:
 
     name: str
     value: str
+    since: procs.Since | None = None
+    """When every carrier was forked after a known process (a call's bash), only newer pids are read."""
 
     @classmethod
     def new(cls, name: str) -> Marker:
         return cls(name, secrets.token_hex(16))
+
+    def started(self, first_pid: int, forks_before: int | None) -> Marker:
+        """This marker, knowing that its first carrier is `first_pid` (`forks_before`: `procs.fork_count()`)."""
+        if forks_before is None:
+            return self
+        return dataclasses.replace(self, since=procs.Since(first_pid, forks_before))
 
 
 def command_env(
@@ -167,10 +177,12 @@ async def run(
     cwd_r, cwd_w = os.pipe()
     try:
         try:
+            forks = procs.fork_count()
             proc = spawn(command, cwd=cwd, env=with_marker(env, marker), output_fd=out_w, cwd_fd=cwd_w)
         finally:
             os.close(out_w)
             os.close(cwd_w)
+        marker = marker.started(proc.pid, forks)
         os.set_blocking(out_r, False)
         os.set_blocking(cwd_r, False)
         started = time.monotonic()
@@ -355,7 +367,11 @@ class _Carrier:
             pidfd: int | None = os.pidfd_open(pid)
         except ProcessLookupError:
             return None
-        except (AttributeError, OSError):  # a kernel before 5.3: fall back to the pid
+        except OSError as exc:
+            if exc.errno == errno.EINVAL:  # a thread id (probed, not listed): its process is found by its own pid
+                return None
+            pidfd = None  # a kernel before 5.3: fall back to the pid (kill() on a thread id signals its process)
+        except AttributeError:  # not Linux
             pidfd = None
         if not procs.carries(pid, marker.name, marker.value):
             if pidfd is not None:
@@ -392,12 +408,22 @@ class _Carrier:
 def _find_carriers(marker: Marker, known: Collection[int] = ()) -> list[_Carrier]:
     """Carriers of `marker` not in `known`, held. Blocking (a scan of /proc): run it in a worker thread."""
     found = []
-    for pid in procs.carriers(marker.name, marker.value) or []:
+    for pid in procs.carriers(marker.name, marker.value, marker.since) or []:
         if pid not in known:
             carrier = _Carrier.open(pid, marker)
             if carrier is not None:
                 found.append(carrier)
     return found
+
+
+async def _carriers_of(marker: Marker | None, known: Collection[int] = ()) -> list[_Carrier]:
+    """A call's scan reads a few new pids, cheap enough for the event loop (it runs after every command);
+    a session's reads the whole table, in a worker thread."""
+    if marker is None:
+        return []
+    if marker.since is not None:
+        return _find_carriers(marker, known)
+    return await anyio.to_thread.run_sync(_find_carriers, marker, known)
 
 
 class Leftovers:
@@ -412,8 +438,7 @@ class Leftovers:
     @classmethod
     async def find(cls, pgid: int | None, marker: Marker | None) -> Leftovers:
         group = pgid is not None and _group_alive(pgid)
-        carriers = [] if marker is None else await anyio.to_thread.run_sync(_find_carriers, marker)
-        return cls(pgid, marker, group, carriers)
+        return cls(pgid, marker, group, await _carriers_of(marker))
 
     def __bool__(self) -> bool:
         return self.group or bool(self.carriers)
@@ -435,10 +460,8 @@ class Leftovers:
                 carrier.close()
 
     async def _late_carriers(self) -> list[_Carrier]:
-        if self.marker is None:
-            return []
         known = {carrier.pid for carrier in self.carriers if not carrier.exited()}
-        return await anyio.to_thread.run_sync(_find_carriers, self.marker, known)
+        return await _carriers_of(self.marker, known)
 
     def _send(self, sig: int) -> None:
         if self.pgid is not None:
