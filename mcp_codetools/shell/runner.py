@@ -406,7 +406,7 @@ class _Carrier:
 
 
 def _find_carriers(marker: Marker, known: Collection[int] = ()) -> list[_Carrier]:
-    """Carriers of `marker` not in `known`, held. Blocking (a scan of /proc): run it in a worker thread."""
+    """Carriers of `marker` not in `known`, held. Blocking: reads /proc (see `_carriers_of`)."""
     found = []
     for pid in procs.carriers(marker.name, marker.value, marker.since) or []:
         if pid not in known:
@@ -417,8 +417,11 @@ def _find_carriers(marker: Marker, known: Collection[int] = ()) -> list[_Carrier
 
 
 async def _carriers_of(marker: Marker | None, known: Collection[int] = ()) -> list[_Carrier]:
-    """A call's scan reads a few new pids, cheap enough for the event loop (it runs after every command);
-    a session's reads the whole table, in a worker thread."""
+    """Carriers of `marker` not in `known`, held.
+
+    A call's scan reads the few pids allocated since its bash, cheap enough for the event loop (it runs
+    after every command); a session's reads the whole table, so it runs in a worker thread.
+    """
     if marker is None:
         return []
     if marker.since is not None:
