@@ -124,6 +124,9 @@ class BashTool(Tool[BashInput]):
             )
         except OSError as exc:
             raise ExecutionError(f"Could not start the command: {exc.strerror or exc}.") from None
+        finally:  # counted even when the call is cancelled: the file stays in the scratch folder
+            if capture.spill_path is not None:
+                session.spills.add(capture.spill_path)
 
         meta: dict[str, object] = {
             "readOnly": read_only,
@@ -136,7 +139,6 @@ class BashTool(Tool[BashInput]):
         if capture.spill_path is not None:
             meta["persistedOutputPath"] = str(capture.spill_path)
             meta["persistedOutputSize"] = capture.spilled_bytes
-            session.spills.add(capture.spill_path)
         _keep_within_budget(session, capture.spill_path, notes, meta)
         meta["cwd"] = str(_follow_cwd(session, ctx, cwd, result.final_cwd, notes))
         if result.leftovers_stopped:

@@ -86,7 +86,7 @@ async def test_escapees_of_one_call_leave_a_concurrent_calls_processes_alone(
 
 
 @pytest.mark.usefixtures("reap_escapees")
-@pytest.mark.parametrize("how", ["setsid &", "setsid -f", "double fork + setsid"])
+@pytest.mark.parametrize("how", list(LAUNCHES))
 async def test_kill_shell_stops_what_a_job_started_outside_its_group(call: Caller, root: Path, how: str) -> None:
     out = await call("Bash", {"command": launch(how) + "\nsleep 600", "run_in_background": True})
     pid = int(await wait_for_file(root / "pid"))
@@ -108,7 +108,7 @@ async def test_a_finished_job_leaves_no_escapee(call: Caller, session: CodeSessi
 
 
 @pytest.mark.usefixtures("reap_escapees")
-@pytest.mark.parametrize("how", ["setsid -f", "double fork + setsid"])
+@pytest.mark.parametrize("how", list(LAUNCHES))
 async def test_session_end_stops_what_its_jobs_started_outside_their_group(
     settings: Settings, pipeline: Pipeline, root: Path, how: str
 ) -> None:

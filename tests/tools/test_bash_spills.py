@@ -122,3 +122,17 @@ def test_files_deleted_by_someone_else_no_longer_count(tmp_path: Path) -> None:
     budget.add(new)
     assert budget.enforce() == []
     assert new.exists()
+
+
+async def test_the_output_of_a_cancelled_call_counts_too(call: Caller, session: CodeSession, root: Path) -> None:
+    async def run() -> None:
+        await call("Bash", {"command": f"{PRINT}; touch printed; sleep 600"})
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await poll_until(lambda: (root / "printed").exists())
+            tg.cancel_scope.cancel()
+    cancelled = next(session.scratch_dir.glob("bash-*.log"))
+    out = await call("Bash", {"command": PRINT})
+    assert out.meta["removedOutputPaths"] == [str(cancelled)]
