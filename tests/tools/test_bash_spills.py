@@ -21,6 +21,7 @@ __all__ = ["no_stray_children"]
 BUDGET = 200_000
 PRINT = "seq 1 30000"
 """Prints 168,894 bytes: over the 30,000-character cap, so it is saved; two of them pass the budget."""
+WAIT_FOR_GO = "while [ ! -e go ]; do sleep 0.01; done"
 PRINTED = sum(len(f"{i}\n") for i in range(1, 30_001))
 
 
@@ -69,14 +70,17 @@ async def test_one_output_is_saved_up_to_the_budget(call: Caller, session: CodeS
     assert "(its first 100,000 bytes)" in out.text
 
 
-async def test_finished_job_logs_go_but_never_a_running_ones(call: Caller, session: CodeSession) -> None:
+async def test_finished_job_logs_go_but_never_a_running_ones(call: Caller, session: CodeSession, root: Path) -> None:
     finished = await call("Bash", {"command": PRINT, "run_in_background": True})
     finished_job = session.jobs.get(str(finished.meta["backgroundTaskId"]))
     assert finished_job is not None
     with anyio.fail_after(5):
         await finished_job.done.wait()
-    running = await call("Bash", {"command": f"{PRINT}; sleep 600", "run_in_background": True})
+    # It prints only once started, so that its start (which keeps the budget too) removes nothing.
+    running = await call("Bash", {"command": f"{WAIT_FOR_GO}; {PRINT}; sleep 600", "run_in_background": True})
+    assert "removedOutputPaths" not in running.meta
     running_log = Path(str(running.meta["logPath"]))
+    (root / "go").touch()
     await poll_until(lambda: running_log.stat().st_size == PRINTED)
 
     out = await call("Bash", {"command": PRINT})
