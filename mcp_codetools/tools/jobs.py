@@ -9,16 +9,15 @@ from pydantic import Field
 
 from mcp_codetools.errors import ExecutionError, InvalidInputError
 from mcp_codetools.session import CodeSession
-from mcp_codetools.shell.background import EXTRAS_KEY, Job, JobRegistry
+from mcp_codetools.shell.background import Job, JobRegistry
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
 
 def _find_job(session: CodeSession, job_id: str) -> tuple[JobRegistry, Job]:
-    registry: JobRegistry | None = session.extras.get(EXTRAS_KEY)
-    job = registry.get(job_id) if registry is not None else None
-    if registry is None or job is None:
-        known = registry.describe() if registry is not None else "No background shells were started in this session."
-        raise InvalidInputError(f"No shell found with ID: {job_id}. {known}")
+    registry = session.jobs
+    job = registry.get(job_id)
+    if job is None:
+        raise InvalidInputError(f"No shell found with ID: {job_id}. {registry.describe()}")
     return registry, job
 
 

@@ -69,7 +69,7 @@ async def test_start_message_names_the_id_and_the_log(call: Caller, session: Cod
 
 async def test_finished_job_keeps_its_output_until_read(call: Caller, session: CodeSession) -> None:
     job = await start(call, "seq 1 5")
-    registry = background.JobRegistry.of(session)
+    registry = session.jobs
     with anyio.fail_after(5):
         await registry.jobs[job].done.wait()
     out = await call("BashOutput", {"bash_id": job})
@@ -79,7 +79,7 @@ async def test_finished_job_keeps_its_output_until_read(call: Caller, session: C
 async def test_filter_returns_matching_lines_only(call: Caller, session: CodeSession) -> None:
     job = await start(call, "printf 'a1\\nb1\\na2\\nb2\\n'")
     with anyio.fail_after(5):
-        await background.JobRegistry.of(session).jobs[job].done.wait()
+        await session.jobs.jobs[job].done.wait()
     out = await call("BashOutput", {"bash_id": job, "filter": "^a"})
     assert out.text.endswith("\n\na1\na2")
     again = await call("BashOutput", {"bash_id": job})
@@ -161,7 +161,7 @@ async def test_processes_left_by_a_finished_job_are_stopped(call: Caller, root: 
 async def test_large_job_output_is_bounded_per_read(call: Caller, session: CodeSession) -> None:
     job = await start(call, "seq 1 100000")
     with anyio.fail_after(5):
-        await background.JobRegistry.of(session).jobs[job].done.wait()
+        await session.jobs.jobs[job].done.wait()
     out = await call("BashOutput", {"bash_id": job})
     assert len(out.text) < 30_500
     assert f"Full log: {session.scratch_dir / (job + '.log')}" in out.text
@@ -176,7 +176,7 @@ async def test_a_job_past_the_log_cap_is_killed(
     job = await start(call, "echo $$ > pgid; yes")
     pgid = int(await wait_for_file(root / "pgid"))
     with anyio.fail_after(5):
-        await background.JobRegistry.of(session).jobs[job].done.wait()
+        await session.jobs.jobs[job].done.wait()
     out = await call("BashOutput", {"bash_id": job})
     assert out.text.startswith(f"Shell {job} was killed: its output passed the 1 MiB log cap")
     assert live_in_group(pgid) == []
