@@ -138,8 +138,3 @@ def _progress_of(ctx: ServerRequestContext[Any]) -> ProgressFn | None:
     if token is None:
         return None
     return ctx.session.report_progress
-
-
-def build_server(settings: Settings, tools: list[Tool[Any]] | None = None) -> Server[Any]:
-    """A ready low-level MCP server for `settings` (the object tests hand to `mcp.Client`)."""
-    return CodeToolsServer(settings, tools).server
