@@ -5,11 +5,11 @@ The six steps of one tool call, top to bottom.
 2. Lookup by name; an unknown name is answered `No such tool available: <name>`.
 3. Structure check: the arguments against the tool's pydantic model, each problem named plainly.
    The call then takes its place in the dispatcher's order (`dispatcher.py`); inside its slot:
-4. Permission: every path the call touches must resolve inside a workspace root. This runs before
-   the state checks on purpose: those read the file, and reading a file outside the roots to
-   decide that a string is "not found" would already leak it.
+4. Permission (`check_permission`): every path the call touches must resolve inside a workspace root.
+   This runs before the state checks on purpose: those read the file, and reading a file outside the
+   roots to decide that a string is "not found" would already leak it.
 5. State check (`validate_input`: the file was read, has not changed, the string is there), then
-   execution (`call`).
+   execution (`call`), which gets what the state check loaded as a typed value, never loading it again.
 6. Result mapping: a `ToolOutput` (text for the model, details in meta), errors included.
 
 Every failure a model can cause ends as an error result with its own message. Anything else is logged
@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -114,16 +115,36 @@ class Pipeline:
         raise AssertionError("unreachable: the slot either returns or raises")
 
     async def _execute(self, tool: Tool[Any], args: ToolInput, ctx: CallContext) -> ToolOutput:
-        for_read = bool(tool.path_fields) and tool.is_read_only(args)
-        for field_name in tool.path_fields:
-            raw = getattr(args, field_name, None)
-            if raw is None:
-                raw = tool.default_path(field_name, ctx.session)
-            if raw is not None:
-                ctx.paths[field_name] = ctx.session.resolve(raw, field=field_name, for_read=for_read)
-        await tool.validate_input(args, ctx)
-        output = await tool.call(args, ctx)
-        return output
+        await check_permission(tool, args, ctx)
+        prepared = await tool.validate_input(args, ctx)
+        return await tool.call(args, ctx, prepared)
+
+
+async def check_permission(tool: Tool[Any], args: ToolInput, ctx: CallContext) -> None:
+    """Step 4: may this call go ahead? Today: every path it names resolves inside the roots.
+
+    The resolved paths are kept in `ctx.paths`, so nothing later resolves them again. Permission rules,
+    modes and hooks (issue 13) decide here too, after the paths are known: they judge real paths,
+    never the spelling the model chose. Asking the client may await, hence async.
+
+    Raises:
+        PermissionDeniedError: a path lies outside the roots.
+        InvalidInputError: a path cannot name a file at all (empty, a NUL byte, too long).
+    """
+    ctx.paths.update(resolve_paths(tool, args, ctx))
+
+
+def resolve_paths(tool: Tool[Any], args: ToolInput, ctx: CallContext) -> dict[str, Path]:
+    """The tool's path fields, each resolved and confined (a missing optional one by the tool's default)."""
+    for_read = bool(tool.path_fields) and tool.is_read_only(args)
+    paths: dict[str, Path] = {}
+    for field_name in tool.path_fields:
+        raw = getattr(args, field_name, None)
+        if raw is None:
+            raw = tool.default_path(field_name, ctx.session)
+        if raw is not None:
+            paths[field_name] = ctx.session.resolve(raw, field=field_name, for_read=for_read)
+    return paths
 
 
 def _decide_safety(tool: Tool[Any], args: ToolInput) -> bool:

@@ -54,7 +54,7 @@ class GateTool(Tool[GateInput]):
     def is_concurrency_safe(self, args: GateInput) -> bool:
         return self.safe
 
-    async def call(self, args: GateInput, ctx: CallContext) -> ToolOutput:
+    async def call(self, args: GateInput, ctx: CallContext, prepared: None) -> ToolOutput:
         board = self.board
         board.started.append(args.key)
         board.running.add(args.key)

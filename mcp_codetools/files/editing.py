@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp_codetools.errors import FileChangedError, FileNotReadError, FileTooLargeError
+from mcp_codetools.errors import (
+    FileChangedError,
+    FileMissingError,
+    FileNotReadError,
+    FileTooLargeError,
+    NotAFileError,
+)
 from mcp_codetools.files.history import FileHistory
 from mcp_codetools.files.ledger import ReadLedger
 from mcp_codetools.files.opening import open_regular_for_read
@@ -116,6 +122,20 @@ def load_file(path: Path, workspace: Workspace) -> Loaded:
     except BinaryContentError as exc:
         raise unreadable_error(path, exc) from None
     return Loaded(data, st, fmt)
+
+
+def load_existing(path: Path, workspace: Workspace) -> Loaded | None:
+    """The file at `path` loaded whole, or None when there is nothing at `path` to load.
+
+    "Nothing there" is what `os.path.lexists` says, asked only when the open failed, so the usual case
+    costs no extra lstat. A name that is there but cannot be opened keeps its error.
+    """
+    try:
+        return load_file(path, workspace)
+    except (FileMissingError, NotAFileError):
+        if os.path.lexists(path):
+            raise
+        return None
 
 
 def recheck_unchanged(path: Path, loaded: Loaded) -> None:

@@ -91,7 +91,7 @@ class BashTool(Tool[BashInput]):
         if "\x00" in args.command:
             raise InvalidInputError("`command` contains a NUL byte, which no shell command can hold.")
 
-    async def call(self, args: BashInput, ctx: CallContext) -> ToolOutput:
+    async def call(self, args: BashInput, ctx: CallContext, prepared: None) -> ToolOutput:
         session = ctx.session
         analysis = analyze(args.command)
         read_only = self.is_read_only(args)

@@ -47,7 +47,7 @@ class ReadTool(Tool[ReadInput]):
     def is_concurrency_safe(self, args: ReadInput) -> bool:
         return True
 
-    async def call(self, args: ReadInput, ctx: CallContext) -> ToolOutput:
+    async def call(self, args: ReadInput, ctx: CallContext, prepared: None) -> ToolOutput:
         path = ctx.paths["file_path"]
         session = ctx.session
         first = max(args.offset or 1, 1)

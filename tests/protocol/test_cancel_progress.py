@@ -31,7 +31,7 @@ def waiting_tool(gates: dict[str, anyio.Event], log: list[str]) -> Tool[WaitInpu
         description = "Waits for a gate (test tool)."
         input_model = WaitInput
 
-        async def call(self, args: WaitInput, ctx: CallContext) -> ToolOutput:
+        async def call(self, args: WaitInput, ctx: CallContext, prepared: None) -> ToolOutput:
             log.append(f"start {args.key}")
             try:
                 await gates.setdefault(args.key, anyio.Event()).wait()
