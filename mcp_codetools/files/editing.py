@@ -19,6 +19,7 @@ from mcp_codetools.errors import (
     FileNotReadError,
     FileTooLargeError,
     NotAFileError,
+    os_errors,
 )
 from mcp_codetools.files.history import FileHistory
 from mcp_codetools.files.ledger import ReadLedger
@@ -46,13 +47,14 @@ def read_whole(path: Path, workspace: Workspace) -> tuple[bytes, os.stat_result]
             raise FileTooLargeError(
                 f"File is too large to edit ({st.st_size} bytes). The largest editable file is 1 GiB."
             )
-        data = os.read(fd, st.st_size + 1)  # one read for the common case; the loop covers a growing file
-        if len(data) > st.st_size:
-            chunks = [data]
-            while block := os.read(fd, 8 * 1024 * 1024):
-                chunks.append(block)
-            data = b"".join(chunks)
-        return data, os.fstat(fd)
+        with os_errors("read", path):
+            data = os.read(fd, st.st_size + 1)  # one read for the common case; the loop covers a growing file
+            if len(data) > st.st_size:
+                chunks = [data]
+                while block := os.read(fd, 8 * 1024 * 1024):
+                    chunks.append(block)
+                data = b"".join(chunks)
+            return data, os.fstat(fd)
     finally:
         os.close(fd)
 

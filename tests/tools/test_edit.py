@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -161,6 +162,31 @@ async def test_a_file_touched_after_the_check_is_read_again_and_edited_when_unch
         await call.ok("Edit", {"file_path": str(f), "old_string": "v1", "new_string": "v2"})
     assert io.opens == 2, "a changed stamp is settled by the content, read once more"
     assert f.read_text(encoding="utf-8") == "v2\n"
+
+
+@pytest.mark.parametrize("tool_name", ["Edit", "Write"])
+async def test_an_io_error_while_loading_is_an_error_result_that_says_so(
+    call: Caller, root: Path, monkeypatch: pytest.MonkeyPatch, tool_name: str
+) -> None:
+    from mcp_codetools.files import editing
+
+    f = root / "eio.txt"
+    f.write_text("v1\n", encoding="utf-8")
+    await call.ok("Read", {"file_path": str(f)})
+
+    class FailingReads:
+        def __getattr__(self, name: str) -> object:
+            return getattr(os, name)
+
+        def read(self, fd: int, size: int) -> bytes:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(editing, "os", FailingReads())
+    args = {"old_string": "v1", "new_string": "v2"} if tool_name == "Edit" else {"content": "v2\n"}
+    out = await call.fails(tool_name, {"file_path": str(f), **args})
+    assert out.meta["errorCode"] == "execution_failed"
+    assert out.text == f"Cannot read {f}: {os.strerror(errno.EIO)}"
+    assert f.read_text(encoding="utf-8") == "v1\n"
 
 
 async def test_whitespace_and_quote_mismatch_shows_the_region(call: Caller, root: Path) -> None:
