@@ -28,7 +28,7 @@ import anyio
 from pydantic import ValidationError
 
 from mcp_codetools.dispatcher import Ticket
-from mcp_codetools.errors import ToolError
+from mcp_codetools.errors import ErrorCode, InvalidInputError, ToolError
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools.base import CallContext, ProgressFn, Tool, ToolInput, ToolOutput
 
@@ -58,14 +58,13 @@ class Pipeline:
         try:
             output = await self._run(session, ticket, name, arguments, progress)
         except ToolError as exc:
-            output = ToolOutput(exc.message, meta={"errorCode": exc.code}, is_error=True)
+            output = error_output(exc.code, exc.message)
         except Exception:
             logger.exception("tool %s raised unexpectedly (call #%d)", name, ticket.seq)
-            output = ToolOutput(
+            output = error_output(
+                "internal_error",
                 f"{name} failed with an internal error; the details are in the server log. "
                 "The call had no effect you can rely on: check the file before trying again.",
-                meta={"errorCode": "internal_error"},
-                is_error=True,
             )
         finally:
             session.dispatcher.discard(ticket)
@@ -90,14 +89,12 @@ class Pipeline:
         tool = self.tools.get(name)
         if tool is None:
             async with session.dispatcher.slot(ticket, safe=False):
-                return ToolOutput(f"No such tool available: {name}", meta={"errorCode": "unknown_tool"}, is_error=True)
+                return error_output("unknown_tool", f"No such tool available: {name}")
         try:
             args = tool.input_model.model_validate(dict(arguments or {}))
         except ValidationError as exc:
             async with session.dispatcher.slot(ticket, safe=False):
-                return ToolOutput(
-                    format_validation_error(name, exc), meta={"errorCode": "invalid_input"}, is_error=True
-                )
+                return error_output(InvalidInputError.code, format_validation_error(name, exc))
         safe = _decide_safety(tool, args)
         if progress is None:
             ctx = CallContext(session=session, changes=ticket.changes)
@@ -145,6 +142,11 @@ def resolve_paths(tool: Tool[Any], args: ToolInput, ctx: CallContext) -> dict[st
         if raw is not None:
             paths[field_name] = ctx.session.resolve(raw, field=field_name, for_read=for_read)
     return paths
+
+
+def error_output(code: ErrorCode, message: str) -> ToolOutput:
+    """A failed call as the model reads it: the message, and the code in the meta (table in `errors`)."""
+    return ToolOutput(message, meta={"errorCode": code}, is_error=True)
 
 
 def _decide_safety(tool: Tool[Any], args: ToolInput) -> bool:

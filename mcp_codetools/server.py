@@ -59,6 +59,10 @@ def tool_definition(tool: Tool[Any]) -> types.Tool:
 
 
 def to_call_result(output: ToolOutput) -> types.CallToolResult:
+    """The one place a tool's output becomes an MCP result: the text as content, the details under META_KEY.
+
+    Whether it is an error was decided before (a ToolError in the pipeline, an exit code in Bash's output).
+    """
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=output.text)],
         is_error=output.is_error,

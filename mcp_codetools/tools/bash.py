@@ -154,6 +154,7 @@ def _result(
     notes: list[str],
     meta: dict[str, object],
 ) -> ToolOutput:
+    """The run as the model reads it; the one place an exit code decides whether the call failed."""
     output = capture.render(_where(capture))
     code = result.returncode if result.returncode >= 0 else 128 - result.returncode
     meta["exitCode"] = code
@@ -186,7 +187,7 @@ def _result(
     if notes:
         text += "\n\n" + "\n".join(notes)
     if is_error:
-        meta["errorCode"] = "execution_failed"
+        meta["errorCode"] = ExecutionError.code
     return ToolOutput(text, meta=meta, is_error=is_error)
 
 
