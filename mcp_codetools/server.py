@@ -59,6 +59,10 @@ def tool_definition(tool: Tool[Any]) -> types.Tool:
 
 
 def to_call_result(output: ToolOutput) -> types.CallToolResult:
+    """The one place a tool's output becomes an MCP result: the text as content, the details under META_KEY.
+
+    Whether it is an error was decided before (a ToolError in the pipeline, an exit code in Bash's output).
+    """
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=output.text)],
         is_error=output.is_error,
@@ -138,8 +142,3 @@ def _progress_of(ctx: ServerRequestContext[Any]) -> ProgressFn | None:
     if token is None:
         return None
     return ctx.session.report_progress
-
-
-def build_server(settings: Settings, tools: list[Tool[Any]] | None = None) -> Server[Any]:
-    """A ready low-level MCP server for `settings` (the object tests hand to `mcp.Client`)."""
-    return CodeToolsServer(settings, tools).server

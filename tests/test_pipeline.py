@@ -33,7 +33,7 @@ class Boom(Tool[BoomInput]):
     async def validate_input(self, args: BoomInput, ctx: CallContext) -> None:
         self.validated.append(str(ctx.paths.get("file_path")))
 
-    async def call(self, args: BoomInput, ctx: CallContext) -> ToolOutput:
+    async def call(self, args: BoomInput, ctx: CallContext, prepared: None) -> ToolOutput:
         raise RuntimeError("secret internals")
 
 
@@ -46,7 +46,7 @@ class Unsure(Tool[BoomInput]):
     def is_concurrency_safe(self, args: BoomInput) -> bool:
         raise ValueError("parser broke")
 
-    async def call(self, args: BoomInput, ctx: CallContext) -> ToolOutput:
+    async def call(self, args: BoomInput, ctx: CallContext, prepared: None) -> ToolOutput:
         return ToolOutput("ran")
 
 
@@ -68,6 +68,25 @@ async def test_permission_runs_before_state_checks(session: CodeSession, outside
     out = await Pipeline([boom]).run(session, "Boom", {"file_path": str(outside / "secret.txt")})
     assert out.meta["errorCode"] == "permission_denied"
     assert boom.validated == [], "validate_input must not see a path outside the roots"
+
+
+async def test_call_gets_what_validate_input_returned(session: CodeSession) -> None:
+    checked = object()
+
+    class Handoff(Tool[BoomInput, object]):
+        name = "Handoff"
+        title = "Handoff"
+        description = "Hands a value from the state check to the call (test tool)."
+        input_model = BoomInput
+
+        async def validate_input(self, args: BoomInput, ctx: CallContext) -> object:
+            return checked
+
+        async def call(self, args: BoomInput, ctx: CallContext, prepared: object) -> ToolOutput:
+            return ToolOutput("same" if prepared is checked else f"got {prepared!r}")
+
+    out = await Pipeline([Handoff()]).run(session, "Handoff", {})
+    assert out.text == "same"
 
 
 async def test_failing_safety_decision_still_runs_the_call(session: CodeSession) -> None:

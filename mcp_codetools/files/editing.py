@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp_codetools.errors import FileChangedError, FileNotReadError, FileTooLargeError
+from mcp_codetools.errors import (
+    FileChangedError,
+    FileMissingError,
+    FileNotReadError,
+    FileTooLargeError,
+    NotAFileError,
+    os_errors,
+)
 from mcp_codetools.files.history import FileHistory
 from mcp_codetools.files.ledger import ReadLedger
 from mcp_codetools.files.opening import open_regular_for_read
@@ -40,13 +47,14 @@ def read_whole(path: Path, workspace: Workspace) -> tuple[bytes, os.stat_result]
             raise FileTooLargeError(
                 f"File is too large to edit ({st.st_size} bytes). The largest editable file is 1 GiB."
             )
-        data = os.read(fd, st.st_size + 1)  # one read for the common case; the loop covers a growing file
-        if len(data) > st.st_size:
-            chunks = [data]
-            while block := os.read(fd, 8 * 1024 * 1024):
-                chunks.append(block)
-            data = b"".join(chunks)
-        return data, os.fstat(fd)
+        with os_errors("read", path):
+            data = os.read(fd, st.st_size + 1)  # one read for the common case; the loop covers a growing file
+            if len(data) > st.st_size:
+                chunks = [data]
+                while block := os.read(fd, 8 * 1024 * 1024):
+                    chunks.append(block)
+                data = b"".join(chunks)
+            return data, os.fstat(fd)
     finally:
         os.close(fd)
 
@@ -116,6 +124,20 @@ def load_file(path: Path, workspace: Workspace) -> Loaded:
     except BinaryContentError as exc:
         raise unreadable_error(path, exc) from None
     return Loaded(data, st, fmt)
+
+
+def load_existing(path: Path, workspace: Workspace) -> Loaded | None:
+    """The file at `path` loaded whole, or None when there is nothing at `path` to load.
+
+    "Nothing there" is what `os.path.lexists` says, asked only when the open failed, so the usual case
+    costs no extra lstat. A name that is there but cannot be opened keeps its error.
+    """
+    try:
+        return load_file(path, workspace)
+    except (FileMissingError, NotAFileError):
+        if os.path.lexists(path):
+            raise
+        return None
 
 
 def recheck_unchanged(path: Path, loaded: Loaded) -> None:

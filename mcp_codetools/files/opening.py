@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-from mcp_codetools.errors import FileMissingError, NotAFileError, PermissionDeniedError
+from mcp_codetools.errors import NotAFileError, PermissionDeniedError, os_errors, tool_error_from_os
 from mcp_codetools.files.paths import Workspace
 
 
@@ -36,18 +36,12 @@ def open_regular_for_read(path: Path, workspace: Workspace, shown: str) -> tuple
     Raises:
         FileStateError: missing, a directory, or not a regular file.
     """
-    try:
+    with os_errors("open", shown, missing=f"File does not exist: {shown}"):
         st = os.stat(path)
-    except FileNotFoundError:
-        raise FileMissingError(f"File does not exist: {shown}") from None
-    except OSError as exc:
-        raise NotAFileError(f"Cannot open {shown}: {exc.strerror}") from None
     refuse_non_regular(st, shown)
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    try:
+    with os_errors("open", shown):
         fd = os.open(path, flags)
-    except OSError as exc:
-        raise NotAFileError(f"Cannot open {shown}: {exc.strerror}") from None
     try:
         st = os.fstat(fd)
         refuse_non_regular(st, shown)
@@ -90,7 +84,7 @@ def open_checked_dir(folder: Path | str, workspace: Workspace, shown: str, *, di
                 f"Access denied: a folder on the way to {shown} was replaced by a symlink after it was checked. "
                 "Nothing was written."
             ) from None
-        raise NotAFileError(f"Cannot open a folder on the way to {shown}: {exc.strerror}") from None
+        raise tool_error_from_os(exc, "open folder", shown) from None
     try:
         check_fd_inside(dfd, workspace, shown)
     except BaseException:

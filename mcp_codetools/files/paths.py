@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from mcp_codetools.errors import InvalidInputError, NotAFileError, PermissionDeniedError
+from mcp_codetools.errors import InvalidInputError, PermissionDeniedError, tool_error_from_os
 
 PATH_MAX = 4096
 
@@ -74,9 +74,7 @@ class Workspace:
         try:
             real = Path(os.path.realpath(joined))
         except OSError as exc:  # a link on the way vanished between realpath's lstat and readlink
-            raise NotAFileError(
-                f"{raw} changed while it was being resolved ({exc.strerror}). Try the call again."
-            ) from None
+            raise tool_error_from_os(exc, "resolve", raw) from None
         if not self.contains(real, for_read=for_read):
             shown = ", ".join(str(r) for r in self.roots)
             via = "" if real == Path(os.path.normpath(joined)) else f" (it resolves to {real})"

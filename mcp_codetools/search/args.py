@@ -12,7 +12,7 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from mcp_codetools.errors import FileMissingError, NotAFileError
+from mcp_codetools.errors import NotAFileError, os_errors
 from mcp_codetools.files.paths import is_within
 
 VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
@@ -78,14 +78,10 @@ def check_search_path(path: Path, cwd: Path, *, kind: str = "Path") -> os.stat_r
     Raises:
         FileStateError: missing, or neither a folder nor a regular file.
     """
-    try:
+    with os_errors(
+        "search", path, missing=f"{kind} does not exist: {path}. Note: your current working directory is {cwd}."
+    ):
         st = os.stat(path)
-    except FileNotFoundError:
-        raise FileMissingError(
-            f"{kind} does not exist: {path}. Note: your current working directory is {cwd}."
-        ) from None
-    except OSError as exc:
-        raise NotAFileError(f"Cannot search {path}: {exc.strerror}") from None
     if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
         raise NotAFileError(f"Cannot search {path}: it is not a regular file or a folder.")
     return st

@@ -19,7 +19,7 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
-from mcp_codetools.errors import ExecutionError
+from mcp_codetools.errors import ExecutionError, tool_error_from_os
 from mcp_codetools.search.locate import find_rg
 
 REAP_TIMEOUT_S = 5.0
@@ -139,7 +139,7 @@ class _RgRun:
                 start_new_session=True,
             )
         except OSError as exc:
-            raise ExecutionError(f"Could not start ripgrep ({argv[0]}): {exc.strerror or exc}") from None
+            raise tool_error_from_os(exc, "start", f"ripgrep ({argv[0]})") from None
         try:
             return cls(process, sink)
         except BaseException:  # no descriptor left for the wake pipe: rg must not run on unseen

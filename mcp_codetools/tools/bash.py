@@ -92,7 +92,7 @@ class BashTool(Tool[BashInput]):
         if "\x00" in args.command:
             raise InvalidInputError("`command` contains a NUL byte, which no shell command can hold.")
 
-    async def call(self, args: BashInput, ctx: CallContext) -> ToolOutput:
+    async def call(self, args: BashInput, ctx: CallContext, prepared: None) -> ToolOutput:
         session = ctx.session
         analysis = analyze(args.command)
         read_only = self.is_read_only(args)
@@ -162,6 +162,7 @@ def _result(
     notes: list[str],
     meta: dict[str, object],
 ) -> ToolOutput:
+    """The run as the model reads it; the one place an exit code decides whether the call failed."""
     output = capture.render(_where(capture))
     code = result.returncode if result.returncode >= 0 else 128 - result.returncode
     meta["exitCode"] = code
@@ -194,7 +195,7 @@ def _result(
     if notes:
         text += "\n\n" + "\n".join(notes)
     if is_error:
-        meta["errorCode"] = "execution_failed"
+        meta["errorCode"] = ExecutionError.code
     return ToolOutput(text, meta=meta, is_error=is_error)
 
 

@@ -116,7 +116,7 @@ class GlobTool(SearchTool[GlobInput]):
                 f"Path is not a directory: {folder}. Give a folder as path; the pattern matches files in it."
             )
 
-    async def call(self, args: GlobInput, ctx: CallContext) -> ToolOutput:
+    async def call(self, args: GlobInput, ctx: CallContext, prepared: None) -> ToolOutput:
         session = ctx.session
         base, glob = split_pattern(args.pattern, ctx.paths["path"], session)
         if base is None:

@@ -127,7 +127,7 @@ class GrepInput(ToolInput):
         return value
 
 
-class GrepTool(SearchTool[GrepInput]):
+class GrepTool(SearchTool[GrepInput, os.stat_result]):
     name = "Grep"
     title = "Search file contents"
     description = (
@@ -141,15 +141,17 @@ class GrepTool(SearchTool[GrepInput]):
     )
     input_model = GrepInput
 
-    async def validate_input(self, args: GrepInput, ctx: CallContext) -> None:
-        check_search_path(ctx.paths["path"], ctx.session.cwd)
+    async def validate_input(self, args: GrepInput, ctx: CallContext) -> os.stat_result:
+        """Check the search path and the pattern; the path's stat goes to call, which needs its kind and size."""
+        target_st = check_search_path(ctx.paths["path"], ctx.session.cwd)
         if "\n" in args.pattern and not args.multiline:
             raise InvalidInputError("The pattern contains a line break; set multiline: true to match across lines.")
+        return target_st
 
-    async def call(self, args: GrepInput, ctx: CallContext) -> ToolOutput:
+    async def call(self, args: GrepInput, ctx: CallContext, target_st: os.stat_result) -> ToolOutput:
         cwd = ctx.session.cwd
         target = ctx.paths["path"]
-        if _large_named_binary_file(target):
+        if _large_named_binary_file(target, target_st):
             # rg skips binary files it meets while walking, but reads a named one to the end (a sparse
             # 20 GiB file: a minute, unbounded); a large one is refused rather than searched.
             return ToolOutput(
@@ -158,7 +160,7 @@ class GrepTool(SearchTool[GrepInput]):
                 meta={"mode": args.output_mode, "binary": True, "numFiles": 0},
             )
         # Over a folder rg prints a path on every line; content mode then regroups by file (path_order.py).
-        by_file = args.output_mode == "content" and os.path.isdir(target)
+        by_file = args.output_mode == "content" and stat.S_ISDIR(target_st.st_mode)
         argv = build_args(args, target, cwd, by_file=by_file)
         limit = DEFAULT_HEAD_LIMIT if args.head_limit is None else (args.head_limit or None)
         page = Page(args.offset, limit, min(MAX_RESULT_CHARS, ctx.session.settings.max_result_chars))
@@ -172,12 +174,11 @@ class GrepTool(SearchTool[GrepInput]):
 BIG_BINARY_BYTES = 64 * 2**20
 
 
-def _large_named_binary_file(target: Path) -> bool:
+def _large_named_binary_file(target: Path, st: os.stat_result) -> bool:
     """Whether `target` is a regular file over BIG_BINARY_BYTES whose first bytes hold a NUL (rg's binary test)."""
+    if not stat.S_ISREG(st.st_mode) or st.st_size <= BIG_BINARY_BYTES:
+        return False
     try:
-        st = os.stat(target)
-        if not stat.S_ISREG(st.st_mode) or st.st_size <= BIG_BINARY_BYTES:
-            return False
         fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return False

@@ -55,7 +55,7 @@ class BashOutputTool(Tool[BashOutputInput]):
         # A filtered read runs in a worker thread; alone, it cannot race another read of the same job.
         return not args.filter
 
-    async def call(self, args: BashOutputInput, ctx: CallContext) -> ToolOutput:
+    async def call(self, args: BashOutputInput, ctx: CallContext, prepared: None) -> ToolOutput:
         registry, job = _find_job(ctx.session, args.bash_id)
         pattern = BudgetedFilter(args.filter) if args.filter else None
         status = job.status()
@@ -121,7 +121,7 @@ class KillShellTool(Tool[KillShellInput]):
     destructive = True
     idempotent = False
 
-    async def call(self, args: KillShellInput, ctx: CallContext) -> ToolOutput:
+    async def call(self, args: KillShellInput, ctx: CallContext, prepared: None) -> ToolOutput:
         registry, job = _find_job(ctx.session, args.shell_id)
         if not job.running:
             raise ExecutionError(

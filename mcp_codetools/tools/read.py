@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 from pydantic import Field
 
-from mcp_codetools.errors import BinaryFileError
+from mcp_codetools.errors import BinaryFileError, tool_error_from_os
 from mcp_codetools.files.opening import open_regular_for_read
 from mcp_codetools.files.refusals import missing_file_error, unreadable_error
 from mcp_codetools.files.stamps import FileStamp
@@ -47,7 +47,7 @@ class ReadTool(Tool[ReadInput]):
     def is_concurrency_safe(self, args: ReadInput) -> bool:
         return True
 
-    async def call(self, args: ReadInput, ctx: CallContext) -> ToolOutput:
+    async def call(self, args: ReadInput, ctx: CallContext, prepared: None) -> ToolOutput:
         path = ctx.paths["file_path"]
         session = ctx.session
         first = max(args.offset or 1, 1)
@@ -78,6 +78,8 @@ class ReadTool(Tool[ReadInput]):
                 fmt = sniff(os.pread(fd, SAMPLE_BYTES, 0), whole=st.st_size <= SAMPLE_BYTES)
             except BinaryContentError as exc:
                 raise unreadable_error(path, exc) from None
+            except OSError as exc:
+                raise tool_error_from_os(exc, "read", path) from None
 
             def load() -> View:
                 return read_view(
@@ -91,6 +93,8 @@ class ReadTool(Tool[ReadInput]):
                 raise BinaryFileError(
                     f"Cannot read {path}: it is not valid {fmt.encoding.upper()} ({exc.reason})."
                 ) from None
+            except OSError as exc:
+                raise tool_error_from_os(exc, "read", path) from None
         finally:
             os.close(fd)
 

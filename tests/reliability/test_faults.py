@@ -331,10 +331,11 @@ async def test_a_change_between_the_check_and_the_write_is_caught(
     original = tool_class.validate_input
     theirs: list[tuple[str, bytes | str]] = []
 
-    async def check_then_change(self: Any, args: Any, ctx: Any) -> None:
-        await original(self, args, ctx)
+    async def check_then_change(self: Any, args: Any, ctx: Any) -> Any:
+        checked = await original(self, args, ctx)
         mutations(arena, path)[change]()
         theirs.append(state_of(path))
+        return checked
 
     monkeypatch.setattr(tool_class, "validate_input", check_then_change)
     output = await arena.call(tool_name, OPERATIONS[tool_name](path.name))
@@ -442,9 +443,10 @@ async def test_a_file_vanishing_between_the_last_stat_and_the_re_read_is_an_erro
     await arena.call("Read", {"file_path": path.name})
     original = edit_module.EditTool.validate_input
 
-    async def check_then_touch(self: Any, args: Any, ctx: Any) -> None:
-        await original(self, args, ctx)
+    async def check_then_touch(self: Any, args: Any, ctx: Any) -> Any:
+        checked = await original(self, args, ctx)
         path.write_bytes(ORIGINAL.encode() + b"more\n")  # the stamp differs, so the re-read happens
+        return checked
 
     def vanished(*args: Any, **kwargs: Any) -> Any:  # and the file is gone by the time it is opened
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))

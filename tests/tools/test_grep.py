@@ -13,6 +13,7 @@ from mcp_codetools.search import process as search
 from mcp_codetools.tools import grep as grep_module
 from mcp_codetools.tools.grep import GrepInput, GrepTool
 from tests.conftest import Caller
+from tests.tools.io_spy import file_io
 from tests.tools.test_search_runner import fake_rg, live_children, live_in_group, read_fifo
 
 pytestmark = pytest.mark.anyio
@@ -113,6 +114,15 @@ async def test_content_mode_without_line_numbers(call: Caller, project: Path) ->
 async def test_a_single_file_path_prints_no_file_name(call: Caller, project: Path) -> None:
     text = await grep(call, pattern="needle", output_mode="content", path="src/util.py")
     assert text.splitlines() == ["2:# needle here", "5:needle = 4"]
+
+
+async def test_a_named_file_is_looked_at_to_resolve_and_check_it_and_no_more(
+    call: Caller, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """validate_input's stat of the search path reaches call, which needs its kind and size."""
+    with file_io(project / "src/util.py", monkeypatch) as io:
+        await grep(call, pattern="needle", output_mode="content", path="src/util.py")
+    assert io.looks <= 2, io
 
 
 async def test_context_lines_use_the_same_relative_path_as_match_lines(call: Caller, project: Path) -> None:
