@@ -33,6 +33,11 @@ def _env_float(name: str, default: float) -> float:
         return default
 
 
+def _hard_links(raw: str) -> str:
+    """Only an exact "write-through" loosens the rule; anything else (a typo included) keeps "refuse"."""
+    return "write-through" if raw.strip().lower() == "write-through" else "refuse"
+
+
 @dataclass(frozen=True)
 class Settings:
     """How one server instance behaves. Nothing here can be changed by the model."""
@@ -43,6 +48,9 @@ class Settings:
     max_result_tokens: int = MAX_RESULT_TOKENS
     glob_no_ignore: bool = False
     """List gitignored files in Glob too (Claude Code's Glob does by default)."""
+    hard_links: str = "refuse"
+    """Edit/Write on a file with several hard links: "refuse" (default; another link may be outside the
+    roots) or "write-through" (write it in place, so every link sees the change)."""
 
     @classmethod
     def from_env(cls, roots: list[str] | None = None) -> Settings:
@@ -52,6 +60,7 @@ class Settings:
             queue_timeout_s=_env_float("MCP_CODETOOLS_QUEUE_TIMEOUT_S", DEFAULT_QUEUE_TIMEOUT_S),
             max_result_tokens=_env_int("MCP_CODETOOLS_MAX_RESULT_TOKENS", MAX_RESULT_TOKENS, minimum=1000),
             glob_no_ignore=_env_flag("MCP_CODETOOLS_GLOB_NO_IGNORE"),
+            hard_links=_hard_links(os.environ.get("MCP_CODETOOLS_HARD_LINKS", "")),
         )
 
     @property

@@ -43,9 +43,31 @@ class Workspace:
         self.roots: tuple[Path, ...] = tuple(resolved)
         self.readable: list[Path] = []
         """Folders the server made itself (full command output, job logs): open to reads only."""
+        self._identities: dict[Path, tuple[int, int]] = {}
+        """(device, inode) of each root as first seen: a root replaced later is not followed."""
+        for root in self.roots:
+            self._remember(root)
+
+    def _remember(self, folder: Path) -> None:
+        try:
+            st = os.stat(folder)
+        except OSError:
+            return
+        self._identities.setdefault(folder, (st.st_dev, st.st_ino))
 
     def add_readable(self, folder: Path) -> None:
-        self.readable.append(canonical_root(folder))
+        real = canonical_root(folder)
+        self.readable.append(real)
+        self._remember(real)
+
+    def identity(self, folder: Path) -> tuple[int, int] | None:
+        return self._identities.get(folder)
+
+    def root_of(self, real_path: Path, *, for_read: bool = False) -> Path | None:
+        """The innermost root (or, with `for_read`, readable folder) holding `real_path`."""
+        folders = [*self.roots, *self.readable] if for_read else list(self.roots)
+        holding = [folder for folder in folders if is_within(real_path, folder)]
+        return max(holding, key=lambda folder: len(folder.parts)) if holding else None
 
     def contains(self, real_path: Path, *, for_read: bool = False) -> bool:
         if any(is_within(real_path, root) for root in self.roots):

@@ -24,6 +24,7 @@ from mcp_codetools.files.editing import (
     created_message,
     load_file,
     recheck_unchanged,
+    refuse_hard_links,
 )
 from mcp_codetools.files.refusals import missing_file_error
 from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
@@ -64,6 +65,7 @@ class EditTool(Tool[EditInput]):
             raise NotAFileError("File is a Jupyter Notebook. Edit its JSON with Write after reading it.")
         loaded = load_file(path, session.workspace)
         check_read_state(session.ledger, path, loaded)
+        refuse_hard_links(path, loaded, session.settings.hard_links)
         body = loaded.body
         if args.old_string == "":
             if loaded.text.strip():

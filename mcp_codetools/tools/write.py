@@ -16,6 +16,7 @@ from mcp_codetools.files.editing import (
     created_message,
     load_file,
     recheck_unchanged,
+    refuse_hard_links,
 )
 from mcp_codetools.files.opening import refuse_non_regular
 from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
@@ -52,6 +53,7 @@ class WriteTool(Tool[WriteInput]):
         refuse_non_regular(st, str(path))
         loaded = load_file(path, session.workspace)
         check_read_state(session.ledger, path, loaded)
+        refuse_hard_links(path, loaded, session.settings.hard_links)
         record = session.ledger.get(path)
         gaps = record.unread_ranges() if record is not None else []
         if gaps:

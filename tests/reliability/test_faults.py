@@ -12,6 +12,7 @@ bind mount. Races are driven by hooks at the exact points (validate_input, write
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import errno
 import os
 import shutil
@@ -157,6 +158,9 @@ async def test_a_hard_linked_file_written_in_place_is_intact_when_the_write_cann
 ) -> None:
     """In-place writes (several hard links) are protected up to the first byte: open and space reservation."""
     path = target(arena, hard_link=True)
+    monkeypatch.setattr(
+        arena.session, "settings", dataclasses.replace(arena.session.settings, hard_links="write-through")
+    )
     await arena.call("Read", {"file_path": path.name})
     faulty = FaultyOS(point, code)
     monkeypatch.setattr(fileio, "os", faulty)
@@ -446,13 +450,17 @@ async def test_a_file_vanishing_between_the_last_stat_and_the_re_read_is_an_erro
         await original(self, args, ctx)
         path.write_bytes(ORIGINAL.encode() + b"more\n")  # the stamp differs, so the re-read happens
 
-    def vanished(*args: Any, **kwargs: Any) -> Any:  # and the file is gone by the time it is opened
+    opened: list[Path] = []
+
+    def vanished(path: Path, *args: Any, **kwargs: Any) -> Any:  # and the file is gone by the time it is opened
+        opened.append(path)
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
 
     monkeypatch.setattr(edit_module.EditTool, "validate_input", check_then_touch)
-    monkeypatch.setattr(editing_module, "open", vanished, raising=False)
+    monkeypatch.setattr(editing_module, "open_beneath", vanished)
     output = await arena.pipeline.run(arena.session, "Edit", OPERATIONS["Edit"](path.name))
     figures.count(suite, calls=1, faults=1)
+    assert opened, "the re-read did not happen"
     assert output.is_error and output.meta.get("errorCode") != "internal_error", output.text
 
 

@@ -1,0 +1,187 @@
+"""
+Confined opens (issue 12): a folder swapped for a symlink after the path check, even to a target too deep
+for /proc to name, cannot carry Read, Write or Edit outside the roots. Every test runs twice: once with
+openat2 and once with the component-by-component walk that stands in for it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mcp_codetools.files import opening
+from mcp_codetools.files.paths import Workspace
+from tests.conftest import Caller
+
+pytestmark = pytest.mark.anyio
+
+DEEP_BYTES = 4400
+"""Deeper than PATH_MAX: /proc/self/fd/N of a descriptor there cannot be read."""
+
+
+@pytest.fixture(params=["openat2", "walk"])
+def open_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "openat2" and not getattr(opening, "use_openat2", True):
+        pytest.skip("this kernel has no openat2")
+    monkeypatch.setattr(opening, "use_openat2", request.param == "openat2", raising=False)
+    return str(request.param)
+
+
+def make_deep(top: Path, total: int = DEEP_BYTES) -> tuple[Path, list[str]]:
+    """A chain of folders under `top` whose full path passes `total` bytes; returns it and its names."""
+    names: list[str] = []
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        while len(str(top)) + sum(len(n) + 1 for n in names) < total:
+            name = f"{len(names):03d}" + "d" * 200
+            os.mkdir(name, dir_fd=fd)
+            child = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+            names.append(name)
+        secret = os.open("f.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(secret, b"top secret deep\n")
+        os.close(secret)
+        os.mkdir("sub", dir_fd=fd)
+    finally:
+        os.close(fd)
+    return top.joinpath(*names), names
+
+
+def deep_listing(top: Path, names: list[str]) -> list[str]:
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for name in names:
+            child = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        entries = sorted(os.listdir(fd))
+        sub = os.open("sub", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        entries += sorted("sub/" + n for n in os.listdir(sub))
+        os.close(sub)
+        return entries
+    finally:
+        os.close(fd)
+
+
+@pytest.fixture
+def deep_swap(root: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, list[str]]]:
+    """root/d becomes a symlink to a folder over 4096 bytes deep outside, right after the path check."""
+    folder = root / "d"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "f.txt").write_text("inside\n", encoding="utf-8")
+    deep, names = make_deep(outside)
+    # A symlink's target holds at most PATH_MAX bytes, so the way down takes two links.
+    half = len(names) // 2
+    (outside / "hop").symlink_to(outside.joinpath(*names[:half]))
+    target = (outside / "hop").joinpath(*names[half:])
+    original = Workspace.resolve
+
+    def resolve_then_swap(
+        self: Workspace, raw: str, cwd: Path, *, field: str = "file_path", for_read: bool = False
+    ) -> Path:
+        real = original(self, raw, cwd, field=field, for_read=for_read)
+        if folder.is_dir() and not folder.is_symlink():
+            shutil.rmtree(folder)
+            folder.symlink_to(target)
+        return real
+
+    monkeypatch.setattr(Workspace, "resolve", resolve_then_swap)
+    yield outside, names
+    if folder.is_symlink():  # let tmp_path cleanup see plain folders only
+        folder.unlink()
+
+
+async def test_read_through_a_folder_swapped_to_a_deep_target_is_refused(
+    call: Caller, root: Path, deep_swap: tuple[Path, list[str]], open_mode: str
+) -> None:
+    out = await call.fails("Read", {"file_path": str(root / "d" / "f.txt")})
+    assert "top secret" not in out.text
+    assert out.meta["errorCode"] == "permission_denied", out.text
+
+
+@pytest.mark.parametrize(
+    "tool_args",
+    [
+        ("Write", {"file_path": "d/sub/new.txt", "content": "x\n"}),
+        ("Write", {"file_path": "d/sub/more/new.txt", "content": "x\n"}),
+        ("Edit", {"file_path": "d/sub/new.txt", "old_string": "", "new_string": "x\n"}),
+    ],
+)
+async def test_a_create_through_a_folder_swapped_to_a_deep_target_is_refused(
+    call: Caller,
+    root: Path,
+    deep_swap: tuple[Path, list[str]],
+    open_mode: str,
+    tool_args: tuple[str, dict[str, str]],
+) -> None:
+    outside, names = deep_swap
+    before = deep_listing(outside, names)
+    name, args = tool_args
+    out = await call.fails(name, args)
+    assert out.meta["errorCode"] == "permission_denied", out.text
+    assert deep_listing(outside, names) == before, "a file was created outside the roots"
+
+
+async def test_edit_re_read_through_a_swapped_folder_is_refused(
+    call: Caller, root: Path, outside: Path, open_mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last look before writing is a confined open too: a swap before it leaves everything as it was."""
+    from mcp_codetools.tools import edit as edit_module
+
+    folder = root / "e"
+    folder.mkdir()
+    (folder / "f.txt").write_text("alpha\n", encoding="utf-8")
+    away = outside / "e_out"
+    away.mkdir()
+    (away / "f.txt").write_text("alpha\n", encoding="utf-8")
+    await call.ok("Read", {"file_path": "e/f.txt"})
+    original = edit_module.EditTool.validate_input
+
+    async def check_then_swap(self: object, args: object, ctx: object) -> None:
+        await original(self, args, ctx)  # type: ignore[arg-type]
+        folder.rename(root / "e.parked")
+        folder.symlink_to(away)
+
+    monkeypatch.setattr(edit_module.EditTool, "validate_input", check_then_swap)
+    out = await call.fails("Edit", {"file_path": "e/f.txt", "old_string": "alpha", "new_string": "beta"})
+    assert out.meta["errorCode"] in ("file_changed_since_read", "permission_denied"), out.text
+    assert (away / "f.txt").read_text(encoding="utf-8") == "alpha\n"
+    assert (root / "e.parked" / "f.txt").read_text(encoding="utf-8") == "alpha\n"
+
+
+async def test_a_file_deep_inside_the_root_still_works(call: Caller, root: Path, open_mode: str) -> None:
+    """Depth alone is never a reason to refuse: a path near PATH_MAX opens like any other."""
+    deep, names = make_deep(root, total=3900)
+    assert call.session.set_cwd(deep)
+    read = await call.ok("Read", {"file_path": "f.txt"})
+    assert "top secret deep" in read
+    await call.ok("Edit", {"file_path": "f.txt", "old_string": "deep", "new_string": "deeper"})
+    await call.ok("Write", {"file_path": "sub/n/new.txt", "content": "made\n"})
+    assert "sub/n" in deep_listing(root, names)
+
+
+async def test_a_replaced_root_is_refused(call: Caller, root: Path, tmp_path: Path, open_mode: str) -> None:
+    (root / "a.txt").write_text("one\n", encoding="utf-8")
+    root.rename(tmp_path / "old-root")
+    root.mkdir()
+    (root / "a.txt").write_text("two\n", encoding="utf-8")
+    out = await call.fails("Read", {"file_path": str(root / "a.txt")})
+    assert out.meta["errorCode"] == "permission_denied" and "replaced" in out.text, out.text
+
+
+def test_the_walk_refuses_every_symlink_on_the_way(root: Path, open_mode: str) -> None:
+    (root / "real").mkdir()
+    (root / "real" / "f").write_text("x", encoding="utf-8")
+    (root / "inner").symlink_to(root / "real")  # even a link that stays inside: the resolver gave a real path
+    workspace = Workspace([root])
+    fd = opening.open_beneath(root / "real" / "f", workspace, os.O_RDONLY)
+    os.close(fd)
+    for path in (root / "inner" / "f", root / "inner"):
+        with pytest.raises(OSError) as caught:
+            opening.open_beneath(path, workspace, os.O_RDONLY)
+        assert opening.is_link_error(caught.value)
