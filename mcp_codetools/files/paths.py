@@ -112,16 +112,12 @@ class Workspace:
         return ", ".join(str(r) for r in self.roots)
 
 
-def similar_names(path: Path, limit: int = 1) -> Sequence[str]:
-    """Names beside a missing file that the caller may have meant (same stem, or a close spelling)."""
+def similar_names(path: Path, names: Sequence[str], limit: int = 1) -> Sequence[str]:
+    """Names from `names` (the listing of `path`'s folder) the caller may have meant: same stem, or close."""
     import difflib
 
-    parent = path.parent
-    try:
-        names = [entry.name for entry in os.scandir(parent)][:5000]
-    except OSError:
-        return ()
+    names = list(names)[:5000]
     stem_hits = [n for n in names if Path(n).stem == path.stem and n != path.name]
     close = difflib.get_close_matches(path.name, names, n=limit, cutoff=0.75)
     ordered = list(dict.fromkeys(stem_hits + close))
-    return [str(parent / n) for n in ordered[:limit]]
+    return [str(path.parent / n) for n in ordered[:limit]]

@@ -60,7 +60,7 @@ class EditTool(Tool[EditInput]):
         if not os.path.lexists(path):
             if args.old_string == "":
                 return
-            raise missing_file_error(path, session.cwd)
+            raise missing_file_error(path, session.cwd, session.workspace)
         if path.suffix == ".ipynb":
             raise NotAFileError("File is a Jupyter Notebook. Edit its JSON with Write after reading it.")
         loaded = load_file(path, session.workspace)

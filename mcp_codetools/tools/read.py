@@ -55,7 +55,7 @@ class ReadTool(Tool[ReadInput]):
         budget = session.settings.max_result_chars - _NOTICE_RESERVE
 
         if not os.path.lexists(path):
-            raise missing_file_error(path, session.cwd)
+            raise missing_file_error(path, session.cwd, session.workspace)
         fd, st = open_regular_for_read(path, session.workspace, str(path))
         try:
             previous = session.ledger.get(path)

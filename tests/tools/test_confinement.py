@@ -185,3 +185,36 @@ def test_the_walk_refuses_every_symlink_on_the_way(root: Path, open_mode: str) -
         with pytest.raises(OSError) as caught:
             opening.open_beneath(path, workspace, os.O_RDONLY)
         assert opening.is_link_error(caught.value)
+
+
+async def test_did_you_mean_never_names_a_file_outside(
+    call: Caller, root: Path, outside: Path, open_mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hint lists the folder through a confined descriptor: a folder swapped for a link out lends no names."""
+    folder = root / "h"
+    folder.mkdir()
+    (folder / "public.txt").write_text("x\n", encoding="utf-8")
+    original = Workspace.resolve
+
+    def resolve_then_swap(
+        self: Workspace, raw: str, cwd: Path, *, field: str = "file_path", for_read: bool = False
+    ) -> Path:
+        if folder.is_symlink():  # put the folder back from the last call's swap
+            folder.unlink()
+            (root / "h.parked").rename(folder)
+        real = original(self, raw, cwd, field=field, for_read=for_read)
+        folder.rename(root / "h.parked")
+        folder.symlink_to(outside)
+        return real
+
+    monkeypatch.setattr(Workspace, "resolve", resolve_then_swap)
+    out = await call.fails("Read", {"file_path": "h/secret.tx"})
+    assert out.meta["errorCode"] == "file_not_found" and "secret.txt" not in out.text, out.text
+    edit = await call.fails("Edit", {"file_path": "h/secret.tx", "old_string": "a", "new_string": "b"})
+    assert edit.meta["errorCode"] == "file_not_found" and "secret.txt" not in edit.text, edit.text
+
+
+async def test_did_you_mean_still_helps_inside(call: Caller, root: Path, open_mode: str) -> None:
+    (root / "notes.txt").write_text("x\n", encoding="utf-8")
+    out = await call.fails("Read", {"file_path": "notes.tx"})
+    assert f"Did you mean {root / 'notes.txt'}?" in out.text, out.text
