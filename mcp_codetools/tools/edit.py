@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 from pydantic import Field
 
 from mcp_codetools.errors import (
@@ -77,7 +78,11 @@ class EditTool(Tool[EditInput]):
             old = loaded.convert(args.old_string)
             matches = matching.find_matches(body, old) if old is not None else []
             if not matches:
-                raise OldStringNotFoundError(matching.not_found_message(loaded.text, args.old_string, str(path)))
+                # The closest-region search is bounded but can take a moment: never on the event loop.
+                message = await anyio.to_thread.run_sync(
+                    lambda: matching.not_found_message(loaded.text, args.old_string, str(path))
+                )
+                raise OldStringNotFoundError(message)
             if len(matches) > 1 and not args.replace_all:
                 lines = matching.lines_of(body, [m.start for m in matches[:20]])
                 listed = ", ".join(str(n) for n in lines) + (" …" if len(matches) > 20 else "")
