@@ -147,19 +147,31 @@ def open_beneath(path: Path, workspace: Workspace, flags: int, mode: int = 0o600
     if root is None:
         raise PermissionDeniedError(f"Access denied: {path} is outside the workspace roots.")
     relative = "." if path == root else str(path.relative_to(root))
-    parts = relative.split("/")
-    if any(part in ("", "..") for part in parts) or ("." in parts and relative != "."):
-        raise PermissionDeniedError(f"Access denied: {path} is not a plain path below its root.")
     root_fd = open_root(root, workspace)
     try:
-        if use_openat2 and _syscall is not None:
-            try:
-                return _openat2(root_fd, relative, flags, mode)
-            except _Unsupported:
-                pass
-        return _walk(root_fd, parts, flags, mode)
+        return open_below(root_fd, relative, flags, mode)
     finally:
         os.close(root_fd)
+
+
+def open_below(dir_fd: int, relative: str, flags: int, mode: int = 0o600) -> int:
+    """Open `relative` (a plain path: no `..`, no empty part) below the folder `dir_fd`, no symlink on the way.
+
+    The one implementation behind every confined open: openat2 where the kernel has it, else the walk.
+
+    Raises:
+        PermissionDeniedError: `relative` is not a plain relative path.
+        OSError: the open failed; ELOOP or EXDEV mean a symlink was met.
+    """
+    parts = relative.split("/")
+    if relative.startswith("/") or any(part in ("", "..") for part in parts) or ("." in parts and relative != "."):
+        raise PermissionDeniedError(f"Access denied: {relative} is not a plain path below its folder.")
+    if use_openat2 and _syscall is not None:
+        try:
+            return _openat2(dir_fd, relative, flags, mode)
+        except _Unsupported:
+            pass
+    return _walk(dir_fd, parts, flags, mode)
 
 
 def is_link_error(exc: OSError) -> bool:

@@ -218,3 +218,76 @@ async def test_did_you_mean_still_helps_inside(call: Caller, root: Path, open_mo
     (root / "notes.txt").write_text("x\n", encoding="utf-8")
     out = await call.fails("Read", {"file_path": "notes.tx"})
     assert f"Did you mean {root / 'notes.txt'}?" in out.text, out.text
+
+
+@pytest.fixture
+def search_swap(root: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """root/g becomes a symlink to a folder outside right after each path check (and is put back before)."""
+    folder = root / "g"
+    folder.mkdir()
+    (folder / "f.txt").write_text("needle inside\n", encoding="utf-8")
+    away = outside / "g_out"
+    away.mkdir()
+    (away / "f.txt").write_text("needle top secret\n", encoding="utf-8")
+    (away / "secret-name.txt").write_text("needle top secret\n", encoding="utf-8")
+    original = Workspace.resolve
+
+    def resolve_then_swap(
+        self: Workspace, raw: str, cwd: Path, *, field: str = "file_path", for_read: bool = False
+    ) -> Path:
+        if folder.is_symlink():
+            folder.unlink()
+            (root / "g.parked").rename(folder)
+        real = original(self, raw, cwd, field=field, for_read=for_read)
+        folder.rename(root / "g.parked")
+        folder.symlink_to(away)
+        return real
+
+    monkeypatch.setattr(Workspace, "resolve", resolve_then_swap)
+    return folder
+
+
+@pytest.mark.parametrize("mode", ["files_with_matches", "content", "count"])
+@pytest.mark.parametrize("path", ["g", "g/f.txt"])
+async def test_grep_through_a_folder_swapped_after_the_check_stays_inside(
+    call: Caller, search_swap: Path, open_mode: str, mode: str, path: str
+) -> None:
+    out = await call("Grep", {"pattern": "needle", "path": path, "output_mode": mode})
+    assert "top secret" not in out.text and "secret-name" not in out.text, out.text
+    assert out.is_error and out.meta["errorCode"] == "permission_denied", out.text
+
+
+async def test_glob_through_a_folder_swapped_after_the_check_stays_inside(
+    call: Caller, search_swap: Path, open_mode: str
+) -> None:
+    out = await call("Glob", {"pattern": "*.txt", "path": "g"})
+    assert "secret-name" not in out.text, out.text
+    assert out.is_error and out.meta["errorCode"] == "permission_denied", out.text
+
+
+async def test_search_names_that_became_links_are_dropped(root: Path, outside: Path, open_mode: str) -> None:
+    """rg walks below the pinned folder by path; a name whose folder turned into a link is left out."""
+    from mcp_codetools.search.args import names_below, pin_search_target
+
+    (root / "s" / "a").mkdir(parents=True)
+    (root / "s" / "a" / "f.txt").write_text("x\n", encoding="utf-8")
+    (root / "s" / "b").symlink_to(outside)
+    pinned = pin_search_target(root / "s", root, Workspace([root]))
+    try:
+        kept, dropped = names_below(pinned, [b"s/a/f.txt", b"s/b/secret.txt", b"s/a/missing.txt", b"elsewhere/f"])
+    finally:
+        pinned.close()
+    assert kept == [b"s/a/f.txt"] and dropped == 3
+
+
+async def test_grep_shows_paths_as_given_after_pinning(call: Caller, root: Path, open_mode: str) -> None:
+    (root / "src" / "sub").mkdir(parents=True)
+    (root / "src" / "sub" / "a.py").write_text("needle\n", encoding="utf-8")
+    assert await call.ok("Grep", {"pattern": "needle", "path": "src/sub/a.py"}) == "Found 1 file\nsrc/sub/a.py"
+    assert await call.ok("Grep", {"pattern": "needle", "path": "src"}) == "Found 1 file\nsrc/sub/a.py"
+    counted = await call.ok("Grep", {"pattern": "needle", "path": "src", "output_mode": "count"})
+    assert counted.startswith("src/sub/a.py:1\n")
+    content = await call.ok("Grep", {"pattern": "needle", "path": "src", "output_mode": "content", "-C": 1})
+    assert content.startswith("src/sub/a.py:1:needle"), content
+    globbed = await call.ok("Grep", {"pattern": "needle", "path": "src", "glob": "src/sub/*.py"})
+    assert globbed == "Found 1 file\nsrc/sub/a.py"
