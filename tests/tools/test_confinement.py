@@ -16,11 +16,9 @@ import pytest
 from mcp_codetools.files import opening
 from mcp_codetools.files.paths import Workspace
 from tests.conftest import Caller
+from tests.reliability.deep import listing, make_deep
 
 pytestmark = pytest.mark.anyio
-
-DEEP_BYTES = 4400
-"""Deeper than PATH_MAX: /proc/self/fd/N of a descriptor there cannot be read."""
 
 
 @pytest.fixture(params=["openat2", "walk"])
@@ -31,41 +29,8 @@ def open_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     return str(request.param)
 
 
-def make_deep(top: Path, total: int = DEEP_BYTES) -> tuple[Path, list[str]]:
-    """A chain of folders under `top` whose full path passes `total` bytes; returns it and its names."""
-    names: list[str] = []
-    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        while len(str(top)) + sum(len(n) + 1 for n in names) < total:
-            name = f"{len(names):03d}" + "d" * 200
-            os.mkdir(name, dir_fd=fd)
-            child = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
-            os.close(fd)
-            fd = child
-            names.append(name)
-        secret = os.open("f.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
-        os.write(secret, b"top secret deep\n")
-        os.close(secret)
-        os.mkdir("sub", dir_fd=fd)
-    finally:
-        os.close(fd)
-    return top.joinpath(*names), names
-
-
 def deep_listing(top: Path, names: list[str]) -> list[str]:
-    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        for name in names:
-            child = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
-            os.close(fd)
-            fd = child
-        entries = sorted(os.listdir(fd))
-        sub = os.open("sub", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
-        entries += sorted("sub/" + n for n in os.listdir(sub))
-        os.close(sub)
-        return entries
-    finally:
-        os.close(fd)
+    return listing(top, names)
 
 
 @pytest.fixture
@@ -74,7 +39,7 @@ def deep_swap(root: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     folder = root / "d"
     (folder / "sub").mkdir(parents=True)
     (folder / "f.txt").write_text("inside\n", encoding="utf-8")
-    deep, names = make_deep(outside)
+    deep, names = make_deep(outside, files={"f.txt": "top secret deep\n", "sub/.keep": ""})
     # A symlink's target holds at most PATH_MAX bytes, so the way down takes two links.
     half = len(names) // 2
     (outside / "hop").symlink_to(outside.joinpath(*names[:half]))
@@ -156,13 +121,13 @@ async def test_edit_re_read_through_a_swapped_folder_is_refused(
 
 async def test_a_file_deep_inside_the_root_still_works(call: Caller, root: Path, open_mode: str) -> None:
     """Depth alone is never a reason to refuse: a path near PATH_MAX opens like any other."""
-    deep, names = make_deep(root, total=3900)
+    deep, names = make_deep(root, total=3900, files={"f.txt": "top secret deep\n", "sub/.keep": ""})
     assert call.session.set_cwd(deep)
     read = await call.ok("Read", {"file_path": "f.txt"})
     assert "top secret deep" in read
     await call.ok("Edit", {"file_path": "f.txt", "old_string": "deep", "new_string": "deeper"})
     await call.ok("Write", {"file_path": "sub/n/new.txt", "content": "made\n"})
-    assert "sub/n" in deep_listing(root, names)
+    assert "sub/n/" in deep_listing(root, names)
 
 
 async def test_a_replaced_root_is_refused(call: Caller, root: Path, tmp_path: Path, open_mode: str) -> None:
