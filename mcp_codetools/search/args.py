@@ -131,6 +131,8 @@ class PinnedTarget:
     st: os.stat_result
     shown: str
     """The path as results show it: relative to the session's working directory, or absolute."""
+    real: Path
+    """The real path it was opened by (for the sandbox: which folders lie above it)."""
 
     @property
     def is_dir(self) -> bool:
@@ -178,7 +180,7 @@ def pin_search_target(target: Path, cwd: Path, workspace: Workspace, *, kind: st
         os.close(fd)
         raise
     shown = "" if target == cwd else str(target.relative_to(cwd)) if is_within(target, cwd) else str(target)
-    return PinnedTarget(fd, st, shown)
+    return PinnedTarget(fd, st, shown, target)
 
 
 def still_below(dir_fd: int, name: str) -> bool:

@@ -22,6 +22,7 @@ import anyio
 import anyio.to_thread
 
 from mcp_codetools.errors import ExecutionError
+from mcp_codetools.search import sandbox
 from mcp_codetools.search.args import PinnedTarget
 from mcp_codetools.search.locate import find_rg
 
@@ -81,13 +82,20 @@ class RgResult:
 
 
 async def run_rg(
-    args: Sequence[str], cwd: Path, sink: Sink, *, cwd_fd: int | None = None, pass_fds: tuple[int, ...] = ()
+    args: Sequence[str],
+    cwd: Path,
+    sink: Sink,
+    *,
+    cwd_fd: int | None = None,
+    pass_fds: tuple[int, ...] = (),
+    confine: PinnedTarget | None = None,
 ) -> RgResult:
     """Run `rg args` in `cwd`, feeding stdout to `sink` until it is done or declines more.
 
     With `cwd_fd`, rg runs in the folder that descriptor holds open (`/proc/self/fd/N` as the working
     directory: the child changes into the open folder itself, so no later swap of a path can move it;
     without /proc rg does not start). `pass_fds` are descriptors rg inherits (a pinned file to search).
+    With `confine`, rg may read only below that pinned target (sandbox.py), where the kernel allows.
 
     rg's output is read by a worker thread with blocking reads. rg writes once per file it reports, so a
     search over a big tree means hundreds of small writes; each costs the event loop's stream machinery
@@ -98,7 +106,7 @@ async def run_rg(
         ExecutionError: rg is missing or could not be started.
     """
     where = f"/proc/self/fd/{cwd_fd}" if cwd_fd is not None else os.fspath(cwd)
-    run = _RgRun.start([rg_executable(), *args], where, sink, pass_fds)
+    run = _RgRun.start([rg_executable(), *args], where, sink, pass_fds, confine)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_stop_when_cancelled, run)
@@ -123,7 +131,7 @@ async def run_rg_on(args: Sequence[str], target: PinnedTarget, sink: Sink, *, se
     renamed = Renamed(sink, old, new, sep) if old or new else None
     argv = [*args, *target.rg_paths()]
     cwd_fd = target.fd if target.is_dir else None
-    result = await run_rg(argv, Path("/"), renamed or sink, cwd_fd=cwd_fd, pass_fds=target.pass_fds())
+    result = await run_rg(argv, Path("/"), renamed or sink, cwd_fd=cwd_fd, pass_fds=target.pass_fds(), confine=target)
     if renamed is not None:
         renamed.flush()
     if old and old.decode() in result.stderr:
@@ -189,20 +197,39 @@ class _RgRun:
         self.failure: Exception | None = None
 
     @classmethod
-    def start(cls, argv: list[str], cwd: str, sink: Sink, pass_fds: tuple[int, ...] = ()) -> _RgRun:
+    def start(
+        cls,
+        argv: list[str],
+        cwd: str,
+        sink: Sink,
+        pass_fds: tuple[int, ...] = (),
+        confine: PinnedTarget | None = None,
+    ) -> _RgRun:
         """Spawn rg in a new session (the group is what gets killed); stdin is /dev/null, never a pipe."""
-        try:
-            process = subprocess.Popen(
+
+        # Opened here, not by Popen: in the sandboxed thread /dev/null could not be opened.
+        devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+
+        def popen() -> subprocess.Popen[bytes]:
+            return subprocess.Popen(
                 argv,
-                stdin=subprocess.DEVNULL,
+                stdin=devnull,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 cwd=cwd,
                 start_new_session=True,
                 pass_fds=pass_fds,
             )
+
+        try:
+            if confine is not None and sandbox.available():
+                process = sandbox.spawn(popen, confine.fd, confine.is_dir, confine.real, argv[0])
+            else:
+                process = popen()
         except OSError as exc:
             raise ExecutionError(f"Could not start ripgrep ({argv[0]}): {exc.strerror or exc}") from None
+        finally:
+            os.close(devnull)
         try:
             return cls(process, sink)
         except BaseException:  # no descriptor left for the wake pipe: rg must not run on unseen

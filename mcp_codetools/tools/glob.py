@@ -86,7 +86,11 @@ def split_pattern(pattern: str, folder: Path, session: CodeSession) -> tuple[Pat
         base = session.resolve(joined, field="pattern", for_read=True)
     else:
         base = Path(os.path.normpath(joined))
-        if os.path.realpath(base) != str(base):
+        try:
+            real = os.path.realpath(base)
+        except OSError:  # a link on the way changed while it was read: treat it as a link, not followed
+            return folder, pattern
+        if real != str(base):
             return folder, pattern
     if not os.path.isdir(base):  # False for a name over 255 bytes, where Path.is_dir raises
         return None, glob
@@ -134,7 +138,7 @@ class GlobTool(SearchTool[GlobInput]):
         # rg runs in the folder's open descriptor: a swap of any folder on the way after the check cannot move it.
         pinned = pin_search_target(base, session.cwd, session.workspace, kind="Directory")
         try:
-            result = await run_rg(argv, base, pager, cwd_fd=pinned.fd)
+            result = await run_rg(argv, base, pager, cwd_fd=pinned.fd, confine=pinned)
             kept = [name for name in pager.kept if still_below(pinned.fd, os.fsdecode(name))]
         finally:
             pinned.close()

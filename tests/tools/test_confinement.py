@@ -15,6 +15,7 @@ import pytest
 
 from mcp_codetools.files import opening
 from mcp_codetools.files.paths import Workspace
+from mcp_codetools.search import sandbox
 from tests.conftest import Caller
 from tests.reliability.deep import listing, make_deep
 
@@ -256,3 +257,73 @@ async def test_grep_shows_paths_as_given_after_pinning(call: Caller, root: Path,
     assert content.startswith("src/sub/a.py:1:needle"), content
     globbed = await call.ok("Grep", {"pattern": "needle", "path": "src", "glob": "src/sub/*.py"})
     assert globbed == "Found 1 file\nsrc/sub/a.py"
+
+
+@pytest.mark.skipif(not sandbox.available(), reason="this kernel has no Landlock")
+async def test_rg_cannot_read_outside_the_pinned_folder_even_through_a_link(root: Path, outside: Path) -> None:
+    """Landlock holds rg below the pinned folder: even told to follow links, it reads nothing outside."""
+    from mcp_codetools.search.args import pin_search_target
+    from mcp_codetools.search.process import run_rg_on
+    from mcp_codetools.search.sinks import LineCollector
+
+    (root / "s").mkdir()
+    (root / "s" / "f.txt").write_text("needle inside\n", encoding="utf-8")
+    (root / "s" / "out").symlink_to(outside)
+    (outside / "g.txt").write_text("needle top secret\n", encoding="utf-8")
+    pinned = pin_search_target(root / "s", root, Workspace([root]))
+    try:
+        collect = LineCollector(1 << 20, sep=b"\n")
+        result = await run_rg_on(
+            ["--no-config", "--follow", "--no-heading", "--null", "-e", "needle", "--"], pinned, collect
+        )
+    finally:
+        pinned.close()
+    shown = b"\n".join(collect.records())
+    assert b"needle inside" in shown
+    assert b"top secret" not in shown, shown
+    assert "Permission denied" in result.stderr
+
+
+def test_only_executables_whose_needs_are_known_are_sandboxed(tmp_path: Path) -> None:
+    from mcp_codetools.search.locate import find_rg
+
+    script = tmp_path / "rg"
+    script.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+    assert sandbox.executable_kind(str(script)) == "other"
+    assert sandbox.executable_kind(str(tmp_path / "missing")) == "other"
+    rg = find_rg()
+    assert rg is not None and sandbox.executable_kind(rg) in ("static", "dynamic")
+
+
+async def test_ignore_files_above_the_searched_folder_still_apply(call: Caller, root: Path) -> None:
+    """rg runs in (and, sandboxed, may read only below) the searched folder, yet the rules above it hold."""
+    (root / ".git").mkdir()
+    (root / ".gitignore").write_text("generated/\n", encoding="utf-8")
+    (root / "src" / "generated").mkdir(parents=True)
+    (root / "src" / "generated" / "g.py").write_text("needle\n", encoding="utf-8")
+    (root / "src" / "a.py").write_text("needle\n", encoding="utf-8")
+    assert await call.ok("Grep", {"pattern": "needle", "path": "src"}) == "Found 1 file\nsrc/a.py"
+    assert await call.ok("Glob", {"pattern": "**/*.py", "path": "src"}) == "src/a.py"
+
+
+async def test_a_glob_whose_folder_changes_while_resolved_is_not_an_internal_error(
+    call: Caller, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """realpath meets a name that was a link at lstat and a folder at readlink (EINVAL): Glob goes on."""
+    import errno
+
+    from mcp_codetools.tools import glob as glob_module
+
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "a" / "b" / "x.txt").write_text("x\n", encoding="utf-8")
+    real_realpath = os.path.realpath
+
+    def flipping(path: object, *args: object, **kwargs: object) -> str:
+        if str(path).endswith("/a/b"):
+            raise OSError(errno.EINVAL, os.strerror(errno.EINVAL), str(path))
+        return real_realpath(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(glob_module.os.path, "realpath", flipping)
+    out = await call("Glob", {"pattern": "a/b/*.txt"})
+    monkeypatch.undo()
+    assert out.meta.get("errorCode") != "internal_error", out.text
