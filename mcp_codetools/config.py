@@ -38,6 +38,11 @@ def _env_names(name: str) -> frozenset[str]:
     return frozenset(part.strip() for part in os.environ.get(name, "").split(",") if part.strip())
 
 
+def _hard_links(raw: str) -> str:
+    """Only an exact "write-through" loosens the rule; anything else (a typo included) keeps "refuse"."""
+    return "write-through" if raw.strip().lower() == "write-through" else "refuse"
+
+
 @dataclass(frozen=True)
 class Settings:
     """How one server instance behaves. Nothing here can be changed by the model."""
@@ -52,6 +57,9 @@ class Settings:
     """Disk one session's saved command output and job logs may take; past it the oldest files go."""
     bash_env_exclude: frozenset[str] = frozenset()
     """Variables Bash commands do not see, besides the server's own `MCP_CODETOOLS_*TOKEN*` secrets."""
+    hard_links: str = "refuse"
+    """Edit/Write on a file with several hard links: "refuse" (default; another link may be outside the
+    roots) or "write-through" (write it in place, so every link sees the change)."""
 
     @classmethod
     def from_env(cls, roots: list[str] | None = None) -> Settings:
@@ -63,6 +71,7 @@ class Settings:
             glob_no_ignore=_env_flag("MCP_CODETOOLS_GLOB_NO_IGNORE"),
             spill_budget_bytes=_env_int("MCP_CODETOOLS_SPILL_BUDGET_BYTES", DEFAULT_SPILL_BUDGET_BYTES),
             bash_env_exclude=_env_names("MCP_CODETOOLS_BASH_ENV_EXCLUDE"),
+            hard_links=_hard_links(os.environ.get("MCP_CODETOOLS_HARD_LINKS", "")),
         )
 
     @property

@@ -16,7 +16,7 @@ import stat
 from pathlib import Path
 
 from mcp_codetools.errors import FileReadOnlyError, InvalidInputError, os_errors
-from mcp_codetools.files.opening import open_checked_dir, open_parent_dir
+from mcp_codetools.files.opening import open_checked_dir, open_child_dir, open_parent_dir
 from mcp_codetools.files.paths import Workspace
 from mcp_codetools.files.stamps import FileStamp, digest_bytes
 
@@ -25,7 +25,7 @@ def ensure_parent(path: Path, workspace: Workspace) -> None:
     """Create missing parent folders one step at a time, each through a checked folder descriptor.
 
     Creating by path would let a folder swapped for a symlink mid-way carry the new folders outside
-    the roots; `mkdir(name, dir_fd=...)` from a descriptor checked inside the roots cannot.
+    the roots; `mkdir(name, dir_fd=...)` from a descriptor opened beneath a root cannot.
     """
     missing: list[str] = []
     parent = path.parent
@@ -39,7 +39,7 @@ def ensure_parent(path: Path, workspace: Workspace) -> None:
         for name in reversed(missing):
             with os_errors("create folder", f"{name} for {path}"), contextlib.suppress(FileExistsError):
                 os.mkdir(name, dir_fd=dfd)
-            child = open_checked_dir(name, workspace, str(path), dir_fd=dfd)
+            child = open_child_dir(name, dfd, str(path))
             os.close(dfd)
             dfd = child
     finally:

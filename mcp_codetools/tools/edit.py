@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 from pydantic import Field
 
 from mcp_codetools.errors import (
@@ -25,6 +26,7 @@ from mcp_codetools.files.editing import (
     created_message,
     load_existing,
     recheck_unchanged,
+    refuse_hard_links,
 )
 from mcp_codetools.files.refusals import missing_file_error
 from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
@@ -72,8 +74,9 @@ class EditTool(Tool[EditInput, Replacement | None]):
         if loaded is None:
             if args.old_string == "":
                 return None
-            raise missing_file_error(path, session.cwd)
+            raise missing_file_error(path, session.cwd, session.workspace)
         check_read_state(session.ledger, path, loaded)
+        refuse_hard_links(path, loaded, session.settings.hard_links)
         body = loaded.body
         if args.old_string == "":
             if loaded.text.strip():
@@ -85,7 +88,11 @@ class EditTool(Tool[EditInput, Replacement | None]):
             old = loaded.convert(args.old_string)
             matches = matching.find_matches(body, old) if old is not None else []
             if not matches:
-                raise OldStringNotFoundError(matching.not_found_message(loaded.text, args.old_string, str(path)))
+                # The closest-region search is bounded but can take a moment: never on the event loop.
+                message = await anyio.to_thread.run_sync(
+                    lambda: matching.not_found_message(loaded.text, args.old_string, str(path))
+                )
+                raise OldStringNotFoundError(message)
             if len(matches) > 1 and not args.replace_all:
                 lines = matching.lines_of(body, [m.start for m in matches[:20]])
                 listed = ", ".join(str(n) for n in lines) + (" …" if len(matches) > 20 else "")

@@ -55,7 +55,7 @@ class ReadTool(Tool[ReadInput]):
         budget = session.settings.max_result_chars - _NOTICE_RESERVE
 
         if not os.path.lexists(path):
-            raise missing_file_error(path, session.cwd)
+            raise missing_file_error(path, session.cwd, session.workspace)
         fd, st = open_regular_for_read(path, session.workspace, str(path))
         try:
             previous = session.ledger.get(path)
@@ -112,7 +112,18 @@ class ReadTool(Tool[ReadInput]):
                 partial=partial,
             )
         )
-        return ToolOutput(_render(path, view, first, max_lines, args.limit is not None), meta=_meta(path, view))
+        text = _render(path, view, first, max_lines, args.limit is not None) + _links_note(st)
+        return ToolOutput(text, meta=_meta(path, view))
+
+
+def _links_note(st: os.stat_result) -> str:
+    """A file with several hard links has other names, maybe outside the roots: Edit and Write refuse it."""
+    if st.st_nlink <= 1:
+        return ""
+    return (
+        f"\n(Note: this file has {st.st_nlink} hard links: the same file also has other names, which may lie "
+        "outside the workspace. Edit and Write refuse it unless the server allows writing through hard links.)"
+    )
 
 
 def _mark_served(session: CodeSession, path: Path) -> None:

@@ -14,6 +14,7 @@ from mcp_codetools.files.editing import (
     created_message,
     load_existing,
     recheck_unchanged,
+    refuse_hard_links,
 )
 from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
@@ -45,6 +46,7 @@ class WriteTool(Tool[WriteInput, Loaded | None]):
         if loaded is None:
             return None
         check_read_state(session.ledger, path, loaded)
+        refuse_hard_links(path, loaded, session.settings.hard_links)
         record = session.ledger.get(path)
         gaps = record.unread_ranges() if record is not None else []
         if gaps:

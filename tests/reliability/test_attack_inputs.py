@@ -11,6 +11,7 @@ Pin a new one the same way.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import resource
 from pathlib import Path
@@ -181,8 +182,31 @@ async def test_special_files_are_refused_without_blocking(arena: Arena, name: st
     assert output.is_error, output.text
 
 
-async def test_a_hard_link_to_an_outside_file_is_written_in_place_and_said(arena: Arena) -> None:
-    """Policy (peers 4.7 item 12): the write reaches the shared inode, and the result says so."""
+async def test_a_hard_link_to_an_outside_file_is_refused_and_said(arena: Arena) -> None:
+    """Policy (issue 12): Edit and Write refuse a file with several links; Read says it has them."""
+    shared = arena.layout.outside / "shared.txt"
+    shared.write_text("shared words\n", encoding="utf-8")
+    os.link(shared, arena.layout.root / "hard")
+    arena.before = Arena.outside(arena.layout)
+    read = await arena.call("Read", {"file_path": "hard"})
+    assert "2 hard links" in read.text, read.text
+    edit = await arena.call("Edit", {"file_path": "hard", "old_string": "shared", "new_string": "changed"})
+    assert edit.is_error and "hard links" in edit.text, edit.text
+    write = await arena.call("Write", {"file_path": "hard", "content": "changed\n"})
+    assert write.is_error and "hard links" in write.text, write.text
+    empty = await arena.call("Edit", {"file_path": "hard", "old_string": "", "new_string": "x"})
+    assert empty.is_error
+    assert shared.read_text(encoding="utf-8") == "shared words\n"
+    await arena.check_world("after Edit and Write on a hard link to an outside file")
+
+
+async def test_a_hard_link_is_written_in_place_and_said_when_allowed(
+    arena: Arena, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With hard_links = "write-through" the write reaches the shared inode, and the result says so."""
+    monkeypatch.setattr(
+        arena.session, "settings", dataclasses.replace(arena.session.settings, hard_links="write-through")
+    )
     shared = arena.layout.outside / "shared.txt"
     shared.write_text("shared words\n", encoding="utf-8")
     os.link(shared, arena.layout.root / "hard")

@@ -12,6 +12,9 @@ from typing import Any
 
 import pytest
 
+from mcp_codetools.files import editing, opening
+from mcp_codetools.search import args as search_args
+
 
 @dataclass
 class FileIO:
@@ -47,8 +50,20 @@ def file_io(path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FileIO]:
 
         return look
 
+    def counting_open(real: Callable[..., int]) -> Callable[..., int]:
+        # Confined opens go through openat2 from a root's descriptor, which raises no audit event.
+        def opened(target: Any, *args: Any, **kwargs: Any) -> int:
+            if os.fspath(target) == name:
+                counts.opens += 1
+            return real(target, *args, **kwargs)
+
+        return opened
+
     monkeypatch.setattr(os, "stat", counting(os.stat))
     monkeypatch.setattr(os, "lstat", counting(os.lstat))
+    confined_open = counting_open(opening.open_beneath)
+    for module in (opening, editing, search_args):
+        monkeypatch.setattr(module, "open_beneath", confined_open)
     _watched.append((name, counts))
     try:
         yield counts

@@ -44,7 +44,9 @@ async def test_write_loads_the_file_once_and_looks_again_only_before_writing(
     await call.ok("Read", {"file_path": str(f)})
     with file_io(f, monkeypatch) as io:
         await call.ok("Write", {"file_path": str(f), "content": "v2\n"})
-    assert io.opens == 1 and io.looks <= 3, io
+    # One open loads it; the last look before writing is an open beneath the root (no symlink can redirect it)
+    # and an fstat, which reads the content again only when the stamp changed.
+    assert io.opens == 2 and io.looks <= 2, io
     assert f.read_text(encoding="utf-8") == "v2\n"
 
 
