@@ -30,6 +30,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="read-only calls that may run at once (default 10, or MCP_CODETOOLS_MAX_TOOL_USE_CONCURRENCY)",
     )
+    parser.add_argument(
+        "--permission-mode",
+        choices=("default", "acceptEdits", "plan", "bypassPermissions"),
+        help="permission mode (default: `default`, or permissions.default_mode in a config file)",
+    )
     parser.add_argument("--log-level", default=os.environ.get("MCP_CODETOOLS_LOG_LEVEL", "WARNING"))
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP: address to listen on (default 127.0.0.1)")
@@ -53,9 +58,11 @@ def main(argv: list[str] | None = None) -> int:
         settings = Settings.from_env(args.root)
         if args.max_concurrency is not None:
             settings = dataclasses.replace(settings, max_concurrency=max(1, args.max_concurrency))
+        from mcp_codetools.policy.config import load_gate
         from mcp_codetools.server import CodeToolsServer
 
-        app = CodeToolsServer(settings)
+        gate = load_gate(settings.roots, mode_flag=args.permission_mode)
+        app = CodeToolsServer(settings, gate=gate)
     except ValueError as exc:
         print(f"mcp-codetools: {exc}", file=sys.stderr)
         return 2

@@ -29,6 +29,7 @@ from pydantic import ValidationError
 
 from mcp_codetools.dispatcher import Ticket
 from mcp_codetools.errors import ErrorCode, InvalidInputError, ToolError
+from mcp_codetools.policy.gate import AnswerNeeded, Asker, PermissionGate
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools.base import CallContext, ProgressFn, Tool, ToolInput, ToolOutput
 
@@ -41,8 +42,10 @@ PROGRESS_INTERVAL_S = 2.0
 class Pipeline:
     """Runs calls for the tools it was built with."""
 
-    def __init__(self, tools: Sequence[Tool[Any]]) -> None:
+    def __init__(self, tools: Sequence[Tool[Any]], gate: PermissionGate | None = None) -> None:
         self.tools: dict[str, Tool[Any]] = {tool.name: tool for tool in tools}
+        self.gate = gate
+        """Rules, modes and hooks (`policy/`); None: path confinement is the whole permission step."""
 
     async def run(
         self,
@@ -51,12 +54,15 @@ class Pipeline:
         arguments: Mapping[str, Any] | None,
         *,
         progress: ProgressFn | None = None,
+        ask: Asker | None = None,
     ) -> ToolOutput:
         # Numbered first, before any await, so the order is the order of arrival.
         ticket = session.dispatcher.admit(name)
         started = time.perf_counter()
         try:
-            output = await self._run(session, ticket, name, arguments, progress)
+            output = await self._run(session, ticket, name, arguments, progress, ask)
+        except AnswerNeeded:
+            raise  # the server asks the client and the call comes again (2026-07-28's input_required round)
         except ToolError as exc:
             output = error_output(exc.code, exc.message)
         except Exception:
@@ -85,6 +91,7 @@ class Pipeline:
         name: str,
         arguments: Mapping[str, Any] | None,
         progress: ProgressFn | None,
+        ask: Asker | None,
     ) -> ToolOutput:
         tool = self.tools.get(name)
         if tool is None:
@@ -97,11 +104,11 @@ class Pipeline:
                 return error_output(InvalidInputError.code, format_validation_error(name, exc))
         safe = _decide_safety(tool, args)
         if progress is None:
-            ctx = CallContext(session=session, changes=ticket.changes)
+            ctx = CallContext(session=session, changes=ticket.changes, ask=ask)
             async with session.dispatcher.slot(ticket, safe=safe):
                 return await self._execute(tool, args, ctx)
         reporter = ProgressReporter(progress)
-        ctx = CallContext(session=session, progress=reporter, changes=ticket.changes)
+        ctx = CallContext(session=session, progress=reporter, changes=ticket.changes, ask=ask)
         async with anyio.create_task_group() as tg:
             tg.start_soon(reporter.keepalive, ticket)
             try:
@@ -112,23 +119,37 @@ class Pipeline:
         raise AssertionError("unreachable: the slot either returns or raises")
 
     async def _execute(self, tool: Tool[Any], args: ToolInput, ctx: CallContext) -> ToolOutput:
-        await check_permission(tool, args, ctx)
+        await check_permission(tool, args, ctx, self.gate)
         prepared = await tool.validate_input(args, ctx)
-        return await tool.call(args, ctx, prepared)
+        output = await tool.call(args, ctx, prepared)
+        if self.gate is not None and self.gate.hooks:
+            notes = await self.gate.after(
+                tool.permission_facts(args, ctx), _hook_input(args), output.text, session_id=ctx.session.id
+            )
+            if notes:
+                output.text += "\n\n" + "\n".join(notes)
+        return output
 
 
-async def check_permission(tool: Tool[Any], args: ToolInput, ctx: CallContext) -> None:
-    """Step 4: may this call go ahead? Today: every path it names resolves inside the roots.
+async def check_permission(tool: Tool[Any], args: ToolInput, ctx: CallContext, gate: PermissionGate | None) -> None:
+    """Step 4: may this call go ahead? Every path it names must resolve inside the roots; then the rules,
+    the mode and the PreToolUse hooks decide, asking the user when they say so.
 
-    The resolved paths are kept in `ctx.paths`, so nothing later resolves them again. Permission rules,
-    modes and hooks (issue 13) decide here too, after the paths are known: they judge real paths,
-    never the spelling the model chose. Asking the client may await, hence async.
+    The resolved paths are kept in `ctx.paths`, so nothing later resolves them again, and the rules judge
+    real paths, never the spelling the model chose.
 
     Raises:
-        PermissionDeniedError: a path lies outside the roots.
+        PermissionDeniedError: a path lies outside the roots, or a rule, the mode, a hook or the user said no.
         InvalidInputError: a path cannot name a file at all (empty, a NUL byte, too long).
     """
     ctx.paths.update(resolve_paths(tool, args, ctx))
+    if gate is not None:
+        facts = tool.permission_facts(args, ctx)
+        await gate.check(facts, _hook_input(args), session_id=ctx.session.id, ask=ctx.ask)
+
+
+def _hook_input(args: ToolInput) -> dict[str, Any]:
+    return args.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def resolve_paths(tool: Tool[Any], args: ToolInput, ctx: CallContext) -> dict[str, Path]:

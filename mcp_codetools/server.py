@@ -17,8 +17,10 @@ from opentelemetry import trace
 
 from mcp_codetools import __version__
 from mcp_codetools.config import Settings
+from mcp_codetools.elicit import input_required, permission_asker
 from mcp_codetools.files.paths import Workspace
 from mcp_codetools.pipeline import META_KEY, Pipeline
+from mcp_codetools.policy.gate import AnswerNeeded, PermissionGate
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools import Tool, default_tools
 from mcp_codetools.tools.base import ProgressFn, ToolOutput
@@ -73,10 +75,12 @@ def to_call_result(output: ToolOutput) -> types.CallToolResult:
 class CodeToolsServer:
     """The server and the sessions it serves: one per connection (on stdio, the process)."""
 
-    def __init__(self, settings: Settings, tools: list[Tool[Any]] | None = None) -> None:
+    def __init__(
+        self, settings: Settings, tools: list[Tool[Any]] | None = None, gate: PermissionGate | None = None
+    ) -> None:
         Workspace(settings.roots)  # refuse a bad root at start-up, not on the first call
         self.settings = settings
-        self.pipeline = Pipeline(tools if tools is not None else default_tools())
+        self.pipeline = Pipeline(tools if tools is not None else default_tools(), gate)
         self._definitions = [tool_definition(tool) for tool in self.pipeline.tools.values()]
         self._sessions: dict[int, CodeSession] = {}
         self.server: Server[Any] = Server(
@@ -130,9 +134,14 @@ class CodeToolsServer:
 
     async def _on_call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         session = self.session_for(ctx)
-        output = await self.pipeline.run(session, params.name, params.arguments, progress=_progress_of(ctx))
+        try:
+            output = await self.pipeline.run(
+                session, params.name, params.arguments, progress=_progress_of(ctx), ask=permission_asker(ctx, params)
+            )
+        except AnswerNeeded as needed:
+            return input_required(needed.question)
         return to_call_result(output)
 
 

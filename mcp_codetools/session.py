@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import shutil
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -42,6 +43,8 @@ class CodeSession:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.id = secrets.token_hex(8)
+        """Names the session to hooks and in the audit log; not a secret, and not the process marker."""
         self.workspace = Workspace(settings.roots)
         self.cwd: Path = self.workspace.roots[0]
         self.ledger = ReadLedger()

@@ -10,6 +10,7 @@ layer never import each other both ways):
     session                                 holds the ledger, history, cwd, jobs and the dispatcher
     tools/                                  one module per tool; tools/base.py is what they share
     pipeline
+    elicit                                  asking the user through the client (speaks MCP)
     server, transport, http_server, manifest   the only modules that speak MCP (doctor runs a client)
     doctor, cli, __main__
 
@@ -36,10 +37,11 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"session"}),
     frozenset({"tools"}),
     frozenset({"pipeline"}),
+    frozenset({"elicit"}),
     frozenset({"server", "transport", "http_server", "manifest"}),
     frozenset({"doctor", "cli", "__main__"}),
 )
-MCP_SPEAKERS = frozenset({"server", "transport", "http_server", "manifest", "doctor"})
+MCP_SPEAKERS = frozenset({"elicit", "server", "transport", "http_server", "manifest", "doctor"})
 """Modules that may import the MCP SDK (doctor only to run a client against the server)."""
 SHARED_BY_TOOLS = {f"{PACKAGE}.tools", f"{PACKAGE}.tools.base"}
 

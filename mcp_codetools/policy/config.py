@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from mcp_codetools.policy.engine import MODES, PROTECTED_PATHS, Mode, Policy
+from mcp_codetools.policy.gate import PermissionGate
+from mcp_codetools.policy.hooks import HookConfigError, Hooks, parse_hooks
 from mcp_codetools.policy.rules import Behaviour, Rule, RuleSyntaxError, parse_rule
 
 PROJECT_FILE = "mcp-codetools.toml"
@@ -233,3 +235,26 @@ def _strings(value: object, where: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise PolicyConfigError(f"{where} must be a list of strings")
     return list(value)
+
+
+def load_gate(
+    roots: Sequence[Path],
+    *,
+    config_file: Path | None = None,
+    mode_flag: str | None = None,
+    sandboxed_bash: bool = False,
+    environ: Mapping[str, str] | None = None,
+) -> PermissionGate:
+    """The permission step the server runs, from every source.
+
+    Raises:
+        PolicyConfigError: a source is bad (the message names it); hook tables included.
+    """
+    config = load_policy_config(roots, config_file=config_file, mode_flag=mode_flag, environ=environ)
+    try:
+        groups = parse_hooks(config.hook_tables())
+    except HookConfigError as exc:
+        raise PolicyConfigError(str(exc)) from None
+    return PermissionGate(
+        config.policy(roots), Hooks(groups), unanswered=config.unanswered_ask, sandboxed_bash=sandboxed_bash
+    )

@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from pydantic_core import PydanticCustomError
 from typing_extensions import TypeVar
 
+from mcp_codetools.policy.engine import CallFacts
+from mcp_codetools.policy.gate import Asker
 from mcp_codetools.session import CodeSession
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -66,6 +68,8 @@ class CallContext:
     paths: dict[str, Path] = field(default_factory=dict)
     progress: ProgressFn = _no_progress
     changes: list[Callable[[], None]] = field(default_factory=list)
+    ask: Asker | None = None
+    """Asks the user to confirm the call (through the client); None when nobody can be asked."""
 
     def defer(self, change: Callable[[], None]) -> None:
         """Queue a session change; the dispatcher commits it in arrival order."""
@@ -95,6 +99,18 @@ class Tool(Generic[InputT, PreparedT]):
     def default_path(self, field_name: str, session: CodeSession) -> str | None:
         """The path a missing optional path field stands for (None: nothing to resolve)."""
         return None
+
+    def permission_facts(self, args: InputT, ctx: CallContext) -> CallFacts:
+        """What the permission rules judge: the resolved paths, read or written as the call is read-only or not."""
+        paths = tuple(ctx.paths.values())
+        read_only = self.is_read_only(args)
+        return CallFacts(
+            self.name,
+            read_only,
+            read_paths=paths if read_only else (),
+            write_paths=() if read_only else paths,
+            cwd=ctx.session.cwd,
+        )
 
     async def validate_input(self, args: InputT, ctx: CallContext) -> PreparedT:
         """State checks (the file was read, has not changed, the string is there); raise a ToolError.

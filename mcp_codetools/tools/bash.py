@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import Field
 
 from mcp_codetools.errors import ExecutionError, InvalidInputError
+from mcp_codetools.policy.engine import CallFacts
 from mcp_codetools.session import CodeSession
 from mcp_codetools.shell import capture as capture_limits
 from mcp_codetools.shell import runner
@@ -85,6 +86,9 @@ class BashTool(Tool[BashInput]):
 
     def is_concurrency_safe(self, args: BashInput) -> bool:
         return self.is_read_only(args)
+
+    def permission_facts(self, args: BashInput, ctx: CallContext) -> CallFacts:
+        return CallFacts(self.name, self.is_read_only(args), command=args.command, cwd=ctx.session.cwd)
 
     async def validate_input(self, args: BashInput, ctx: CallContext) -> None:
         if not args.command.strip():
