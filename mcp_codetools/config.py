@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 DEFAULT_MAX_CONCURRENCY = 10
 DEFAULT_QUEUE_TIMEOUT_S = 600.0
 MAX_RESULT_TOKENS = 25_000
+DEFAULT_SESSION_IDLE_TIMEOUT_S = 30 * 60.0
 
 
 def _env_int(name: str, default: int, minimum: int = 1) -> int:
@@ -33,6 +35,11 @@ def _env_float(name: str, default: float) -> float:
         return default
 
 
+def _env_positive_float(name: str, default: float) -> float:
+    value = _env_float(name, default)
+    return value if math.isfinite(value) and value > 0 else default
+
+
 @dataclass(frozen=True)
 class Settings:
     """How one server instance behaves. Nothing here can be changed by the model."""
@@ -43,6 +50,8 @@ class Settings:
     max_result_tokens: int = MAX_RESULT_TOKENS
     glob_no_ignore: bool = False
     """List gitignored files in Glob too (Claude Code's Glob does by default)."""
+    session_idle_timeout_s: float = DEFAULT_SESSION_IDLE_TIMEOUT_S
+    """HTTP: a session with no request in flight and no open stream for this long is closed (its jobs killed)."""
 
     @classmethod
     def from_env(cls, roots: list[str] | None = None) -> Settings:
@@ -52,6 +61,9 @@ class Settings:
             queue_timeout_s=_env_float("MCP_CODETOOLS_QUEUE_TIMEOUT_S", DEFAULT_QUEUE_TIMEOUT_S),
             max_result_tokens=_env_int("MCP_CODETOOLS_MAX_RESULT_TOKENS", MAX_RESULT_TOKENS, minimum=1000),
             glob_no_ignore=_env_flag("MCP_CODETOOLS_GLOB_NO_IGNORE"),
+            session_idle_timeout_s=_env_positive_float(
+                "MCP_CODETOOLS_SESSION_IDLE_TIMEOUT_S", DEFAULT_SESSION_IDLE_TIMEOUT_S
+            ),
         )
 
     @property
