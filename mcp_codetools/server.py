@@ -124,9 +124,10 @@ class CodeToolsServer:
         """The CodeSession a request belongs to, found through public SDK API only.
 
         Over HTTP the key is the `Mcp-Session-Id` header of the request (`ctx.request` is the HTTP request
-        there): it is the SDK's own identity for a handshake session, minted by the server at `initialize`,
-        bound by the SDK to the credential that opened it, and answered with 404 once the session is gone;
-        its end (DELETE, idle) is seen by the HTTP layer, which closes the CodeSession. Per-request objects
+        there): it is the SDK's own identity for a handshake session, minted at `initialize` (128 random
+        bits), the one thing every later request of that client carries, and answered with 404 by the SDK
+        once the session is gone; its end (DELETE, idle) is seen by the HTTP layer, which closes the
+        CodeSession. `ctx.session._connection` named the same thing through a private attribute. Per-request objects
         (`ctx.session` is a new `ServerSession` for every request) cannot be keys, and 2026-07-28 requests
         carry no client identity at all (see `_handshake_era_over_http`). Without an HTTP request (stdio,
         or an in-process client) one process serves one client, so the process has one session.

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,6 +18,7 @@ import httpx2
 from tests.protocol.stdio_raw import server_command
 
 INIT_PARAMS = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+START_TIMEOUT_S = 30
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
@@ -39,17 +42,21 @@ def http_server(root: Path, *extra: str, env: dict[str, str] | None = None) -> I
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        bufsize=0,  # unbuffered, so select() sees every line that readline() has not taken yet
     )
     assert proc.stderr is not None
     try:
         before: list[str] = []
         first = ""
-        for raw in iter(proc.stderr.readline, b""):  # the server prints it right after binding, or exits
-            first = raw.decode(errors="replace")
-            if "http://" in first:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while "http://" not in first:  # the server prints it right after binding, or exits
+            readable, _, _ = select.select([proc.stderr], [], [], max(0.0, deadline - time.monotonic()))
+            raw = proc.stderr.readline() if readable else b""
+            if not raw:
                 break
-            before.append(first)
-        assert "http://" in first, f"no start-up line; got {before!r}"
+            before.append(first := raw.decode(errors="replace"))
+        assert "http://" in first, f"no start-up line within {START_TIMEOUT_S} s; got {before!r}"
+        before.pop()
         url = first[first.index("http://") :].split(";")[0].strip()
         server = HttpServer(proc, url, first, before)
         stderr = proc.stderr

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import select
 import subprocess
 from pathlib import Path
 
@@ -113,7 +114,12 @@ def test_a_terminal_on_stdin_gets_one_line_saying_what_the_server_waits_for(root
         )
         os.close(terminal)
         assert proc.stderr is not None
-        line = proc.stderr.readline()  # the hint comes before the server reads anything
+        # The hint comes before the server reads anything; bounded, so a server that never says it fails.
+        readable, _, _ = select.select([proc.stderr], [], [], 30)
+        line = proc.stderr.readline() if readable else b""
+        if b"waiting for an MCP client on stdin" not in line:
+            proc.kill()
+            proc.wait()
         assert b"waiting for an MCP client on stdin" in line
         os.write(controller, b"\x04")  # Ctrl-D: end of input on a terminal
         out, err = proc.communicate(timeout=60)
