@@ -316,16 +316,17 @@ def _loop_can_watch(fd: int) -> bool:
 
 
 async def _open_reader(fd: int) -> tuple[asyncio.StreamReader, Callable[[], None]]:
-    """A StreamReader over `fd` (which it owns from now on) and a way to stop reading."""
+    """A StreamReader over `fd`, a duplicate of fd 0 (it owns it from now on), and a way to stop reading."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=MAX_LINE_BYTES)
     if _loop_can_watch(fd):
+        pipe = os.fdopen(fd, "rb", buffering=0)
         try:
-            transport, _ = await loop.connect_read_pipe(
-                lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", buffering=0)
-            )
+            transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
         except (ValueError, OSError) as exc:
             logger.debug("stdin cannot be watched by the event loop (%s); reading it in a thread", exc)
+            pipe.close()
+            fd = os.dup(0)
         else:
             return reader, transport.close
     _ThreadFeed(fd, reader, loop)
@@ -333,14 +334,16 @@ async def _open_reader(fd: int) -> tuple[asyncio.StreamReader, Callable[[], None
 
 
 async def _open_writer(fd: int) -> _LoopWriter | _ThreadWriter:
+    """A writer over `fd`, a duplicate of fd 1 (it owns it from now on)."""
     loop = asyncio.get_running_loop()
     if _loop_can_watch(fd):
+        pipe = os.fdopen(fd, "wb", buffering=0)
         try:
-            transport, protocol = await loop.connect_write_pipe(
-                asyncio.streams.FlowControlMixin, os.fdopen(fd, "wb", buffering=0)
-            )
+            transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, pipe)
         except (ValueError, OSError) as exc:
             logger.debug("stdout cannot be watched by the event loop (%s); writing it in a thread", exc)
+            pipe.close()
+            fd = os.dup(1)
         else:
             return _LoopWriter(asyncio.StreamWriter(transport, protocol, None, loop))
     return _ThreadWriter(fd)
