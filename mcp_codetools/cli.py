@@ -9,7 +9,13 @@ import os
 import sys
 
 from mcp_codetools import __version__
-from mcp_codetools.config import Settings
+from mcp_codetools.roots import settings_from
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _log_level(raw: str) -> str:
+    return raw.strip().upper()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -22,7 +28,7 @@ def _parser() -> argparse.ArgumentParser:
         "--root",
         action="append",
         metavar="DIR",
-        help="a workspace root the tools may use (repeatable; default: the current directory)",
+        help="a workspace root the tools may use (repeatable; default: the current directory, never /)",
     )
     parser.add_argument(
         "--max-concurrency",
@@ -35,27 +41,37 @@ def _parser() -> argparse.ArgumentParser:
         choices=("default", "acceptEdits", "plan", "bypassPermissions"),
         help="permission mode (default: `default`, or permissions.default_mode in a config file)",
     )
-    parser.add_argument("--log-level", default=os.environ.get("MCP_CODETOOLS_LOG_LEVEL", "WARNING"))
+    parser.add_argument(
+        "--log-level",
+        type=_log_level,
+        choices=LOG_LEVELS,
+        metavar="LEVEL",
+        help=f"one of {', '.join(LOG_LEVELS)} (default WARNING, or MCP_CODETOOLS_LOG_LEVEL)",
+    )
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP: address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8765, help="HTTP: port (default 8765)")
+    parser.add_argument("--port", type=int, default=8765, help="HTTP: port (default 8765; 0 picks a free one)")
     parser.add_argument("command", nargs="?", choices=("serve", "doctor"), default="serve")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    level = args.log_level
+    if level is None:
+        level = _log_level(os.environ.get("MCP_CODETOOLS_LOG_LEVEL", "WARNING"))
+        if level not in LOG_LEVELS:
+            parser.error(f"MCP_CODETOOLS_LOG_LEVEL: invalid choice: {level!r} (choose from {', '.join(LOG_LEVELS)})")
     logging.basicConfig(
-        stream=sys.stderr,
-        level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr, level=getattr(logging, level), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     if args.command == "doctor":
         from mcp_codetools.doctor import run_doctor
 
         return run_doctor(args.root)
     try:
-        settings = Settings.from_env(args.root)
+        settings = settings_from(args.root)
         if args.max_concurrency is not None:
             settings = dataclasses.replace(settings, max_concurrency=max(1, args.max_concurrency))
         from mcp_codetools.policy.config import load_gate
@@ -66,15 +82,21 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"mcp-codetools: {exc}", file=sys.stderr)
         return 2
-    import anyio
-
     if args.transport == "http":
         from mcp_codetools.http_server import serve_http
 
-        serve_http(app, args.host, args.port)
-        return 0
+        return serve_http(app, args.host, args.port)
+    import anyio
+
     from mcp_codetools.transport import serve_stdio
 
+    if sys.stdin.isatty():
+        print(
+            "mcp-codetools: waiting for an MCP client on stdin (an MCP client starts this server itself; "
+            "see --help, or `mcp-codetools doctor` to check the install; Ctrl-D quits)",
+            file=sys.stderr,
+            flush=True,
+        )
     try:
         anyio.run(serve_stdio, app.server)
     except KeyboardInterrupt:

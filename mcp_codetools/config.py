@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,6 +11,7 @@ DEFAULT_MAX_CONCURRENCY = 10
 DEFAULT_QUEUE_TIMEOUT_S = 600.0
 MAX_RESULT_TOKENS = 25_000
 DEFAULT_SPILL_BUDGET_BYTES = 2 << 30
+DEFAULT_SESSION_IDLE_TIMEOUT_S = 30 * 60.0
 
 
 def _env_int(name: str, default: int, minimum: int = 1) -> int:
@@ -43,6 +45,11 @@ def _hard_links(raw: str) -> str:
     return "write-through" if raw.strip().lower() == "write-through" else "refuse"
 
 
+def _env_positive_float(name: str, default: float) -> float:
+    value = _env_float(name, default)
+    return value if math.isfinite(value) and value > 0 else default
+
+
 @dataclass(frozen=True)
 class Settings:
     """How one server instance behaves. Nothing here can be changed by the model."""
@@ -60,6 +67,8 @@ class Settings:
     hard_links: str = "refuse"
     """Edit/Write on a file with several hard links: "refuse" (default; another link may be outside the
     roots) or "write-through" (write it in place, so every link sees the change)."""
+    session_idle_timeout_s: float = DEFAULT_SESSION_IDLE_TIMEOUT_S
+    """HTTP: a session with no request in flight and no open stream for this long is closed (its jobs killed)."""
 
     @classmethod
     def from_env(cls, roots: list[str] | None = None) -> Settings:
@@ -72,6 +81,9 @@ class Settings:
             spill_budget_bytes=_env_int("MCP_CODETOOLS_SPILL_BUDGET_BYTES", DEFAULT_SPILL_BUDGET_BYTES),
             bash_env_exclude=_env_names("MCP_CODETOOLS_BASH_ENV_EXCLUDE"),
             hard_links=_hard_links(os.environ.get("MCP_CODETOOLS_HARD_LINKS", "")),
+            session_idle_timeout_s=_env_positive_float(
+                "MCP_CODETOOLS_SESSION_IDLE_TIMEOUT_S", DEFAULT_SESSION_IDLE_TIMEOUT_S
+            ),
         )
 
     @property
