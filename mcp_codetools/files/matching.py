@@ -250,6 +250,8 @@ def window(
         after_end = len(text) if found == -1 else found
     before = _lines(text, before_start, region_start, decode)[:-1] if region_start > before_start else []
     after = _lines(text, region_end + 1, after_end, decode) if after_end > region_end + 1 else []
+    if after and after[-1] == "" and after_end == len(text) and text.endswith(nl):
+        after.pop()  # the final newline ends the last line; it does not start another
     region = _lines(text, region_start, region_end, decode)
     return Window(first_region_line - len(before), before, region, after)
 
