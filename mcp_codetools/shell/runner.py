@@ -50,6 +50,7 @@ import anyio
 
 from mcp_codetools.shell import procs
 from mcp_codetools.shell.capture import OutputCapture
+from mcp_codetools.shell.sandbox import Confinement
 
 BASH = shutil.which("bash") or "/bin/bash"
 TERM_GRACE_S = 1.0
@@ -142,14 +143,27 @@ def with_marker(env: Mapping[str, str], marker: Marker) -> dict[str, str]:
 
 
 def spawn(
-    command: str, *, cwd: Path, env: Mapping[str, str], output_fd: int, cwd_fd: int | None = None
+    command: str,
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    output_fd: int,
+    cwd_fd: int | None = None,
+    confinement: Confinement | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start `command`; its group id is its pid. With `cwd_fd`, bash reports its final cwd there.
 
+    With a `confinement`, bash runs inside the sandbox (bwrap or the Landlock launcher is the process
+    started, and bash its descendant: the group, the markers and the cwd pipe all carry through).
+
     Raises:
         OSError: the cwd is gone, the command is too long for an argument, bash is missing.
+        RuntimeError: a sandboxed spawn outside the event loop's thread (see `require_loop_thread`).
     """
     argv = [BASH, "-c", command] if cwd_fd is None else [BASH, "-c", _WRAPPER.format(fd=cwd_fd), "bash", command]
+    if confinement is not None:
+        require_loop_thread()
+        argv, env = confinement.wrap(argv, cwd=cwd, env=env)
     return subprocess.Popen(
         argv,
         stdin=subprocess.DEVNULL,
@@ -162,6 +176,22 @@ def spawn(
     )
 
 
+def require_loop_thread() -> None:
+    """Refuse to start a sandboxed command from a thread that may end before it.
+
+    bwrap's `--die-with-parent` is a parent-death signal, and Linux sends it when the *thread* that forked
+    the process exits, not the process: a command spawned from a worker thread (which anyio retires when
+    idle) would be killed mid-run. The event loop's thread lives as long as the server.
+    """
+    try:
+        anyio.get_current_task()
+    except Exception:
+        raise RuntimeError(
+            "a sandboxed command must be started from the event loop's thread: bwrap's --die-with-parent "
+            "would kill it when a shorter-lived thread exits"
+        ) from None
+
+
 async def run(
     command: str,
     *,
@@ -170,6 +200,7 @@ async def run(
     timeout_s: float,
     capture: OutputCapture,
     progress: Progress | None = None,
+    confinement: Confinement | None = None,
 ) -> RunResult:
     """Run `command` to its end or its timeout, capturing output; never leaves a process running."""
     marker = Marker.new(CALL_VAR)
@@ -178,7 +209,9 @@ async def run(
     try:
         try:
             forks = procs.fork_count()
-            proc = spawn(command, cwd=cwd, env=with_marker(env, marker), output_fd=out_w, cwd_fd=cwd_w)
+            proc = spawn(
+                command, cwd=cwd, env=with_marker(env, marker), output_fd=out_w, cwd_fd=cwd_w, confinement=confinement
+            )
         finally:
             os.close(out_w)
             os.close(cwd_w)
@@ -188,7 +221,10 @@ async def run(
         started = time.monotonic()
         watcher = ExitWatcher(proc)
         try:
-            timed_out, leftovers = await _supervise(proc, watcher, marker, out_r, capture, timeout_s, progress, started)
+            namespace = confinement is not None and confinement.pid_namespace
+            timed_out, leftovers = await _supervise(
+                proc, watcher, marker, out_r, capture, timeout_s, progress, started, namespace
+            )
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await stop(proc, watcher, marker)
@@ -217,6 +253,7 @@ async def _supervise(
     timeout_s: float,
     progress: Progress | None,
     started: float,
+    namespace: bool = False,
 ) -> tuple[bool, bool]:
     """Wait for exit or timeout while pumping output; returns (timed_out, leftovers_stopped)."""
     eof = anyio.Event()
@@ -226,6 +263,8 @@ async def _supervise(
         exited = await _wait_with_progress(watcher, capture, started + timeout_s, progress, started)
         if exited:
             proc.poll()
+            if namespace:
+                await namespace_teardown(proc.pid, marker)
             remaining = await Leftovers.find(proc.pid, marker)
             if remaining:
                 # Leftovers keep the pipe open, so end of file will not come: give what they are about to
@@ -344,6 +383,21 @@ async def stop(proc: subprocess.Popen[bytes], watcher: ExitWatcher, marker: Mark
     signal_pids(strays, signal.SIGKILL)
 
 
+async def namespace_teardown(pgid: int, marker: Marker) -> None:
+    """Wait (bounded) for a sandbox's PID namespace to finish dying after its wrapper exited.
+
+    bwrap reports the command's exit and leaves while the namespace's first process is still exiting;
+    the kernel then kills everything left inside. What is seen meanwhile is that teardown, not
+    leftovers: waiting for it keeps a finished command from being reported as having left processes.
+    Anything still there after the bound is stopped as usual by the caller.
+    """
+    remaining = await Leftovers.find(pgid, marker)
+    if remaining:
+        await remaining.gone_within(KILL_WAIT_S)
+        for carrier in remaining.carriers:
+            carrier.close()
+
+
 async def stop_remaining(pgid: int | None, marker: Marker | None) -> bool:
     """After the group leader is reaped: stop what is alive in the group or carries `marker`. True if any was."""
     remaining = await Leftovers.find(pgid, marker)
@@ -450,14 +504,14 @@ class Leftovers:
         """TERM, the grace period, then KILL for what is left, including carriers started meanwhile."""
         try:
             self._send(signal.SIGTERM)
-            gone = await self._gone_within(TERM_GRACE_S)
+            gone = await self.gone_within(TERM_GRACE_S)
             for _ in range(RESCAN_ROUNDS):
                 late = await self._late_carriers()
                 if gone and not late:
                     return
                 self.carriers.extend(late)
                 self._send(signal.SIGKILL)
-                gone = await self._gone_within(KILL_WAIT_S)
+                gone = await self.gone_within(KILL_WAIT_S)
         finally:
             for carrier in self.carriers:
                 carrier.close()
@@ -477,7 +531,7 @@ class Leftovers:
             return True
         return not all(carrier.exited() for carrier in self.carriers)
 
-    async def _gone_within(self, seconds: float) -> bool:
+    async def gone_within(self, seconds: float) -> bool:
         deadline = time.monotonic() + seconds
         delay = 0.005
         while self._alive():
