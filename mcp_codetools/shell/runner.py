@@ -384,12 +384,13 @@ async def stop(proc: subprocess.Popen[bytes], watcher: ExitWatcher, marker: Mark
 
 
 async def namespace_teardown(pgid: int, marker: Marker) -> None:
-    """Wait (bounded) for a sandbox's PID namespace to finish dying after its wrapper exited.
+    """Wait (bounded) for a sandbox's PID namespace to be gone after its wrapper exited.
 
-    bwrap reports the command's exit and leaves while the namespace's first process is still exiting;
-    the kernel then kills everything left inside. What is seen meanwhile is that teardown, not
-    leftovers: waiting for it keeps a finished command from being reported as having left processes.
-    Anything still there after the bound is stopped as usual by the caller.
+    The command is the namespace's first process (`--as-pid-1`), and the kernel finishes that process's
+    exit only once everything else in the namespace is dead, so normally nothing is left to see and this
+    costs one signal-0 probe. Were bwrap to report before that (as it does with its own init process in
+    the namespace), what is seen is the teardown, not leftovers: waiting keeps a finished command from
+    being reported as having left processes. Anything still there after the bound is stopped as usual.
     """
     remaining = await Leftovers.find(pgid, marker)
     if remaining:

