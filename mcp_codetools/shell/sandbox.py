@@ -121,6 +121,7 @@ class Sandbox:
         """
         passed = filter_env(env, self.settings.env)
         folders = _real_folders(writable)
+        cwd = Path(os.path.realpath(cwd))  # a link to it may not exist inside (one kept in the private /tmp)
         if tmpdir is not None and self.backend == "landlock":
             passed["TMPDIR"] = str(tmpdir)  # /tmp is shared and not writable under Landlock
         if self.backend == "bwrap":

@@ -198,3 +198,13 @@ def test_a_bad_environment_value_stops_the_server_with_a_message(tmp_path: Path)
     )  # fmt: skip
     assert done.returncode == 2
     assert "MCP_CODETOOLS_SANDBOX='perhaps' is not an on/off value" in done.stderr
+
+
+def test_a_symlinked_root_is_bound_by_its_real_path(sandbox: Sandbox, tmp_path: Path, outside: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    link = outside / "link"  # outside /tmp: bwrap's private /tmp would hide a link kept there
+    link.symlink_to(real)
+    done = run(sandbox, link, f"echo via-link > {link}/a.txt && echo via-real > {real}/b.txt")
+    assert done.returncode == 0, done.stderr
+    assert (real / "a.txt").read_text() == "via-link\n" and (real / "b.txt").read_text() == "via-real\n"
