@@ -18,6 +18,11 @@ How a command runs:
   exits, the pipe is drained until end of file for at most `DRAIN_S`, then anything still alive in
   its group or carrying the call's marker is stopped.
 
+With the sandbox on (`shell.sandbox`), the process started is bwrap or the Landlock launcher, with bash
+inside it: the group, the markers (on the sandbox's environment allow-list) and the cwd pipe (an
+inherited fd) all carry through, and /proc shows bwrap's PID-namespace processes under their host pids,
+so the scans below find them as they find any other.
+
 Every exit path stops the command the same way: SIGTERM to the group, to descendants that left it (found
 in /proc while bash is alive) and to every process carrying the call's marker (`setsid -f`, double-forked
 daemons), SIGKILL after `TERM_GRACE_S`, then reap. On cancellation this runs in a shielded scope, so a
