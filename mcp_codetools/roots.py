@@ -31,5 +31,3 @@ def settings_from(roots: list[str] | None) -> Settings:
     settings = Settings.from_env(roots)
     Workspace(settings.roots)  # the check the server makes at start, with its message
     return settings
-
-
