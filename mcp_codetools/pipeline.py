@@ -18,6 +18,7 @@ with its traceback and answered as an internal error; cancellation always propag
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -146,6 +147,9 @@ async def check_permission(tool: Tool[Any], args: ToolInput, ctx: CallContext, g
     if gate is not None:
         facts = tool.permission_facts(args, ctx)
         await gate.check(facts, _hook_input(args), session_id=ctx.session.id, ask=ctx.ask)
+        policy = gate.policy
+        if any(rule.is_path_rule and rule.covers_tool(tool.name) for rule in policy.deny):
+            ctx.hidden = functools.partial(policy.hides, tool.name)  # Grep and Glob leave such files out
 
 
 def _hook_input(args: ToolInput) -> dict[str, Any]:

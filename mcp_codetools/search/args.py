@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -205,6 +205,31 @@ def names_below(target: PinnedTarget, names: Sequence[bytes]) -> tuple[list[byte
         name for name in names if name.startswith(prefix) and still_below(target.fd, os.fsdecode(name[len(prefix) :]))
     ]
     return kept, len(names) - len(kept)
+
+
+def hidden_names(
+    target: PinnedTarget, hidden: Callable[[str], bool] | None, *, prefixed: bool = True
+) -> Callable[[bytes], bool] | None:
+    """A test for names as rg printed them (`prefixed`: as `run_rg_on` shows them, with the target's prefix):
+    whether a deny rule hides that file.
+
+    None when nothing can be hidden (no rule, or one file searched: its path was already checked), so
+    the common case costs nothing. A name rg printed is relative to the folder it ran in; the rules judge
+    the real absolute path, which is the folder's real path joined to it (rg follows no symlinks). A name
+    without the prefix cannot be placed, so it counts as hidden.
+    """
+    if hidden is None or not target.is_dir:
+        return None
+    prefix = target.rename()[1] if prefixed else b""
+    start = len(prefix)
+    base = str(target.real).rstrip("/") + "/"
+
+    def is_hidden(name: bytes) -> bool:
+        if not name.startswith(prefix):
+            return True
+        return hidden(base + os.fsdecode(name[start:]))
+
+    return is_hidden
 
 
 def dropped_note(dropped: int) -> str:

@@ -8,7 +8,7 @@ has enough, the runner kills rg at once, so a search never costs more than its r
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import anyio
@@ -165,3 +165,32 @@ class LinePager:
         self.kept_bytes += cost
         if self.limit is not None and len(self.kept) >= self.limit:
             self._taking = False
+
+
+class Unhidden:
+    """A sink that passes on only the records (ended by `sep`) that `hidden` does not name, so the sink
+    behind it counts and pages what may be shown. Records are whole when passed on; `flush` passes a
+    last one that had no separator."""
+
+    def __init__(self, sink: Callable[[bytes], bool], hidden: Callable[[bytes], bool], sep: bytes) -> None:
+        self.sink = sink
+        self.hidden = hidden
+        self.sep = sep
+        self._rest = b""
+
+    def __call__(self, chunk: bytes) -> bool:
+        data = self._rest + chunk if self._rest else chunk
+        end = data.rfind(self.sep) + 1
+        self._rest = data[end:]
+        if not end:
+            return True
+        records = data[: end - 1].split(self.sep)
+        kept = [record for record in records if not self.hidden(record)]
+        if len(kept) == len(records):
+            return self.sink(data[:end])
+        return self.sink(self.sep.join(kept) + self.sep) if kept else True
+
+    def flush(self) -> None:
+        rest, self._rest = self._rest, b""
+        if rest and not self.hidden(rest):
+            self.sink(rest)

@@ -70,6 +70,8 @@ class CallContext:
     changes: list[Callable[[], None]] = field(default_factory=list)
     ask: Asker | None = None
     """Asks the user to confirm the call (through the client); None when nobody can be asked."""
+    hidden: Callable[[str], bool] | None = None
+    """Whether a deny rule hides a file (absolute real path) from this tool's listings; None when no rule can."""
 
     def defer(self, change: Callable[[], None]) -> None:
         """Queue a session change; the dispatcher commits it in arrival order."""

@@ -10,7 +10,7 @@ it in path order (path_order.py); over one file it keeps one page and merely cou
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -25,6 +25,7 @@ from mcp_codetools.search.args import (
     check_search_path,
     dropped_note,
     filter_args,
+    hidden_names,
     is_option_like,
     names_below,
     pin_search_target,
@@ -50,6 +51,8 @@ LONG_LINE_MARKER = b"[... omitted end of long line]"
 NARROW = "To narrow the search, use path, glob, type or a more specific pattern."
 
 OutputMode = Literal["content", "files_with_matches", "count"]
+Hidden = Callable[[bytes], bool] | None
+"""Whether a deny rule hides a file named as results show it (see `hidden_names`); None: nothing is hidden."""
 T = TypeVar("T")
 
 
@@ -176,11 +179,14 @@ async def _search(args: GrepInput, ctx: CallContext, pinned: PinnedTarget) -> To
     argv = build_args(args, by_file=by_file, glob_base=pinned.shown if pinned.is_dir else "")
     limit = DEFAULT_HEAD_LIMIT if args.head_limit is None else (args.head_limit or None)
     page = Page(args.offset, limit, min(MAX_RESULT_CHARS, ctx.session.settings.max_result_chars))
+    # Files a deny rule covers are left out before counting and paging, without a word about them.
+    hidden = hidden_names(pinned, ctx.hidden)
     if args.output_mode == "content":
-        return await _content(argv, pinned, page, by_file=by_file, context=_context_lines(args) != (0, 0))
+        context = _context_lines(args) != (0, 0)
+        return await _content(argv, pinned, page, by_file=by_file, context=context, hidden=hidden)
     if args.output_mode == "count":
-        return await _count(argv, pinned, page)
-    return await _files(argv, cwd, pinned, page)
+        return await _count(argv, pinned, page, hidden)
+    return await _files(argv, cwd, pinned, page, hidden)
 
 
 BIG_BINARY_BYTES = 64 * 2**20
@@ -305,12 +311,14 @@ def _problem_note(result: RgResult) -> str:
     return f"\n\n(rg reported a problem with some files: {first})"
 
 
-async def _files(argv: list[str], cwd: Path, pinned: PinnedTarget, page: Page) -> ToolOutput:
+async def _files(argv: list[str], cwd: Path, pinned: PinnedTarget, page: Page, hidden: Hidden) -> ToolOutput:
     collect = LineCollector(MAX_LIST_BYTES)
     result = await run_rg_on(argv, pinned, collect, sep=b"\0")
     names = collect.records()
     if result.failed and not names:
         raise _failure(result)
+    if hidden is not None:
+        names = [name for name in names if not hidden(name)]
     names = await newest_first(names, cwd)
     window, dropped = names_below(pinned, page.window(names))
     total = len(names) - dropped
@@ -328,7 +336,7 @@ async def _files(argv: list[str], cwd: Path, pinned: PinnedTarget, page: Page) -
     return ToolOutput(text, meta=meta)
 
 
-async def _count(argv: list[str], pinned: PinnedTarget, page: Page) -> ToolOutput:
+async def _count(argv: list[str], pinned: PinnedTarget, page: Page, hidden: Hidden) -> ToolOutput:
     collect = LineCollector(MAX_LIST_BYTES, sep=b"\n")
     result = await run_rg_on(argv, pinned, collect)
     records = collect.records()
@@ -337,6 +345,8 @@ async def _count(argv: list[str], pinned: PinnedTarget, page: Page) -> ToolOutpu
     counts: list[tuple[bytes, int]] = []
     for record in records:
         name, _, number = record.rpartition(b"\0")
+        if hidden is not None and hidden(name):
+            continue
         counts.append((name, int(number) if number.isdigit() else 0))
     # rg's parallel order changes from run to run; path order (content mode's) keeps pages stable.
     counts.sort(key=lambda item: path_key(item[0]))
@@ -359,12 +369,16 @@ async def _count(argv: list[str], pinned: PinnedTarget, page: Page) -> ToolOutpu
     return ToolOutput(text, meta=meta)
 
 
-async def _content(argv: list[str], pinned: PinnedTarget, page: Page, *, by_file: bool, context: bool) -> ToolOutput:
+async def _content(
+    argv: list[str], pinned: PinnedTarget, page: Page, *, by_file: bool, context: bool, hidden: Hidden
+) -> ToolOutput:
     if by_file:
         blocks = FileBlocks(MAX_COUNT_BYTES, context=context)
         try:
             result = await run_rg_on(argv, pinned, blocks)
             blocks.finish()
+            if hidden is not None:
+                blocks.drop(hidden)
             kept, cut = await anyio.to_thread.run_sync(blocks.page, page.offset, page.limit, page.budget)
         finally:
             blocks.close()
