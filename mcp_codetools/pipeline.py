@@ -18,7 +18,6 @@ with its traceback and answered as an internal error; cancellation always propag
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -31,6 +30,7 @@ from pydantic import ValidationError
 from mcp_codetools.dispatcher import Ticket
 from mcp_codetools.errors import ErrorCode, InvalidInputError, ToolError
 from mcp_codetools.policy.gate import AnswerNeeded, Asker, PermissionGate
+from mcp_codetools.policy.hiding import Hider
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools.base import CallContext, ProgressFn, Tool, ToolInput, ToolOutput
 
@@ -147,9 +147,7 @@ async def check_permission(tool: Tool[Any], args: ToolInput, ctx: CallContext, g
     if gate is not None:
         facts = tool.permission_facts(args, ctx)
         await gate.check(facts, _hook_input(args), session_id=ctx.session.id, ask=ctx.ask)
-        policy = gate.policy
-        if any(rule.is_path_rule and rule.covers_tool(tool.name) for rule in policy.deny):
-            ctx.hidden = functools.partial(policy.hides, tool.name)  # Grep and Glob leave such files out
+        ctx.hidden = Hider.for_tool(gate.policy, tool.name)  # Grep and Glob leave out what deny rules hide
 
 
 def _hook_input(args: ToolInput) -> dict[str, Any]:

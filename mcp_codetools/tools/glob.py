@@ -140,6 +140,8 @@ class GlobTool(SearchTool[GlobInput]):
         pinned = pin_search_target(base, session.cwd, session.workspace, kind="Directory")
         try:
             # Files a deny rule covers are left out before the pager counts, without a word about them.
+            if ctx.hidden is not None:
+                argv += ctx.hidden.rg_globs(str(pinned.real))
             hidden = hidden_names(pinned, ctx.hidden, prefixed=False)
             unhidden = None if hidden is None else Unhidden(pager, hidden, b"\0")
             result = await run_rg(argv, base, unhidden or pager, cwd_fd=pinned.fd, confine=pinned)

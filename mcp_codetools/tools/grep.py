@@ -176,7 +176,9 @@ async def _search(args: GrepInput, ctx: CallContext, pinned: PinnedTarget) -> To
         )
     # Over a folder rg prints a path on every line; content mode then regroups by file (path_order.py).
     by_file = args.output_mode == "content" and pinned.is_dir
-    argv = build_args(args, by_file=by_file, glob_base=pinned.shown if pinned.is_dir else "")
+    # rg need not read what deny rules hide (the filter below is the judge; these only spare work).
+    hidden_globs = ctx.hidden.rg_globs(str(pinned.real)) if ctx.hidden is not None and pinned.is_dir else []
+    argv = build_args(args, by_file=by_file, glob_base=pinned.shown if pinned.is_dir else "", excludes=hidden_globs)
     limit = DEFAULT_HEAD_LIMIT if args.head_limit is None else (args.head_limit or None)
     page = Page(args.offset, limit, min(MAX_RESULT_CHARS, ctx.session.settings.max_result_chars))
     # Files a deny rule covers are left out before counting and paging, without a word about them.
@@ -202,10 +204,11 @@ def _large_named_binary_file(pinned: PinnedTarget) -> bool:
         return False
 
 
-def build_args(args: GrepInput, *, by_file: bool, glob_base: str = "") -> list[str]:
+def build_args(args: GrepInput, *, by_file: bool, glob_base: str = "", excludes: Sequence[str] = ()) -> list[str]:
     """rg's argument list: model input only as `--flag=value` or after `-e`; the pinned target's path follows.
 
     rg runs in the searched folder, `glob_base` as the model names it: globs are rebased onto it.
+    `excludes` (`--glob=!…`) come last, so they win over the model's globs.
     """
     argv = base_args()
     if args.case_insensitive:
@@ -217,6 +220,7 @@ def build_args(args: GrepInput, *, by_file: bool, glob_base: str = "") -> list[s
     globs = rebase_globs(split_globs(args.glob), glob_base)
     argv += filter_args(globs) if globs is not None else ["--glob=!*"]  # no glob can match below the folder
     argv += vcs_excludes()
+    argv += excludes
     if args.output_mode == "files_with_matches":
         argv += ["--files-with-matches", "--null"]
     elif args.output_mode == "count":

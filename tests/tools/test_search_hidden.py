@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -10,6 +11,8 @@ from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.policy.config import load_gate
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools import default_tools
+from mcp_codetools.tools import glob as glob_module
+from mcp_codetools.tools import grep as grep_module
 from tests.conftest import Caller
 
 pytestmark = pytest.mark.anyio
@@ -162,3 +165,27 @@ async def test_rules_without_paths_hide_nothing(tree: Path, session: CodeSession
     call = Caller(gated(tree, '["Bash(rm *)", "WebFetch"]'), session)
     grep = await call.ok("Grep", {"pattern": "needle", "head_limit": 0})
     assert sorted(listed(grep)) == sorted(VISIBLE + HIDDEN)
+
+
+async def test_rg_is_told_to_skip_what_the_rules_hide(hiding: Caller, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[list[str]] = []
+    real_on, real_run = grep_module.run_rg_on, glob_module.run_rg
+
+    async def grep_spy(args: Any, *rest: Any, **kw: Any) -> Any:
+        seen.append(list(args))
+        return await real_on(args, *rest, **kw)
+
+    async def glob_spy(args: Any, *rest: Any, **kw: Any) -> Any:
+        seen.append(list(args))
+        return await real_run(args, *rest, **kw)
+
+    monkeypatch.setattr(grep_module, "run_rg_on", grep_spy)
+    monkeypatch.setattr(glob_module, "run_rg", glob_spy)
+    await hiding.ok("Grep", {"pattern": "needle", "glob": "src/**"})
+    await hiding.ok("Glob", {"pattern": "**/*"})
+    await hiding.ok("Grep", {"pattern": "needle", "path": "src"})
+    at_root = {"--glob=!**/.env", "--glob=!/secrets/**"}
+    assert at_root <= set(seen[0]) and at_root <= set(seen[1])
+    assert "--glob=!**/.env" in seen[2] and "--glob=!/secrets/**" not in seen[2]
+    # After the model's own globs, so an include glob cannot pull a hidden file back in.
+    assert seen[0].index("--glob=!**/.env") > seen[0].index("--glob=src/**")
