@@ -43,7 +43,7 @@ class Hider:
                 by_base.setdefault(base, []).append(rule.path_body)
         self._bases = [(base, path_regex(bodies)) for base, bodies in by_base.items()]
         # A rule with no literal (`*/*`) could match any path: then every path is matched.
-        self._literals: tuple[str, ...] | None = None if "" in literals else tuple(literals)
+        self.literals: tuple[str, ...] | None = None if "" in literals else tuple(literals)
 
     @classmethod
     def for_tool(cls, policy: Policy, tool: str) -> Hider | None:
@@ -62,7 +62,7 @@ class Hider:
         return _BUILT[key][1]
 
     def __call__(self, path: str) -> bool:
-        literals = self._literals
+        literals = self.literals
         if literals is not None and not any(literal in path for literal in literals):
             return False
         for base, pattern in self._bases:

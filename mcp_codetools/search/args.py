@@ -13,6 +13,7 @@ import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from mcp_codetools.errors import FileMissingError, NotAFileError, ToolError, os_errors
 from mcp_codetools.files.opening import open_below, open_beneath, open_error
@@ -207,11 +208,26 @@ def names_below(target: PinnedTarget, names: Sequence[bytes]) -> tuple[list[byte
     return kept, len(names) - len(kept)
 
 
-def hidden_names(
-    target: PinnedTarget, hidden: Callable[[str], bool] | None, *, prefixed: bool = True
-) -> Callable[[bytes], bool] | None:
-    """A test for names as rg printed them (`prefixed`: as `run_rg_on` shows them, with the target's prefix):
-    whether a deny rule hides that file.
+class Hides(Protocol):
+    """A deny-rule test for absolute real paths (policy/hiding.py's Hider)."""
+
+    literals: tuple[str, ...] | None
+
+    def __call__(self, path: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class HiddenNames:
+    """Which names, as rg printed them, deny rules hide; see `hidden_names`."""
+
+    is_hidden: Callable[[bytes], bool]
+    literals: tuple[bytes, ...] | None
+    """Byte strings one of which every hidden name holds, so a name without any is visible unasked;
+    None when any name may be hidden."""
+
+
+def hidden_names(target: PinnedTarget, hidden: Hides | None, *, prefixed: bool = True) -> HiddenNames | None:
+    """Which names rg prints (`prefixed`: as `run_rg_on` shows them, with the target's prefix) a deny rule hides.
 
     None when nothing can be hidden (no rule, or one file searched: its path was already checked), so
     the common case costs nothing. A name rg printed is relative to the folder it ran in; the rules judge
@@ -229,7 +245,12 @@ def hidden_names(
             return True
         return hidden(base + os.fsdecode(name[start:]))
 
-    return is_hidden
+    # A literal has no slash, so it lies wholly in the folder's path or wholly in the name; in the folder's
+    # path, every name holds it.
+    literals = hidden.literals
+    if literals is not None and any(literal in base for literal in literals):
+        literals = None
+    return HiddenNames(is_hidden, None if literals is None else tuple(os.fsencode(lit) for lit in literals))
 
 
 def dropped_note(dropped: int) -> str:

@@ -143,7 +143,7 @@ class GlobTool(SearchTool[GlobInput]):
             if ctx.hidden is not None:
                 argv += ctx.hidden.rg_globs(str(pinned.real))
             hidden = hidden_names(pinned, ctx.hidden, prefixed=False)
-            unhidden = None if hidden is None else Unhidden(pager, hidden, b"\0")
+            unhidden = None if hidden is None else Unhidden(pager, hidden.is_hidden, b"\0", literals=hidden.literals)
             result = await run_rg(argv, base, unhidden or pager, cwd_fd=pinned.fd, confine=pinned)
             if unhidden is not None:
                 unhidden.flush()

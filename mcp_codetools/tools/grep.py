@@ -10,7 +10,7 @@ it in path order (path_order.py); over one file it keeps one page and merely cou
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -20,6 +20,7 @@ from pydantic_core import PydanticCustomError
 
 from mcp_codetools.errors import ExecutionError, InvalidInputError
 from mcp_codetools.search.args import (
+    HiddenNames,
     PinnedTarget,
     base_args,
     check_search_path,
@@ -35,7 +36,7 @@ from mcp_codetools.search.args import (
 )
 from mcp_codetools.search.path_order import CONTEXT_SEPARATOR, MATCH_SEPARATOR, FileBlocks, path_key
 from mcp_codetools.search.process import RgResult, run_rg_on
-from mcp_codetools.search.sinks import LineCollector, LinePager, fit_lines, newest_first
+from mcp_codetools.search.sinks import LineCollector, LinePager, Unhidden, fit_lines, newest_first
 from mcp_codetools.tools.base import CallContext, SearchTool, ToolInput, ToolOutput
 
 DEFAULT_HEAD_LIMIT = 250
@@ -51,8 +52,6 @@ LONG_LINE_MARKER = b"[... omitted end of long line]"
 NARROW = "To narrow the search, use path, glob, type or a more specific pattern."
 
 OutputMode = Literal["content", "files_with_matches", "count"]
-Hidden = Callable[[bytes], bool] | None
-"""Whether a deny rule hides a file named as results show it (see `hidden_names`); None: nothing is hidden."""
 T = TypeVar("T")
 
 
@@ -315,14 +314,14 @@ def _problem_note(result: RgResult) -> str:
     return f"\n\n(rg reported a problem with some files: {first})"
 
 
-async def _files(argv: list[str], cwd: Path, pinned: PinnedTarget, page: Page, hidden: Hidden) -> ToolOutput:
+async def _files(
+    argv: list[str], cwd: Path, pinned: PinnedTarget, page: Page, hidden: HiddenNames | None
+) -> ToolOutput:
     collect = LineCollector(MAX_LIST_BYTES)
-    result = await run_rg_on(argv, pinned, collect, sep=b"\0")
+    result = await _run_unhidden(argv, pinned, collect, b"\0", hidden)
     names = collect.records()
     if result.failed and not names:
         raise _failure(result)
-    if hidden is not None:
-        names = [name for name in names if not hidden(name)]
     names = await newest_first(names, cwd)
     window, dropped = names_below(pinned, page.window(names))
     total = len(names) - dropped
@@ -340,17 +339,15 @@ async def _files(argv: list[str], cwd: Path, pinned: PinnedTarget, page: Page, h
     return ToolOutput(text, meta=meta)
 
 
-async def _count(argv: list[str], pinned: PinnedTarget, page: Page, hidden: Hidden) -> ToolOutput:
+async def _count(argv: list[str], pinned: PinnedTarget, page: Page, hidden: HiddenNames | None) -> ToolOutput:
     collect = LineCollector(MAX_LIST_BYTES, sep=b"\n")
-    result = await run_rg_on(argv, pinned, collect)
+    result = await _run_unhidden(argv, pinned, collect, b"\n", hidden, name_end=b"\0")
     records = collect.records()
     if result.failed and not records:
         raise _failure(result)
     counts: list[tuple[bytes, int]] = []
     for record in records:
         name, _, number = record.rpartition(b"\0")
-        if hidden is not None and hidden(name):
-            continue
         counts.append((name, int(number) if number.isdigit() else 0))
     # rg's parallel order changes from run to run; path order (content mode's) keeps pages stable.
     counts.sort(key=lambda item: path_key(item[0]))
@@ -373,8 +370,26 @@ async def _count(argv: list[str], pinned: PinnedTarget, page: Page, hidden: Hidd
     return ToolOutput(text, meta=meta)
 
 
+async def _run_unhidden(
+    argv: list[str],
+    pinned: PinnedTarget,
+    sink: LineCollector,
+    sep: bytes,
+    hidden: HiddenNames | None,
+    *,
+    name_end: bytes | None = None,
+) -> RgResult:
+    """Run rg into `sink`, leaving out the records of files deny rules hide (before the sink counts them)."""
+    if hidden is None:
+        return await run_rg_on(argv, pinned, sink, sep=sep)
+    unhidden = Unhidden(sink, hidden.is_hidden, sep, literals=hidden.literals, name_end=name_end)
+    result = await run_rg_on(argv, pinned, unhidden, sep=sep)
+    unhidden.flush()
+    return result
+
+
 async def _content(
-    argv: list[str], pinned: PinnedTarget, page: Page, *, by_file: bool, context: bool, hidden: Hidden
+    argv: list[str], pinned: PinnedTarget, page: Page, *, by_file: bool, context: bool, hidden: HiddenNames | None
 ) -> ToolOutput:
     if by_file:
         blocks = FileBlocks(MAX_COUNT_BYTES, context=context)
@@ -382,7 +397,7 @@ async def _content(
             result = await run_rg_on(argv, pinned, blocks)
             blocks.finish()
             if hidden is not None:
-                blocks.drop(hidden)
+                blocks.drop(hidden.is_hidden)
             kept, cut = await anyio.to_thread.run_sync(blocks.page, page.offset, page.limit, page.budget)
         finally:
             blocks.close()

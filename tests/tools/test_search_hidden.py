@@ -9,6 +9,7 @@ import pytest
 
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.policy.config import load_gate
+from mcp_codetools.search.sinks import Unhidden
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools import default_tools
 from mcp_codetools.tools import glob as glob_module
@@ -189,3 +190,27 @@ async def test_rg_is_told_to_skip_what_the_rules_hide(hiding: Caller, monkeypatc
     assert "--glob=!**/.env" in seen[2] and "--glob=!/secrets/**" not in seen[2]
     # After the model's own globs, so an include glob cannot pull a hidden file back in.
     assert seen[0].index("--glob=!**/.env") > seen[0].index("--glob=src/**")
+
+
+@pytest.mark.parametrize("literals", [None, (b".env", b"secrets")])
+@pytest.mark.parametrize("chunk", [1, 3, 7, 64, 10_000])
+def test_unhidden_passes_exactly_the_visible_records_whatever_the_chunks(
+    literals: tuple[bytes, ...] | None, chunk: int
+) -> None:
+    names = [b"a.py", b".env", b"src/.env", b"src/b.py", b"secrets/k", b"x.envy", b"my-secrets.txt", b"c.py"]
+    records = [name + b"\0" + str(i).encode() + b"\n" for i, name in enumerate(names * 3)]
+    data = b"".join(records)
+    got: list[bytes] = []
+
+    def sink(block: bytes) -> bool:
+        got.append(block)
+        return True
+
+    def hidden(name: bytes) -> bool:
+        return name.endswith(b".env") or name.startswith(b"secrets/")
+
+    unhidden = Unhidden(sink, hidden, b"\n", literals=literals, name_end=b"\0")
+    for at in range(0, len(data), chunk):
+        unhidden(data[at : at + chunk])
+    unhidden.flush()
+    assert b"".join(got) == b"".join(r for r in records if not hidden(r.rpartition(b"\0")[0]))
