@@ -20,6 +20,7 @@ from typing_extensions import TypeVar
 
 from mcp_codetools.policy.engine import CallFacts
 from mcp_codetools.policy.gate import Asker
+from mcp_codetools.policy.hiding import Hider
 from mcp_codetools.session import CodeSession
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -70,6 +71,8 @@ class CallContext:
     changes: list[Callable[[], None]] = field(default_factory=list)
     ask: Asker | None = None
     """Asks the user to confirm the call (through the client); None when nobody can be asked."""
+    hidden: Hider | None = None
+    """Whether a deny rule hides a file (absolute real path) from this tool's listings; None when no rule can."""
 
     def defer(self, change: Callable[[], None]) -> None:
         """Queue a session change; the dispatcher commits it in arrival order."""
