@@ -1,0 +1,227 @@
+"""
+Images the model can see: recognised by their bytes, scaled down to a bound, encoded compactly.
+
+The bound keeps one image well inside a result's budget. Claude's vision models read an image of
+w×h pixels as about w·h/750 tokens and gain nothing past ~1.15 megapixels or 1,568 px a side, so an
+image within both is shown as it is (its own bytes when they are small enough), and a larger one is
+scaled down with its aspect ratio kept. PNG/GIF/WebP sources stay lossless when that fits the byte
+bound; photos (JPEG) and anything still too large become JPEG.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import IO
+
+from PIL import Image, ImageSequence, UnidentifiedImageError
+
+from mcp_codetools.errors import BinaryFileError
+
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
+MIME_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
+TOKEN_PIXELS = 750
+"""Pixels per token in Claude's vision cost estimate (w·h/750)."""
+_JPEG_QUALITIES = (85, 70, 50)
+_MAX_SOURCE_PIXELS = 200_000_000
+"""Larger images are refused rather than decoded (a 200 MP RGBA image already needs 800 MB)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ImageBounds:
+    max_side: int = 1568
+    max_pixels: int = 1_150_000
+    max_bytes: int = 512 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ShownImage:
+    """An image ready to send, with the facts the text part reports."""
+
+    data: bytes
+    mime_type: str
+    source_format: str
+    original_size: tuple[int, int]
+    shown_size: tuple[int, int]
+    frames: int = 1
+
+    @property
+    def tokens(self) -> int:
+        return image_tokens(*self.shown_size)
+
+    def describe(self) -> str:
+        (ow, oh), (sw, sh) = self.original_size, self.shown_size
+        text = f"{self.source_format.upper()} image, {ow}×{oh} px"
+        if (ow, oh) != (sw, sh):
+            text += f", shown scaled down to {sw}×{sh} px"
+        text += f" ({self.encoding()})"
+        if self.frames > 1:
+            text += f"; animated, {self.frames} frames, the first is shown"
+        return text
+
+    def encoding(self) -> str:
+        tokens = f"about {self.tokens:,} token{'s' if self.tokens != 1 else ''}"
+        return f"{self.mime_type}, {len(self.data):,} bytes, {tokens}"
+
+
+def image_tokens(width: int, height: int) -> int:
+    return (width * height + TOKEN_PIXELS - 1) // TOKEN_PIXELS
+
+
+def image_kind(head: bytes) -> str | None:
+    """The image format the first bytes announce (png, jpeg, gif, webp), or None."""
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "png"
+    if head.startswith(b"\xff\xd8\xff"):
+        return "jpeg"
+    if head.startswith((b"GIF87a", b"GIF89a")):
+        return "gif"
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "webp"
+    return None
+
+
+def fit_size(width: int, height: int, bounds: ImageBounds) -> tuple[int, int]:
+    """The largest size within both bounds with the same aspect ratio (never larger than the original)."""
+    scale = min(1.0, bounds.max_side / max(width, height, 1), math.sqrt(bounds.max_pixels / max(width * height, 1)))
+    if scale >= 1.0:
+        return width, height
+    return max(1, int(width * scale)), max(1, int(height * scale))
+
+
+def load_image(handle: IO[bytes], size: int, kind: str, bounds: ImageBounds, shown: str) -> ShownImage:
+    """Decode an image file (open at its start) and make it fit `bounds`.
+
+    Raises:
+        BinaryFileError: the bytes announce an image that cannot be decoded, or it is too large to decode.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image: Image.Image = Image.open(handle, formats=[kind.upper()])
+            width, height = image.size
+            if width * height > _MAX_SOURCE_PIXELS:
+                raise BinaryFileError(
+                    f"Cannot show {shown}: the image is {width}×{height} px, too large to decode safely. "
+                    "Scale it down with an image tool in Bash first."
+                )
+            frames = getattr(image, "n_frames", 1)
+            target = fit_size(width, height, bounds)
+            if target == (width, height) and size <= bounds.max_bytes and frames == 1:
+                image.verify()  # cheap structural check; the original bytes are sent as they are
+                handle.seek(0)
+                data = handle.read()
+                return ShownImage(data, MIME_TYPES[kind], kind, (width, height), target)
+            if frames > 1:
+                image = next(iter(ImageSequence.Iterator(image))).copy()
+            return fit_image(image, bounds, source_format=kind, frames=frames)
+    except BinaryFileError:
+        raise
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+        raise BinaryFileError(
+            f"Cannot show {shown}: its bytes start like a {kind.upper()} image, but it does not decode ({exc}). "
+            "The file may be truncated or damaged; `file` and `xxd | head` in Bash show what it holds."
+        ) from None
+
+
+def fit_image(image: Image.Image, bounds: ImageBounds, *, source_format: str, frames: int = 1) -> ShownImage:
+    """Scale a decoded image into `bounds` and encode it compactly."""
+    original = image.size
+    target = fit_size(*original, bounds)
+    if target != original:
+        image.thumbnail(target, Image.Resampling.BICUBIC, reducing_gap=2.0)
+    lossless = source_format in ("png", "gif", "webp")
+    data, mime = _encode(image, lossless=lossless)
+    while len(data) > bounds.max_bytes:
+        data, mime = _smaller(image, bounds.max_bytes)
+        if len(data) <= bounds.max_bytes or min(image.size) <= 64:
+            break
+        image = image.resize((max(1, image.width * 3 // 4), max(1, image.height * 3 // 4)))
+    return ShownImage(data, mime, source_format, original, image.size, frames)
+
+
+def _has_alpha(image: Image.Image) -> bool:
+    return image.mode in ("RGBA", "LA", "PA") or (image.mode == "P" and "transparency" in image.info)
+
+
+def _encode(image: Image.Image, *, lossless: bool) -> tuple[bytes, str]:
+    out = io.BytesIO()
+    if lossless or _has_alpha(image):
+        if image.mode not in ("1", "L", "LA", "P", "RGB", "RGBA"):
+            image = image.convert("RGBA" if _has_alpha(image) else "RGB")
+        image.save(out, "PNG", compress_level=6)
+        return out.getvalue(), "image/png"
+    _rgb(image).save(out, "JPEG", quality=_JPEG_QUALITIES[0], optimize=False)
+    return out.getvalue(), "image/jpeg"
+
+
+def _smaller(image: Image.Image, max_bytes: int) -> tuple[bytes, str]:
+    rgb = _rgb(image)
+    data = b""
+    for quality in _JPEG_QUALITIES:
+        out = io.BytesIO()
+        rgb.save(out, "JPEG", quality=quality)
+        data = out.getvalue()
+        if len(data) <= max_bytes:
+            break
+    return data, "image/jpeg"
+
+
+def _rgb(image: Image.Image) -> Image.Image:
+    if image.mode == "RGB":
+        return image
+    if _has_alpha(image):
+        rgba = image.convert("RGBA")
+        flat = Image.new("RGB", rgba.size, (255, 255, 255))
+        flat.paste(rgba, mask=rgba.getchannel("A"))
+        return flat
+    return image.convert("RGB")
+
+
+_LOOKS_LIKE: tuple[tuple[Callable[[bytes], bool], str], ...] = (
+    (lambda h: h.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html")), "an HTML document"),
+    (lambda h: h.lstrip().startswith(b"<?xml") or b"<svg" in h[:512], "XML or SVG text"),
+    (lambda h: h.lstrip()[:1] in (b"{", b"["), "JSON text"),
+    (lambda h: h.startswith(b"%PDF"), "a PDF document"),
+    (lambda h: h.startswith(b"PK\x03\x04"), "a ZIP archive"),
+    (lambda h: h.startswith(b"\x1f\x8b"), "gzip data"),
+    (lambda h: h.startswith(b"BM"), "a BMP image (not shown: only PNG, JPEG, GIF and WebP are)"),
+    (lambda h: h.startswith((b"II*\x00", b"MM\x00*")), "a TIFF image (not shown: only PNG, JPEG, GIF and WebP are)"),
+)
+
+
+def describe_bytes(head: bytes) -> str:
+    """What a file's first bytes look like, in words, for a refusal."""
+    if not head:
+        return "an empty file"
+    for test, kind in _LOOKS_LIKE:
+        if test(head):
+            return kind
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 3:
+            return f"binary data (starts with bytes {head[:8].hex(' ')})"
+    return "plain text"
+
+
+def not_an_image_error(shown: str, head: bytes) -> BinaryFileError:
+    kind = describe_bytes(head)
+    preview = head[:40].decode("utf-8", "replace").replace("\n", " ").strip()
+    starts = f' (it starts with "{preview}")' if kind != "an empty file" and preview.isprintable() else ""
+    return BinaryFileError(
+        f"{shown} has an image extension, but its bytes are not a PNG, JPEG, GIF or WebP image: it looks like "
+        f"{kind}{starts}. A download may have saved an error or login page instead of the image. Check with "
+        f'Bash `file "{shown}"`, or look at it as text with `head -c 500`.'
+    )
+
+
+def open_image_fd(fd: int) -> IO[bytes]:
+    """A buffered reader over a duplicate of `fd`, from its start (the caller keeps and closes `fd`)."""
+    handle = os.fdopen(os.dup(fd), "rb")
+    handle.seek(0)
+    return handle
