@@ -34,7 +34,11 @@ class CodeSession:
         self.workspace = Workspace(settings.roots)
         self.cwd: Path = self.workspace.roots[0]
         self.ledger = ReadLedger()
-        self.history = FileHistory()
+        self.history = FileHistory(
+            lambda: self.scratch_dir / "history",
+            max_bytes=settings.history_max_bytes,
+            max_entries=settings.history_max_entries,
+        )
         self.line_index = LineIndexCache()
         self.extras: dict[str, Any] = {}
         self._scratch: Path | None = None

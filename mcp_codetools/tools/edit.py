@@ -61,7 +61,7 @@ class EditTool(Tool[EditInput]):
                 return
             raise missing_file_error(path, session.cwd)
         if path.suffix == ".ipynb":
-            raise NotAFileError("File is a Jupyter Notebook. Edit its JSON with Write after reading it.")
+            raise NotAFileError("File is a Jupyter Notebook. Use NotebookEdit to change its cells.")
         loaded = load_file(path, session.workspace)
         check_read_state(session.ledger, path, loaded)
         body = loaded.body
@@ -106,7 +106,7 @@ class EditTool(Tool[EditInput]):
         new_body = matching.apply(body, matches, new)
         data = loaded.to_file(new_body)
         refuse_read_only(loaded.st, path)
-        session.history.remember(path, loaded.data)
+        session.history.remember(path, loaded.data, made_by="Edit")
         recheck_unchanged(path, loaded)
         stamp = write_atomic(path, data, session.workspace, loaded.st)
         session.ledger.record_write(path, stamp)

@@ -1,0 +1,95 @@
+"""MultiEdit: several replacements in one file, applied in order, written once or not at all."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mcp_codetools.errors import NotAFileError
+from mcp_codetools.files import matching
+from mcp_codetools.files.editing import Loaded, check_read_state, load_file, recheck_unchanged
+from mcp_codetools.files.multi_edit import EditStep, Planned, plan_edits
+from mcp_codetools.files.refusals import missing_file_error
+from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
+from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
+
+
+class EditItem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    old_string: str = Field(description="Exact text to replace.")
+    new_string: str = Field(description="Replacement text.")
+    replace_all: bool = Field(default=False, description="Replace every occurrence.")
+
+
+class MultiEditInput(ToolInput):
+    file_path: str = Field(description="Absolute path, or relative to the working directory.")
+    edits: list[EditItem] = Field(min_length=1, description="Edits applied in order, each to the previous result.")
+
+
+@dataclass
+class _Prepared:
+    loaded: Loaded
+    planned: Planned
+
+
+class MultiEditTool(Tool[MultiEditInput]):
+    name = "MultiEdit"
+    title = "Edit file in several places"
+    description = (
+        "Several Edit-style replacements in one file, applied in order, each to the result of the ones before. "
+        "All or nothing: if any edit fails, nothing is written and the error names it (edits[i]). Same rules "
+        "as Edit: Read the file first; old_string must match exactly and once unless replace_all."
+    )
+    input_model = MultiEditInput
+    read_only = False
+    destructive = True
+    idempotent = False
+    path_fields = ("file_path",)
+
+    def input_schema(self) -> dict[str, Any]:
+        # Clients and models read a flat schema best: the edit item is written out in place, not as a $ref.
+        schema = super().input_schema()
+        item = schema.pop("$defs")["EditItem"]
+        item.pop("title", None)
+        for prop in item["properties"].values():
+            prop.pop("title", None)
+        schema["properties"]["edits"]["items"] = item
+        return schema
+
+    async def validate_input(self, args: MultiEditInput, ctx: CallContext) -> None:
+        path = ctx.paths["file_path"]
+        session = ctx.session
+        if not os.path.lexists(path):
+            raise missing_file_error(path, session.cwd)
+        if path.suffix == ".ipynb":
+            raise NotAFileError("File is a Jupyter Notebook. Use NotebookEdit to change its cells.")
+        loaded = load_file(path, session.workspace)
+        check_read_state(session.ledger, path, loaded)
+        steps = [EditStep(e.old_string, e.new_string, e.replace_all) for e in args.edits]
+        ctx.state["prepared"] = _Prepared(loaded, plan_edits(loaded, steps, str(path)))
+
+    async def call(self, args: MultiEditInput, ctx: CallContext) -> ToolOutput:
+        path = ctx.paths["file_path"]
+        session = ctx.session
+        prepared: _Prepared = ctx.state["prepared"]
+        loaded, planned = prepared.loaded, prepared.planned
+        data = loaded.to_file(planned.body)
+        refuse_read_only(loaded.st, path)
+        recheck_unchanged(path, loaded)
+        session.history.remember(path, loaded.data, made_by="MultiEdit")
+        stamp = write_atomic(path, data, session.workspace, loaded.st)
+        session.ledger.record_write(path, stamp)
+        total = sum(planned.counts)
+        start = planned.first_change
+        line = matching.line_of(planned.body, start)
+        window = matching.window(planned.body, start, start, line, loaded.to_display)
+        text = (
+            f"The file {path} has been updated: {len(planned.counts)} edit{'s' if len(planned.counts) != 1 else ''} "
+            f"applied ({total} replacement{'s' if total != 1 else ''}). Around the first change:\n"
+            f"{matching.snippet(window)}" + hard_link_note(loaded.st)
+        )
+        return ToolOutput(text, meta={"path": str(path), "edits": len(planned.counts), "replacements": planned.counts})
