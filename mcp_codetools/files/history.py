@@ -18,8 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcp_codetools.files.stamps import digest_bytes
-
 logger = logging.getLogger(__name__)
 
 
@@ -33,7 +31,6 @@ class HistoryEntry:
     replaced_by: str
     size: int | None
     """None: the file did not exist before that write."""
-    digest: str | None
     blob: Path | None
     kept: bool = True
 
@@ -85,7 +82,6 @@ class FileHistory:
             time.time(),
             made_by,
             size,
-            digest_bytes(before) if before is not None else None,
             blob,
             kept,
         )

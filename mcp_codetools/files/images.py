@@ -4,8 +4,8 @@ Images the model can see: recognised by their bytes, scaled down to a bound, enc
 The bound keeps one image well inside a result's budget. Claude's vision models read an image of
 w×h pixels as about w·h/750 tokens and gain nothing past ~1.15 megapixels or 1,568 px a side, so an
 image within both is shown as it is (its own bytes when they are small enough), and a larger one is
-scaled down with its aspect ratio kept. PNG/GIF/WebP sources stay lossless when that fits the byte
-bound; photos (JPEG) and anything still too large become JPEG.
+scaled down with its aspect ratio kept. PNG/GIF/WebP sources with few colours (diagrams, most
+screenshots) or transparency stay PNG; photos, and anything over the byte bound, become JPEG.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ MIME_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif", "web
 TOKEN_PIXELS = 750
 """Pixels per token in Claude's vision cost estimate (w·h/750)."""
 _JPEG_QUALITIES = (85, 70, 50)
+_PNG_MAX_COLOURS = 4096
 _MAX_SOURCE_PIXELS = 200_000_000
 """Larger images are refused rather than decoded (a 200 MP RGBA image already needs 800 MB)."""
 
@@ -134,14 +135,20 @@ def fit_image(image: Image.Image, bounds: ImageBounds, *, source_format: str, fr
     target = fit_size(*original, bounds)
     if target != original:
         image.thumbnail(target, Image.Resampling.BICUBIC, reducing_gap=2.0)
-    lossless = source_format in ("png", "gif", "webp")
-    data, mime = _encode(image, lossless=lossless)
+    data, mime = _encode(image, lossless=source_format in ("png", "gif", "webp") and _few_colours(image))
     while len(data) > bounds.max_bytes:
         data, mime = _smaller(image, bounds.max_bytes)
         if len(data) <= bounds.max_bytes or min(image.size) <= 64:
             break
         image = image.resize((max(1, image.width * 3 // 4), max(1, image.height * 3 // 4)))
     return ShownImage(data, mime, source_format, original, image.size, frames)
+
+
+def _few_colours(image: Image.Image) -> bool:
+    """Palette, grey or flat-coloured images (diagrams, most screenshots) stay PNG; photos do better as JPEG."""
+    if image.mode in ("1", "L", "LA", "P", "PA") or _has_alpha(image):
+        return True
+    return image.getcolors(_PNG_MAX_COLOURS) is not None
 
 
 def _has_alpha(image: Image.Image) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,19 +78,24 @@ class MultiEditTool(Tool[MultiEditInput]):
         session = ctx.session
         prepared: _Prepared = ctx.state["prepared"]
         loaded, planned = prepared.loaded, prepared.planned
-        data = loaded.to_file(planned.body)
+        body = planned.body
+        data = loaded.fmt.bom + body if isinstance(body, bytearray) else loaded.to_file(body)
+        # The reply is built before the write, so nothing after the write can fail.
+        start = planned.first_change
+        window = matching.window(body, start, start, matching.line_of(body, start), _display(loaded))
+        edits, total = len(planned.counts), sum(planned.counts)
+        text = (
+            f"The file {path} has been updated: {edits} edit{'s' if edits != 1 else ''} applied "
+            f"({total} replacement{'s' if total != 1 else ''}). Around the first change:\n{matching.snippet(window)}"
+            + hard_link_note(loaded.st)
+        )
         refuse_read_only(loaded.st, path)
         recheck_unchanged(path, loaded)
         session.history.remember(path, loaded.data, made_by="MultiEdit")
         stamp = write_atomic(path, data, session.workspace, loaded.st)
         session.ledger.record_write(path, stamp)
-        total = sum(planned.counts)
-        start = planned.first_change
-        line = matching.line_of(planned.body, start)
-        window = matching.window(planned.body, start, start, line, loaded.to_display)
-        text = (
-            f"The file {path} has been updated: {len(planned.counts)} edit{'s' if len(planned.counts) != 1 else ''} "
-            f"applied ({total} replacement{'s' if total != 1 else ''}). Around the first change:\n"
-            f"{matching.snippet(window)}" + hard_link_note(loaded.st)
-        )
         return ToolOutput(text, meta={"path": str(path), "edits": len(planned.counts), "replacements": planned.counts})
+
+
+def _display(loaded: Loaded) -> Callable[[Any], str]:
+    return lambda part: loaded.to_display(bytes(part) if isinstance(part, bytearray) else part)

@@ -25,7 +25,7 @@ async def test_edits_apply_in_order_each_to_the_previous_result(call: Caller, ro
         {"file_path": str(f), "edits": [edit("alpha", "gamma"), edit("gamma = 1", "gamma = 10"), edit("2", "20")]},
     )
     assert f.read_text(encoding="utf-8") == "gamma = 10\nbeta = 20\n"
-    assert "3 edits applied" in text
+    assert "3 edits applied" in text and "1\tgamma = 10" in text
 
 
 async def test_the_third_of_three_edits_failing_leaves_the_file_unchanged(call: Caller, root: Path) -> None:
@@ -104,3 +104,14 @@ async def test_an_empty_edit_list_is_a_schema_error(call: Caller, root: Path) ->
     f.write_text("a\n", encoding="utf-8")
     out = await call.fails("MultiEdit", {"file_path": str(f), "edits": []})
     assert out.meta["errorCode"] == "invalid_input"
+
+
+async def test_replace_all_with_many_matches_then_a_dependent_edit(call: Caller, root: Path) -> None:
+    f = root / "many.txt"
+    f.write_bytes(b"x;" * 50 + b"\r\nend\r\n")
+    await call.ok("Read", {"file_path": str(f)})
+    await call.ok(
+        "MultiEdit",
+        {"file_path": str(f), "edits": [edit("x", "yy", replace_all=True), edit("yy;\nend", "yy;\nEND")]},
+    )
+    assert f.read_bytes() == b"yy;" * 50 + b"\r\nEND\r\n"
