@@ -14,6 +14,7 @@ import base64
 import binascii
 import io
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,13 +86,23 @@ def read_notebook(
         return view
     last_wanted = total if max_cells is None else min(total, first - 1 + max_cells)
     images = 0
+    cut = False
     shown_last = first - 1
     for index in range(first - 1, last_wanted):
         cell = cells[index]
         blocks, images_used = _cell_blocks(cell, index, total, limits, bounds, limits.max_images - images)
         cost = sum(len(b) if isinstance(b, str) else 4 * image_tokens(*b.shown_size) for b in blocks)
-        if view.cost_chars() + cost > budget and index >= first:
-            break
+        if view.cost_chars() + cost > budget:
+            if index >= first:
+                break
+            # A single cell larger than a whole result: its start, and how to see all of it.
+            room = max(0, budget - view.cost_chars() - 400)
+            blocks, images_used, cut = [blocks[0][:room]], 0, True
+            blocks.append(
+                f"\n[Cell {index + 1} is cut here: with its outputs it does not fit in one result. See its source "
+                f'with Bash, e.g. `jq -r \'.cells[{index}].source | if type == "array" then join("") else . end\' '
+                f"{shlex.quote(str(path))}`.]"
+            )
         for block in blocks:
             view.add(block)
         images += images_used
@@ -102,7 +113,7 @@ def read_notebook(
             f"\n\n[Showing cells {first}-{shown_last} of {total} ({reason}). "
             f"Call Read with offset={shown_last + 1} for the next cells.]"
         )
-    view.complete = first == 1 and shown_last == total
+    view.complete = first == 1 and shown_last == total and not cut
     view.meta.update({"firstCell": first, "lastCell": shown_last})
     return view
 

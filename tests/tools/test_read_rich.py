@@ -233,3 +233,18 @@ async def test_a_long_line_in_a_large_file_is_explained_too(call: Caller, root: 
     text = await call.ok("Read", {"file_path": str(f), "offset": 2_200_001})
     assert "about 7009 of its about 9009 characters hidden" in text
     assert "To see more of line 2200001" in text
+
+
+async def test_a_notebook_cell_larger_than_a_result_is_cut_with_a_way_to_see_it(root: Path) -> None:
+    import nbformat
+    from nbformat import v4
+
+    call = Caller(Pipeline(default_tools()), CodeSession(Settings(roots=(root,), max_result_tokens=1000)))
+    nb = v4.new_notebook()
+    nb.cells = [v4.new_code_cell("x = 1\n" * 2000), v4.new_markdown_cell("after")]
+    f = root / "huge.ipynb"
+    f.write_text(nbformat.writes(nb), encoding="utf-8")
+    out = await call("Read", {"file_path": str(f)})
+    assert not out.is_error, out.text
+    assert len(out.text) <= 4000
+    assert "Cell 1 is cut here" in out.text and "jq -r" in out.text and "Cell 2 of 2" in out.text
