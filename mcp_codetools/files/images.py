@@ -28,6 +28,22 @@ TOKEN_PIXELS = 750
 """Pixels per token in Claude's vision cost estimate (w·h/750)."""
 _JPEG_QUALITIES = (85, 70, 50)
 _PNG_MAX_COLOURS = 4096
+_EXIF_ORIENTATION = 0x0112
+_ORIENTATION = {
+    2: Image.Transpose.FLIP_LEFT_RIGHT,
+    3: Image.Transpose.ROTATE_180,
+    4: Image.Transpose.FLIP_TOP_BOTTOM,
+    5: Image.Transpose.TRANSPOSE,
+    6: Image.Transpose.ROTATE_270,
+    7: Image.Transpose.TRANSVERSE,
+    8: Image.Transpose.ROTATE_90,
+}
+_SWAPS_SIDES = {
+    Image.Transpose.TRANSPOSE,
+    Image.Transpose.ROTATE_270,
+    Image.Transpose.TRANSVERSE,
+    Image.Transpose.ROTATE_90,
+}
 _MAX_SOURCE_PIXELS = 200_000_000
 """Larger images are refused rather than decoded (a 200 MP RGBA image already needs 800 MB)."""
 
@@ -119,7 +135,8 @@ def load_image(handle: IO[bytes], size: int, kind: str, bounds: ImageBounds, sho
                 return ShownImage(data, MIME_TYPES[kind], kind, (width, height), target)
             if frames > 1:
                 image = next(iter(ImageSequence.Iterator(image))).copy()
-            return fit_image(image, bounds, source_format=kind, frames=frames)
+            turn = _ORIENTATION.get(image.getexif().get(_EXIF_ORIENTATION, 1))
+            return fit_image(image, bounds, source_format=kind, frames=frames, turn=turn)
     except BinaryFileError:
         raise
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
@@ -129,12 +146,23 @@ def load_image(handle: IO[bytes], size: int, kind: str, bounds: ImageBounds, sho
         ) from None
 
 
-def fit_image(image: Image.Image, bounds: ImageBounds, *, source_format: str, frames: int = 1) -> ShownImage:
-    """Scale a decoded image into `bounds` and encode it compactly."""
+def fit_image(
+    image: Image.Image,
+    bounds: ImageBounds,
+    *,
+    source_format: str,
+    frames: int = 1,
+    turn: Image.Transpose | None = None,
+) -> ShownImage:
+    """Scale a decoded image into `bounds` and encode it compactly (`turn`: the camera's EXIF orientation)."""
     original = image.size
     target = fit_size(*original, bounds)
     if target != original:
         image.thumbnail(target, Image.Resampling.BICUBIC, reducing_gap=2.0)
+    if turn is not None:
+        # Re-encoding drops EXIF, so the orientation a viewer would apply is applied to the pixels.
+        image = image.transpose(turn)
+        original = original[::-1] if turn in _SWAPS_SIDES else original
     data, mime = _encode(image, lossless=source_format in ("png", "gif", "webp") and _few_colours(image))
     while len(data) > bounds.max_bytes:
         data, mime = _smaller(image, bounds.max_bytes)

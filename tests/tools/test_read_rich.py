@@ -248,3 +248,18 @@ async def test_a_notebook_cell_larger_than_a_result_is_cut_with_a_way_to_see_it(
     assert not out.is_error, out.text
     assert len(out.text) <= 4000
     assert "Cell 1 is cut here" in out.text and "jq -r" in out.text and "Cell 2 of 2" in out.text
+
+
+async def test_a_rotated_camera_photo_is_shown_upright_when_re_encoded(call: Caller, root: Path) -> None:
+    from tests.tools.samples import photo
+
+    image = photo(2400, 1200)  # stored landscape, EXIF says: turn 90° to view
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    f = root / "phone.jpg"
+    image.save(f, "JPEG", exif=exif, quality=95)
+    out = await call("Read", {"file_path": str(f)})
+    assert not out.is_error, out.text
+    with Image.open(io.BytesIO(out.images[0].data)) as shown:
+        assert shown.height > shown.width
+    assert "1200×2400 px" in out.text
