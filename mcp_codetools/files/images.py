@@ -14,15 +14,14 @@ import io
 import math
 import os
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO
 
 from PIL import Image, ImageSequence, UnidentifiedImageError
 
 from mcp_codetools.errors import BinaryFileError
+from mcp_codetools.files.kinds import ImageBounds
 
-IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
 MIME_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
 TOKEN_PIXELS = 750
 """Pixels per token in Claude's vision cost estimate (w·h/750)."""
@@ -46,13 +45,6 @@ _SWAPS_SIDES = {
 }
 _MAX_SOURCE_PIXELS = 200_000_000
 """Larger images are refused rather than decoded (a 200 MP RGBA image already needs 800 MB)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ImageBounds:
-    max_side: int = 1568
-    max_pixels: int = 1_150_000
-    max_bytes: int = 512 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,19 +79,6 @@ class ShownImage:
 
 def image_tokens(width: int, height: int) -> int:
     return (width * height + TOKEN_PIXELS - 1) // TOKEN_PIXELS
-
-
-def image_kind(head: bytes) -> str | None:
-    """The image format the first bytes announce (png, jpeg, gif, webp), or None."""
-    if head.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "png"
-    if head.startswith(b"\xff\xd8\xff"):
-        return "jpeg"
-    if head.startswith((b"GIF87a", b"GIF89a")):
-        return "gif"
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "webp"
-    return None
 
 
 def fit_size(width: int, height: int, bounds: ImageBounds) -> tuple[int, int]:
@@ -215,44 +194,6 @@ def _rgb(image: Image.Image) -> Image.Image:
         flat.paste(rgba, mask=rgba.getchannel("A"))
         return flat
     return image.convert("RGB")
-
-
-_LOOKS_LIKE: tuple[tuple[Callable[[bytes], bool], str], ...] = (
-    (lambda h: h.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html")), "an HTML document"),
-    (lambda h: h.lstrip().startswith(b"<?xml") or b"<svg" in h[:512], "XML or SVG text"),
-    (lambda h: h.lstrip()[:1] in (b"{", b"["), "JSON text"),
-    (lambda h: h.startswith(b"%PDF"), "a PDF document"),
-    (lambda h: h.startswith(b"PK\x03\x04"), "a ZIP archive"),
-    (lambda h: h.startswith(b"\x1f\x8b"), "gzip data"),
-    (lambda h: h.startswith(b"BM"), "a BMP image (not shown: only PNG, JPEG, GIF and WebP are)"),
-    (lambda h: h.startswith((b"II*\x00", b"MM\x00*")), "a TIFF image (not shown: only PNG, JPEG, GIF and WebP are)"),
-)
-
-
-def describe_bytes(head: bytes) -> str:
-    """What a file's first bytes look like, in words, for a refusal."""
-    if not head:
-        return "an empty file"
-    for test, kind in _LOOKS_LIKE:
-        if test(head):
-            return kind
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if exc.start < len(head) - 3:
-            return f"binary data (starts with bytes {head[:8].hex(' ')})"
-    return "plain text"
-
-
-def not_an_image_error(shown: str, head: bytes) -> BinaryFileError:
-    kind = describe_bytes(head)
-    preview = head[:40].decode("utf-8", "replace").replace("\n", " ").strip()
-    starts = f' (it starts with "{preview}")' if kind != "an empty file" and preview.isprintable() else ""
-    return BinaryFileError(
-        f"{shown} has an image extension, but its bytes are not a PNG, JPEG, GIF or WebP image: it looks like "
-        f"{kind}{starts}. A download may have saved an error or login page instead of the image. Check with "
-        f'Bash `file "{shown}"`, or look at it as text with `head -c 500`.'
-    )
 
 
 def open_image_fd(fd: int) -> IO[bytes]:

@@ -15,14 +15,14 @@ import binascii
 import io
 import re
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import nbformat
 
 from mcp_codetools.errors import BinaryFileError, ToolError
-from mcp_codetools.files.images import ImageBounds, image_kind, image_tokens, load_image
+from mcp_codetools.files.images import image_tokens, load_image
+from mcp_codetools.files.kinds import ImageBounds, NotebookLimits, image_kind
 from mcp_codetools.files.richview import RichView
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -30,12 +30,6 @@ _TAGS = re.compile(r"<[^>]+>")
 _SPACE = re.compile(r"\s+")
 _IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 _WIDGET = "application/vnd.jupyter.widget-view+json"
-
-
-@dataclass(frozen=True, slots=True)
-class NotebookLimits:
-    output_chars: int = 4000
-    max_images: int = 8
 
 
 def parse_notebook(data: bytes, path: Path) -> Any:

@@ -14,27 +14,20 @@ import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from mcp_codetools.errors import BinaryFileError, InvalidInputError
-from mcp_codetools.files.images import ImageBounds, ShownImage, fit_image, image_tokens
+from mcp_codetools.files.images import ShownImage, fit_image, image_tokens
+from mcp_codetools.files.kinds import ImageBounds, PdfLimits
 from mcp_codetools.files.richview import RichView
 
 _LOCK = threading.Lock()
 _PAGE_SPEC = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 _OUTLINE_MAX = 60
 _RENDER_MAX_DPI = 200
-
-
-@dataclass(frozen=True, slots=True)
-class PdfLimits:
-    max_pages: int = 20
-    pages_without_range: int = 10
-    max_images: int = 8
 
 
 def parse_pages(spec: str, max_pages: int) -> list[int]:

@@ -1,7 +1,8 @@
 """
 Which reader a file needs (judged by its bytes; a notebook by its name) and the bounds each works within.
 
-Text goes to `view`; images, PDFs and notebooks come here and return a `RichView`.
+Text goes to `view`; images, PDFs and notebooks come here and return a `RichView`. The readers (and
+Pillow, PDFium, nbformat behind them) are imported on first use.
 """
 
 from __future__ import annotations
@@ -12,16 +13,14 @@ from pathlib import Path
 from typing import Literal
 
 from mcp_codetools.config import Settings
-from mcp_codetools.files.images import (
+from mcp_codetools.files.kinds import (
     IMAGE_SUFFIXES,
     ImageBounds,
+    NotebookLimits,
+    PdfLimits,
     image_kind,
-    load_image,
     not_an_image_error,
-    open_image_fd,
 )
-from mcp_codetools.files.notebook import NotebookLimits, read_notebook
-from mcp_codetools.files.pdf import PdfLimits, read_pdf
 from mcp_codetools.files.richview import RichView
 from mcp_codetools.files.stamps import digest_bytes
 
@@ -78,7 +77,10 @@ def read_rich(
     budget: int,
 ) -> RichView:
     """Read one image, PDF or notebook from its open descriptor (blocking: run it off the event loop)."""
+    # Imported here: each library costs 40-700 ms to import, paid only by a session that meets such a file.
     if kind == "image":
+        from mcp_codetools.files.images import load_image, open_image_fd
+
         image_format = image_kind(head) or "png"
         with open_image_fd(fd) as handle:
             image = load_image(handle, st.st_size, image_format, limits.images, str(path))
@@ -99,7 +101,11 @@ def read_rich(
         )
         return view
     if kind == "pdf":
+        from mcp_codetools.files.pdf import read_pdf
+
         return read_pdf(fd, path, pages, limits=limits.pdf, bounds=limits.images, budget=budget)
+    from mcp_codetools.files.notebook import read_notebook
+
     data = read_all(fd)
     view = read_notebook(
         data, path, first=first, max_cells=max_cells, limits=limits.notebook, bounds=limits.images, budget=budget

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from mcp_codetools.files.images import ShownImage
+if TYPE_CHECKING:
+    from mcp_codetools.files.images import ShownImage
 
 
 @dataclass
@@ -26,7 +28,7 @@ class RichView:
 
     @property
     def images(self) -> list[ShownImage]:
-        return [block for block in self.blocks if isinstance(block, ShownImage)]
+        return [block for block in self.blocks if not isinstance(block, str)]
 
     def cost_chars(self) -> int:
         """Characters this view costs against the result budget (an image counts its tokens × 4)."""
@@ -38,7 +40,7 @@ class RichView:
         images: list[ShownImage] = []
         trailing: dict[int, str] = {}
         for block in self.blocks:
-            if isinstance(block, ShownImage):
+            if not isinstance(block, str):
                 images.append(block)
             elif images:
                 trailing[len(images) - 1] = trailing.get(len(images) - 1, "") + block

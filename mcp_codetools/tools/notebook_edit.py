@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import os
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
 from mcp_codetools.errors import InvalidInputError
 from mcp_codetools.files.editing import Loaded, check_read_state, load_file, recheck_unchanged
-from mcp_codetools.files.notebook_edit import NotebookChange, edit_notebook
 from mcp_codetools.files.refusals import missing_file_error
 from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
+
+if TYPE_CHECKING:
+    from mcp_codetools.files.notebook_edit import NotebookChange
 
 
 class NotebookEditInput(ToolInput):
@@ -49,6 +51,8 @@ class NotebookEditTool(Tool[NotebookEditInput]):
             raise missing_file_error(path, session.cwd)
         loaded = load_file(path, session.workspace)
         check_read_state(session.ledger, path, loaded)
+        from mcp_codetools.files.notebook_edit import edit_notebook  # nbformat costs ~0.7 s to import
+
         change = edit_notebook(
             loaded.data,
             path,

@@ -263,3 +263,13 @@ async def test_a_rotated_camera_photo_is_shown_upright_when_re_encoded(call: Cal
     with Image.open(io.BytesIO(out.images[0].data)) as shown:
         assert shown.height > shown.width
     assert "1200×2400 px" in out.text
+
+
+def test_the_rich_format_libraries_are_not_imported_at_start_up() -> None:
+    """Pillow, PDFium and nbformat cost 40-700 ms to import; a server that never meets such a file skips that."""
+    import subprocess
+    import sys
+
+    code = "import sys, mcp_codetools.server; print(sorted({'PIL', 'pypdfium2', 'nbformat'} & set(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.strip() == "[]"
