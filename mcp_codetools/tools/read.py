@@ -28,7 +28,9 @@ class ReadInput(ToolInput):
         default=None, ge=0, description="Line number to start at (1-based). Use with limit for large files."
     )
     limit: int | None = Field(default=None, gt=0, description=f"Number of lines to read (default {DEFAULT_LIMIT}).")
-    pages: str | None = Field(default=None, description='PDF pages, e.g. "3", "1-5", "2,4-6" (at most 20 a call).')
+    pages: str | None = Field(
+        default=None, max_length=200, description='PDF pages, e.g. "3", "1-5", "2,4-6" (at most 20 a call).'
+    )
 
 
 class ReadTool(Tool[ReadInput]):
@@ -124,7 +126,7 @@ async def _read_rich(
     kind: Kind | None, fd: int, st: os.stat_result, head: bytes, path: Path, args: ReadInput, ctx: CallContext
 ) -> ToolOutput:
     """Images, PDFs and notebooks: read off the event loop, recorded in the ledger like text."""
-    if kind != "pdf" and args.pages is not None:
+    if kind is None or (kind != "pdf" and args.pages is not None):
         raise InvalidInputError(f"pages applies to PDF files only; {path} is not a PDF. Use offset and limit.")
     session = ctx.session
     first = max(args.offset or 1, 1)
@@ -132,7 +134,7 @@ async def _read_rich(
     budget = session.settings.max_result_chars - _NOTICE_RESERVE
     view = await anyio.to_thread.run_sync(
         lambda: read_rich(
-            kind or "pdf",
+            kind,
             fd,
             st,
             path,
