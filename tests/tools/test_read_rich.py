@@ -273,3 +273,37 @@ def test_the_rich_format_libraries_are_not_imported_at_start_up() -> None:
     code = "import sys, mcp_codetools.server; print(sorted({'PIL', 'pypdfium2', 'nbformat'} & set(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert done.stdout.strip() == "[]"
+
+
+async def test_notebook_images_are_bounded_in_number(call: Caller, root: Path) -> None:
+    import base64
+
+    import nbformat
+    from nbformat import v4
+
+    from tests.tools.samples import png_bytes
+
+    png = base64.b64encode(png_bytes()).decode("ascii")
+    nb = v4.new_notebook()
+    nb.cells = [
+        v4.new_code_cell(
+            f"show({i})", execution_count=i, outputs=[v4.new_output("display_data", data={"image/png": png})]
+        )
+        for i in range(1, 11)
+    ]
+    f = root / "many.ipynb"
+    f.write_text(nbformat.writes(nb), encoding="utf-8")
+    out = await call("Read", {"file_path": str(f)})
+    assert len(out.images) == 8
+    assert "at most 8 images" in "".join(out.trailing.values())
+
+
+async def test_an_animated_gif_shows_its_first_frame_and_says_so(call: Caller, root: Path) -> None:
+    from tests.tools.samples import photo
+
+    frames = [photo(40, 30), photo(40, 30).rotate(90)]
+    f = root / "anim.gif"
+    frames[0].save(f, "GIF", save_all=True, append_images=frames[1:], duration=100)
+    out = await call("Read", {"file_path": str(f)})
+    assert not out.is_error, out.text
+    assert len(out.images) == 1 and "animated, 2 frames" in out.text
