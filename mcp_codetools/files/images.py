@@ -43,8 +43,9 @@ _SWAPS_SIDES = {
     Image.Transpose.TRANSVERSE,
     Image.Transpose.ROTATE_90,
 }
-_MAX_SOURCE_PIXELS = 200_000_000
-"""Larger images are refused rather than decoded (a 200 MP RGBA image already needs 800 MB)."""
+_MAX_DECODED_PIXELS = 64_000_000
+"""PNG, GIF and WebP are decoded whole before scaling (64 MP of RGBA is 256 MB), so larger ones are refused.
+JPEG decodes at 1/2 to 1/8 scale when shrinking, so it is bounded only by Pillow's own bomb check (~179 MP)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,11 +101,8 @@ def load_image(handle: IO[bytes], size: int, kind: str, bounds: ImageBounds, sho
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             image: Image.Image = Image.open(handle, formats=[kind.upper()])
             width, height = image.size
-            if width * height > _MAX_SOURCE_PIXELS:
-                raise BinaryFileError(
-                    f"Cannot show {shown}: the image is {width}×{height} px, too large to decode safely. "
-                    "Scale it down with an image tool in Bash first."
-                )
+            if kind != "jpeg" and width * height > _MAX_DECODED_PIXELS:
+                raise _too_large(shown, f"{width}×{height} px")
             frames = getattr(image, "n_frames", 1)
             target = fit_size(width, height, bounds)
             if target == (width, height) and size <= bounds.max_bytes and frames == 1:
@@ -118,11 +116,20 @@ def load_image(handle: IO[bytes], size: int, kind: str, bounds: ImageBounds, sho
             return fit_image(image, bounds, source_format=kind, frames=frames, turn=turn)
     except BinaryFileError:
         raise
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+    except Image.DecompressionBombError:
+        raise _too_large(shown, "more pixels than Pillow will decode") from None
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise BinaryFileError(
             f"Cannot show {shown}: its bytes start like a {kind.upper()} image, but it does not decode ({exc}). "
             "The file may be truncated or damaged; `file` and `xxd | head` in Bash show what it holds."
         ) from None
+
+
+def _too_large(shown: str, what: str) -> BinaryFileError:
+    return BinaryFileError(
+        f"Cannot show {shown}: the image is too large to decode safely ({what}). Make a smaller copy with "
+        "Bash first (e.g. `convert in.png -resize 1568x1568 out.png`, or Python's Pillow), then Read that."
+    )
 
 
 def fit_image(

@@ -307,3 +307,10 @@ async def test_an_animated_gif_shows_its_first_frame_and_says_so(call: Caller, r
     out = await call("Read", {"file_path": str(f)})
     assert not out.is_error, out.text
     assert len(out.images) == 1 and "animated, 2 frames" in out.text
+
+
+async def test_an_image_too_large_to_decode_is_refused_without_decoding(call: Caller, root: Path) -> None:
+    f = root / "vast.png"
+    Image.new("1", (9000, 8000)).save(f, "PNG")  # 72 MP, a few KB on disk
+    out = await call.fails("Read", {"file_path": str(f)})
+    assert out.meta["errorCode"] == "binary_file" and "too large to decode" in out.text
