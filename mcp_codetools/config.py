@@ -9,6 +9,7 @@ from pathlib import Path
 DEFAULT_MAX_CONCURRENCY = 10
 DEFAULT_QUEUE_TIMEOUT_S = 600.0
 MAX_RESULT_TOKENS = 25_000
+DEFAULT_SPILL_BUDGET_BYTES = 2 << 30
 
 
 def _env_int(name: str, default: int, minimum: int = 1) -> int:
@@ -33,6 +34,15 @@ def _env_float(name: str, default: float) -> float:
         return default
 
 
+def _env_names(name: str) -> frozenset[str]:
+    return frozenset(part.strip() for part in os.environ.get(name, "").split(",") if part.strip())
+
+
+def _hard_links(raw: str) -> str:
+    """Only an exact "write-through" loosens the rule; anything else (a typo included) keeps "refuse"."""
+    return "write-through" if raw.strip().lower() == "write-through" else "refuse"
+
+
 @dataclass(frozen=True)
 class Settings:
     """How one server instance behaves. Nothing here can be changed by the model."""
@@ -43,6 +53,13 @@ class Settings:
     max_result_tokens: int = MAX_RESULT_TOKENS
     glob_no_ignore: bool = False
     """List gitignored files in Glob too (Claude Code's Glob does by default)."""
+    spill_budget_bytes: int = DEFAULT_SPILL_BUDGET_BYTES
+    """Disk one session's saved command output and job logs may take; past it the oldest files go."""
+    bash_env_exclude: frozenset[str] = frozenset()
+    """Variables Bash commands do not see, besides the server's own `MCP_CODETOOLS_*TOKEN*` secrets."""
+    hard_links: str = "refuse"
+    """Edit/Write on a file with several hard links: "refuse" (default; another link may be outside the
+    roots) or "write-through" (write it in place, so every link sees the change)."""
     image_max_side: int = 1568
     """Read shows an image no larger than this on its longest side (pixels)..."""
     image_max_pixels: int = 1_150_000
@@ -69,6 +86,9 @@ class Settings:
             queue_timeout_s=_env_float("MCP_CODETOOLS_QUEUE_TIMEOUT_S", DEFAULT_QUEUE_TIMEOUT_S),
             max_result_tokens=_env_int("MCP_CODETOOLS_MAX_RESULT_TOKENS", MAX_RESULT_TOKENS, minimum=1000),
             glob_no_ignore=_env_flag("MCP_CODETOOLS_GLOB_NO_IGNORE"),
+            spill_budget_bytes=_env_int("MCP_CODETOOLS_SPILL_BUDGET_BYTES", DEFAULT_SPILL_BUDGET_BYTES),
+            bash_env_exclude=_env_names("MCP_CODETOOLS_BASH_ENV_EXCLUDE"),
+            hard_links=_hard_links(os.environ.get("MCP_CODETOOLS_HARD_LINKS", "")),
         )
 
     @property

@@ -25,10 +25,15 @@ internal_error            (pipeline)               a bug, logged with its traceb
 
 Anything raised inside a tool that is not a `ToolError` is a bug: the pipeline logs it and answers
 `internal_error`.
+
+An `OSError` becomes a `ToolError` in one place, `tool_error_from_os` (or the `os_errors` block around
+the call): what was being done decides the class and the wording, the OS gives the reason. See
+`OS_FAILURES`. A missing file is `file_not_found` where the caller says how to word it.
 """
 
 from __future__ import annotations
 
+from types import TracebackType
 from typing import ClassVar, Literal
 
 ErrorCode = Literal[
@@ -128,3 +133,61 @@ class OldStringNotUniqueError(EditMatchError):
 
 class NoChangeError(EditMatchError):
     code = "no_change"
+
+
+OsAction = Literal[
+    "open", "open folder", "resolve", "read", "search", "create folder", "write", "write in place", "start"
+]
+
+OS_FAILURES: dict[OsAction, tuple[type[ToolError], str]] = {
+    # A path that cannot be used as a file or folder: look at it another way (Glob, Bash).
+    "open": (NotAFileError, "Cannot open {target}: {reason}"),
+    "open folder": (NotAFileError, "Cannot open a folder on the way to {target}: {reason}"),
+    "resolve": (NotAFileError, "{target} changed while it was being resolved ({reason}). Try the call again."),
+    "search": (NotAFileError, "Cannot search {target}: {reason}"),
+    # The tool ran and the OS refused part of the work (a full disk, an I/O error, a missing program).
+    "read": (ExecutionError, "Cannot read {target}: {reason}"),
+    "create folder": (ExecutionError, "Cannot create folder {target}: {reason}"),
+    "write": (ExecutionError, "Cannot write {target}: {reason}. The file was left unchanged."),
+    "write in place": (ExecutionError, "Cannot write {target}: {reason}."),
+    "start": (ExecutionError, "Could not start {target}: {reason}."),
+}
+"""What was being done when the OS said no: the error class, and the message (`{target}`, `{reason}`)."""
+
+
+def tool_error_from_os(exc: OSError, action: OsAction, target: object, *, missing: str | None = None) -> ToolError:
+    """The error the model reads for an `OSError` raised while doing `action` to `target`.
+
+    Args:
+        exc: what the OS raised.
+        action: what was being done; decides the class and the wording (`OS_FAILURES`).
+        target: the path (or program) as the model should see it.
+        missing: if given, the message for "nothing is there" (ENOENT), which is then `FileMissingError`.
+    """
+    if missing is not None and isinstance(exc, FileNotFoundError):
+        return FileMissingError(missing)
+    cls, template = OS_FAILURES[action]
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return cls(template.format(target=target, reason=reason))
+
+
+class os_errors:  # lower case, like contextlib.suppress: it is used as a block
+    """A block whose `OSError` becomes its `ToolError` (see `tool_error_from_os`).
+
+    A class rather than a generator-based context manager: it sits on every Read's path twice, and
+    costs about two thirds of one (measured here: 1.4 us against 2.2 us, the price of a stat).
+    """
+
+    __slots__ = ("action", "missing", "target")
+
+    def __init__(self, action: OsAction, target: object, *, missing: str | None = None) -> None:
+        self.action = action
+        self.target = target
+        self.missing = missing
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if isinstance(exc, OSError):
+            raise tool_error_from_os(exc, self.action, self.target, missing=self.missing) from None

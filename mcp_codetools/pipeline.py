@@ -5,11 +5,11 @@ The six steps of one tool call, top to bottom.
 2. Lookup by name; an unknown name is answered `No such tool available: <name>`.
 3. Structure check: the arguments against the tool's pydantic model, each problem named plainly.
    The call then takes its place in the dispatcher's order (`dispatcher.py`); inside its slot:
-4. Permission: every path the call touches must resolve inside a workspace root. This runs before
-   the state checks on purpose: those read the file, and reading a file outside the roots to
-   decide that a string is "not found" would already leak it.
+4. Permission (`check_permission`): every path the call touches must resolve inside a workspace root.
+   This runs before the state checks on purpose: those read the file, and reading a file outside the
+   roots to decide that a string is "not found" would already leak it.
 5. State check (`validate_input`: the file was read, has not changed, the string is there), then
-   execution (`call`).
+   execution (`call`), which gets what the state check loaded as a typed value, never loading it again.
 6. Result mapping: a `ToolOutput` (text for the model, details in meta), errors included.
 
 Every failure a model can cause ends as an error result with its own message. Anything else is logged
@@ -21,13 +21,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
 from pydantic import ValidationError
 
 from mcp_codetools.dispatcher import Ticket
-from mcp_codetools.errors import ToolError
+from mcp_codetools.errors import ErrorCode, InvalidInputError, ToolError
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools.base import CallContext, ProgressFn, Tool, ToolInput, ToolOutput
 
@@ -57,14 +58,13 @@ class Pipeline:
         try:
             output = await self._run(session, ticket, name, arguments, progress)
         except ToolError as exc:
-            output = ToolOutput(exc.message, meta={"errorCode": exc.code}, is_error=True)
+            output = error_output(exc.code, exc.message)
         except Exception:
             logger.exception("tool %s raised unexpectedly (call #%d)", name, ticket.seq)
-            output = ToolOutput(
+            output = error_output(
+                "internal_error",
                 f"{name} failed with an internal error; the details are in the server log. "
                 "The call had no effect you can rely on: check the file before trying again.",
-                meta={"errorCode": "internal_error"},
-                is_error=True,
             )
         finally:
             session.dispatcher.discard(ticket)
@@ -89,14 +89,12 @@ class Pipeline:
         tool = self.tools.get(name)
         if tool is None:
             async with session.dispatcher.slot(ticket, safe=False):
-                return ToolOutput(f"No such tool available: {name}", meta={"errorCode": "unknown_tool"}, is_error=True)
+                return error_output("unknown_tool", f"No such tool available: {name}")
         try:
             args = tool.input_model.model_validate(dict(arguments or {}))
         except ValidationError as exc:
             async with session.dispatcher.slot(ticket, safe=False):
-                return ToolOutput(
-                    format_validation_error(name, exc), meta={"errorCode": "invalid_input"}, is_error=True
-                )
+                return error_output(InvalidInputError.code, format_validation_error(name, exc))
         safe = _decide_safety(tool, args)
         if progress is None:
             ctx = CallContext(session=session, changes=ticket.changes)
@@ -114,16 +112,41 @@ class Pipeline:
         raise AssertionError("unreachable: the slot either returns or raises")
 
     async def _execute(self, tool: Tool[Any], args: ToolInput, ctx: CallContext) -> ToolOutput:
-        for_read = bool(tool.path_fields) and tool.is_read_only(args)
-        for field_name in tool.path_fields:
-            raw = getattr(args, field_name, None)
-            if raw is None:
-                raw = tool.default_path(field_name, ctx.session)
-            if raw is not None:
-                ctx.paths[field_name] = ctx.session.resolve(raw, field=field_name, for_read=for_read)
-        await tool.validate_input(args, ctx)
-        output = await tool.call(args, ctx)
-        return output
+        await check_permission(tool, args, ctx)
+        prepared = await tool.validate_input(args, ctx)
+        return await tool.call(args, ctx, prepared)
+
+
+async def check_permission(tool: Tool[Any], args: ToolInput, ctx: CallContext) -> None:
+    """Step 4: may this call go ahead? Today: every path it names resolves inside the roots.
+
+    The resolved paths are kept in `ctx.paths`, so nothing later resolves them again. Permission rules,
+    modes and hooks (issue 13) decide here too, after the paths are known: they judge real paths,
+    never the spelling the model chose. Asking the client may await, hence async.
+
+    Raises:
+        PermissionDeniedError: a path lies outside the roots.
+        InvalidInputError: a path cannot name a file at all (empty, a NUL byte, too long).
+    """
+    ctx.paths.update(resolve_paths(tool, args, ctx))
+
+
+def resolve_paths(tool: Tool[Any], args: ToolInput, ctx: CallContext) -> dict[str, Path]:
+    """The tool's path fields, each resolved and confined (a missing optional one by the tool's default)."""
+    for_read = bool(tool.path_fields) and tool.is_read_only(args)
+    paths: dict[str, Path] = {}
+    for field_name in tool.path_fields:
+        raw = getattr(args, field_name, None)
+        if raw is None:
+            raw = tool.default_path(field_name, ctx.session)
+        if raw is not None:
+            paths[field_name] = ctx.session.resolve(raw, field=field_name, for_read=for_read)
+    return paths
+
+
+def error_output(code: ErrorCode, message: str) -> ToolOutput:
+    """A failed call as the model reads it: the message, and the code in the meta (table in `errors`)."""
+    return ToolOutput(message, meta={"errorCode": code}, is_error=True)
 
 
 def _decide_safety(tool: Tool[Any], args: ToolInput) -> bool:

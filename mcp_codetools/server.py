@@ -60,6 +60,10 @@ def tool_definition(tool: Tool[Any]) -> types.Tool:
 
 
 def to_call_result(output: ToolOutput) -> types.CallToolResult:
+    """The one place a tool's output becomes an MCP result: text and images as content, details under META_KEY.
+
+    Whether it is an error was decided before (a ToolError in the pipeline, an exit code in Bash's output).
+    """
     content: list[types.ContentBlock] = [types.TextContent(type="text", text=output.text)]
     for index, image in enumerate(output.images):
         data = base64.b64encode(image.data).decode("ascii")
@@ -145,8 +149,3 @@ def _progress_of(ctx: ServerRequestContext[Any]) -> ProgressFn | None:
     if token is None:
         return None
     return ctx.session.report_progress
-
-
-def build_server(settings: Settings, tools: list[Tool[Any]] | None = None) -> Server[Any]:
-    """A ready low-level MCP server for `settings` (the object tests hand to `mcp.Client`)."""
-    return CodeToolsServer(settings, tools).server

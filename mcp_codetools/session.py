@@ -2,7 +2,11 @@
 `CodeSession`: everything one MCP session remembers between calls.
 
 The read ledger (what was read, when, which part), the file history of edits, the working directory
-shared by Bash and relative paths, and background jobs. The dispatcher decides who may touch it when.
+shared by Bash and relative paths, background jobs, and the budget for output saved to disk. The
+dispatcher decides who may touch it when.
+
+Every process a session's commands start carries the session's marker in its environment; when the
+session ends, its jobs are stopped and then whatever still carries the marker (see `shell.runner`).
 """
 
 from __future__ import annotations
@@ -11,19 +15,26 @@ import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mcp_codetools.config import Settings
 from mcp_codetools.files.history import FileHistory
 from mcp_codetools.files.ledger import ReadLedger
 from mcp_codetools.files.paths import Workspace
 from mcp_codetools.files.view import LineIndexCache
+from mcp_codetools.shell import runner
+from mcp_codetools.shell.background import JobRegistry
+from mcp_codetools.shell.spills import SpillBudget
 
 if TYPE_CHECKING:
     from mcp_codetools.dispatcher import Dispatcher
 
 logger = logging.getLogger(__name__)
+
+Closer = Callable[[], Awaitable[None]]
+"""Stops something the session started; run once when the session ends, and must not raise."""
 
 
 class CodeSession:
@@ -40,7 +51,11 @@ class CodeSession:
             max_entries=settings.history_max_entries,
         )
         self.line_index = LineIndexCache()
-        self.extras: dict[str, Any] = {}
+        self.spills = SpillBudget(settings.spill_budget_bytes)
+        self.process_marker = runner.Marker.new(runner.SESSION_VAR)
+        """Carried by every process this session's commands start, to find them when it ends."""
+        self._jobs: JobRegistry | None = None
+        self._closers: list[Closer] = []
         self._scratch: Path | None = None
         self._dispatcher: Dispatcher | None = None
 
@@ -51,6 +66,17 @@ class CodeSession:
 
             self._dispatcher = Dispatcher(self.settings.max_concurrency, self.settings.queue_timeout_s)
         return self._dispatcher
+
+    @property
+    def jobs(self) -> JobRegistry:
+        """The session's background jobs, created on first use; they are stopped when the session ends."""
+        if self._jobs is None:
+            self._jobs = JobRegistry()
+            self.on_close(self._jobs.aclose)
+        return self._jobs
+
+    def on_close(self, closer: Closer) -> None:
+        self._closers.append(closer)
 
     @property
     def scratch_dir(self) -> Path:
@@ -73,13 +99,17 @@ class CodeSession:
         return True
 
     async def aclose(self) -> None:
-        """End the session: stop what it started and remove its scratch folder."""
-        closers = self.extras.pop("closers", [])
+        """End the session: stop what it started and remove its scratch folder. Idempotent."""
+        closers, self._closers = self._closers, []
         for close in closers:
             try:
                 await close()
             except Exception:
                 logger.exception("closing a session resource failed; going on with the rest")
+        try:  # the last net: processes that escaped their job's or call's tracking but kept the session's marker
+            await runner.stop_remaining(None, self.process_marker)
+        except Exception:
+            logger.exception("stopping the session's remaining processes failed")
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None

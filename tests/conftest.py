@@ -13,10 +13,17 @@ from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools import default_tools
 from mcp_codetools.tools.base import ToolOutput
+from tests.gates import Gates
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-slow", action="store_true", default=False, help="run tests marked slow")
+    parser.addoption(
+        "--reliability-report",
+        metavar="PATH",
+        default=None,
+        help="after a run of the whole tests/reliability suite, write its report to PATH (default: no report)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -87,7 +94,20 @@ class Caller:
         assert output.is_error, output.text
         return output
 
+    async def refuses(self, name: str, arguments: Mapping[str, Any], field: str) -> ToolOutput:
+        """The call fails as invalid input, and the message names `field`."""
+        output = await self.fails(name, arguments)
+        assert output.meta["errorCode"] == "invalid_input", output.text
+        assert f"The parameter `{field}` is invalid" in output.text
+        return output
+
 
 @pytest.fixture
 def call(pipeline: Pipeline, session: CodeSession) -> Caller:
     return Caller(pipeline, session)
+
+
+@pytest.fixture
+def gates() -> Gates:
+    """Gated test tools (`gates.tool(name)`) and the log of what their calls did (tests/gates.py)."""
+    return Gates()

@@ -86,6 +86,29 @@ READ_ONLY = [
     '"ls" -la',
     "xargs -I{} echo {}",
     "sha256sum a b",
+    "sort --check f",
+    "sort src/*.txt",
+    "git diff --output-indicator-new=+ HEAD",
+    "git grep -n foo -- src/*.py",
+    "find src/* -name x",
+    "sed -n 1p src/*.txt",
+    "sed 's/[/]/x/' f",
+    "sed -n '/[/]/p' f",
+    "sed 's/[[:alpha:]/]/x/g' f",
+    "sed 's/a/b/ g' f",
+    "sed '2q5' f",
+    "sed '0~2d;1,+3p;2,~4p' f",
+    "sed -n '\\|a/b|p' f",
+    "xargs --replace echo",
+    "xargs -0n5 grep x",
+    "xargs --max-args 3 wc",
+    "bash --version",
+    "python3 -V",
+    "perl -v",
+    "go version",
+    "cargo -V",
+    "rg --hidden foo",
+    "file --mime-type a.bin",
 ]
 
 NOT_READ_ONLY = [
@@ -206,6 +229,103 @@ NOT_READ_ONLY = [
     "curl -o f http://x",
     "ss -K",
     "command rm x",
+    # abbreviated long options: getopt takes a prefix as the option
+    "sort --outp=F f",
+    "sort --out F f",
+    "sort --o=F f",
+    "sort --compress-prog=sh f",
+    "sort --co=sh f",
+    "git grep --open-files=touch foo",
+    "git grep --open-files-in-pager foo",
+    "git grep --open foo",
+    "git log --outp=x",
+    "git diff --ext",
+    "file --compi -m magic",
+    "file --comp",
+    "tree --out=x",
+    "ss --ki",
+    "date --se=now",
+    "git branch --del x",
+    "git branch --list --del x",
+    "git config --get x --unset-a",
+    "fd --exe rm",
+    # xargs options whose value is optional and attached only: the next word is the command
+    "xargs --max-lines rm cat",
+    "xargs --replace sh echo",
+    "xargs --eof rm ls",
+    "xargs --max-lines=2 rm cat",
+    "xargs -i rm ls",
+    "xargs -l rm ls",
+    "xargs -0r rm",
+    "xargs -n 1 r*",
+    "xargs -n 1* cat",
+    # globs: a word bash may replace with file names such as -delete
+    "find . -name T -de*",
+    "find . -name T -[d]elete",
+    "find . -name T \\-de*",
+    'find . -name T "-"de*',
+    "sort -o* f",
+    "sort f -?",
+    "uniq src/*",
+    "uniq -c a?",
+    "sed 1* f",
+    "sed -l 5* p f",
+    "sed -e 1* f",
+    "git -C s* log",
+    "git st*",
+    "git config --get x*",
+    "date 0101*",
+    # interpreters given a file argument run it
+    "bash version",
+    "node version",
+    "python3 version",
+    "ruby version",
+    "java version",
+    "rustc version",
+    "sh --version x",
+    "zsh version",
+    "perl version",
+    "python3 -v",
+    "bash -v",
+    "ruby -v",
+    "npm version",
+    "npm version patch",
+    "node --version app.js",
+    # programs run by rg
+    "rg --hostname-bin=sh foo",
+    "rg --hostname-bin sh foo",
+    "rg --pre sh x",
+    "rg --pr=sh x",
+    "rg --hostname=x foo",
+    # sed's parsing rules: the delimiter inside a bracket expression does not end the part
+    "sed 's/[/]/;/w ./p'",
+    "sed 's/[/]/;/w ./p' f",
+    "sed -n '/[/]/w out' f",
+    "sed 's|[|]|x|w out' f",
+    "sed 's/[[:alpha:]/]/;/w out' f",
+    "sed 's/[]/]/;/w out' f",
+    "sed 's/[^]/]/;/w out' f",
+    "sed 's/a/b/ w out' f",
+    "sed 's/a/b/g w out' f",
+    "sed 's/a/b/ e' f",
+    "sed 's/a/b/pe' f",
+    "sed 'w out' f",
+    "sed 'W out' f",
+    "sed '1 w out' f",
+    "sed '/x/ !w out' f",
+    "sed 'e touch x' f",
+    "sed 'e' f",
+    "sed 'y/[/]/;w out' f",
+    "sed '\\,[,],w out' f",
+    "sed 's/a\\/b/c/w out' f",
+    "sed 's/a/b/\nw out' f",
+    "sed '1,/x/w out' f",
+    "sed '$!{w out\n}' f",
+    "sed 'p;w out' f",
+    "sed 'p ; W out' f",
+    "sed -n --expression='w out' f",
+    "sed --expr=p f",
+    "sed -s -e p -e 'w out' f",
 ]
 
 
@@ -279,6 +399,8 @@ def test_last_command(command: str, last: str | None) -> None:
 def test_every_rule_command_refuses_an_option_injected_by_a_glob() -> None:
     for name in rules.RULES:
         assert rules.check(name, [rules.Word("*", glob=True, glob_first=True)]), name
+        assert rules.check(name, [rules.Word("-de*", glob=True)]), name  # matches a file named -delete
+        assert rules.check(name, [rules.Word("{a,-delete}", brace=True)]), name
 
 
 def test_sed_script_checker() -> None:
@@ -287,3 +409,76 @@ def test_sed_script_checker() -> None:
     assert sed.script_problem("s/a/b")
     assert sed.script_problem("1a text")
     assert sed.script_problem("W out")
+
+
+def test_sed_reads_bracket_expressions_whole() -> None:
+    """GNU sed: the delimiter inside `[...]` of a regex is an ordinary character, so the part goes on."""
+    assert sed.script_problem("s/[/]/x/") == ""
+    assert sed.script_problem("s/[/]/;/w ./p")
+    assert sed.script_problem("s/[[:punct:]/]/x/") == ""
+    assert sed.script_problem("s/[[:punct:]/]/;/w out")
+    assert sed.script_problem("s/[\\]/x/") == ""  # a backslash in a bracket does not escape the `]`
+    assert sed.script_problem("y/[/]/") == ""  # y has no brackets: `[` and `]` swap
+    assert sed.script_problem("s/[/x/")  # unterminated: sed refuses it, so does the reader
+
+
+def test_sed_allows_blanks_between_the_parts_of_a_command() -> None:
+    assert sed.script_problem("1 , 3 ! p") == ""
+    assert sed.script_problem("s/a/b/ g 2 p") == ""
+    assert sed.script_problem("s/a/b/ g w out")
+    assert sed.script_problem("/x/ I , $ w out")
+
+
+@pytest.mark.parametrize(
+    ("arg", "option"),
+    [
+        ("--outp=F", "--output"),
+        ("--o", "--output"),
+        ("--output", "--output"),
+        ("--compress-prog=sh", "--compress-program"),
+        ("--co", "--compress-program"),
+        ("--", None),
+        ("--=x", None),
+        ("--outputs", None),
+        ("-o", None),
+        ("--check", None),
+    ],
+)
+def test_long_option_takes_any_prefix(arg: str, option: str | None) -> None:
+    assert rules.long_option(arg, ("--output", "--compress-program")) == option
+
+
+def test_unknown_commands_are_not_read_only() -> None:
+    for command in ("frobnicate", "frobnicate --version", "awk 1 f", "perl -e 1", "nodejs app.js"):
+        analysis = analyze(command)
+        assert not analysis.read_only and analysis.reason, command
+
+
+def test_a_check_that_fails_makes_the_command_not_read_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug in a rule must not crash the call nor let the command through."""
+
+    def broken(args: object) -> str:
+        raise IndexError("boom")
+
+    monkeypatch.setitem(rules.RULES, "sort", broken)
+    analyze.cache_clear()
+    try:
+        analysis = analyze("sort f")
+    finally:
+        analyze.cache_clear()
+    assert not analysis.read_only and "IndexError" in analysis.reason
+
+
+def test_a_parser_failure_makes_the_command_not_read_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    import bashlex
+
+    def broken(source: str) -> object:
+        raise RecursionError
+
+    monkeypatch.setattr(bashlex, "parse", broken)
+    analyze.cache_clear()
+    try:
+        analysis = analyze("ls")
+    finally:
+        analyze.cache_clear()
+    assert not analysis.read_only and "RecursionError" in analysis.reason

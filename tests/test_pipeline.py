@@ -13,6 +13,7 @@ from mcp_codetools.pipeline import Pipeline, format_validation_error
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools import default_tools
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
+from tests.gates import Gates
 
 pytestmark = pytest.mark.anyio
 
@@ -32,7 +33,7 @@ class Boom(Tool[BoomInput]):
     async def validate_input(self, args: BoomInput, ctx: CallContext) -> None:
         self.validated.append(str(ctx.paths.get("file_path")))
 
-    async def call(self, args: BoomInput, ctx: CallContext) -> ToolOutput:
+    async def call(self, args: BoomInput, ctx: CallContext, prepared: None) -> ToolOutput:
         raise RuntimeError("secret internals")
 
 
@@ -45,7 +46,7 @@ class Unsure(Tool[BoomInput]):
     def is_concurrency_safe(self, args: BoomInput) -> bool:
         raise ValueError("parser broke")
 
-    async def call(self, args: BoomInput, ctx: CallContext) -> ToolOutput:
+    async def call(self, args: BoomInput, ctx: CallContext, prepared: None) -> ToolOutput:
         return ToolOutput("ran")
 
 
@@ -69,39 +70,39 @@ async def test_permission_runs_before_state_checks(session: CodeSession, outside
     assert boom.validated == [], "validate_input must not see a path outside the roots"
 
 
+async def test_call_gets_what_validate_input_returned(session: CodeSession) -> None:
+    checked = object()
+
+    class Handoff(Tool[BoomInput, object]):
+        name = "Handoff"
+        title = "Handoff"
+        description = "Hands a value from the state check to the call (test tool)."
+        input_model = BoomInput
+
+        async def validate_input(self, args: BoomInput, ctx: CallContext) -> object:
+            return checked
+
+        async def call(self, args: BoomInput, ctx: CallContext, prepared: object) -> ToolOutput:
+            return ToolOutput("same" if prepared is checked else f"got {prepared!r}")
+
+    out = await Pipeline([Handoff()]).run(session, "Handoff", {})
+    assert out.text == "same"
+
+
 async def test_failing_safety_decision_still_runs_the_call(session: CodeSession) -> None:
     out = await Pipeline([Unsure()]).run(session, "Unsure", {})
     assert out.text == "ran"
 
 
-async def test_cancellation_propagates(session: CodeSession) -> None:
-    started = anyio.Event()
-
-    class Hang(Tool[BoomInput]):
-        name = "Hang"
-        title = "Hang"
-        description = "Hangs (test tool)."
-        input_model = BoomInput
-
-        async def call(self, args: BoomInput, ctx: CallContext) -> ToolOutput:
-            started.set()
-            await anyio.sleep_forever()
-            raise AssertionError
-
-    pipe = Pipeline([Hang()])
-    reached_end = False
+async def test_cancellation_propagates(session: CodeSession, gates: Gates) -> None:
+    pipe = Pipeline([gates.tool("Hang")])
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
-
-            async def run() -> None:
-                nonlocal reached_end
-                await pipe.run(session, "Hang", {})
-                reached_end = True
-
-            tg.start_soon(run)
-            await started.wait()
+            gates.submit(tg, pipe, session, "Hang", "never opened")
+            await gates.until(lambda: "never opened" in gates.started)
             tg.cancel_scope.cancel()
-    assert not reached_end
+    assert gates.ended == {"never opened"} and gates.outputs == {}, "a cancelled call returns no result"
+    assert gates.log == ["start never opened", "cleanup never opened"]
     assert session.dispatcher.snapshot() == []
 
 

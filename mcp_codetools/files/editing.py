@@ -9,14 +9,23 @@ no `await` between it and the write.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp_codetools.errors import FileChangedError, FileNotReadError, FileTooLargeError
+from mcp_codetools.errors import (
+    FileChangedError,
+    FileMissingError,
+    FileNotReadError,
+    FileTooLargeError,
+    NotAFileError,
+    PermissionDeniedError,
+    os_errors,
+)
 from mcp_codetools.files.history import FileHistory
 from mcp_codetools.files.ledger import ReadLedger
-from mcp_codetools.files.opening import open_regular_for_read
+from mcp_codetools.files.opening import open_beneath, open_regular_for_read
 from mcp_codetools.files.paths import Workspace
 from mcp_codetools.files.refusals import unreadable_error
 from mcp_codetools.files.stamps import FileStamp, digest_bytes
@@ -40,13 +49,14 @@ def read_whole(path: Path, workspace: Workspace) -> tuple[bytes, os.stat_result]
             raise FileTooLargeError(
                 f"File is too large to edit ({st.st_size} bytes). The largest editable file is 1 GiB."
             )
-        data = os.read(fd, st.st_size + 1)  # one read for the common case; the loop covers a growing file
-        if len(data) > st.st_size:
-            chunks = [data]
-            while block := os.read(fd, 8 * 1024 * 1024):
-                chunks.append(block)
-            data = b"".join(chunks)
-        return data, os.fstat(fd)
+        with os_errors("read", path):
+            data = os.read(fd, st.st_size + 1)  # one read for the common case; the loop covers a growing file
+            if len(data) > st.st_size:
+                chunks = [data]
+                while block := os.read(fd, 8 * 1024 * 1024):
+                    chunks.append(block)
+                data = b"".join(chunks)
+            return data, os.fstat(fd)
     finally:
         os.close(fd)
 
@@ -62,6 +72,8 @@ class Loaded:
     data: bytes
     st: os.stat_result
     fmt: TextFormat
+    workspace: Workspace
+    """Where it was loaded from: the last look before writing opens it the same confined way."""
     _text: str | None = field(default=None, repr=False)
 
     @property
@@ -115,25 +127,84 @@ def load_file(path: Path, workspace: Workspace) -> Loaded:
         fmt = detect(data)
     except BinaryContentError as exc:
         raise unreadable_error(path, exc) from None
-    return Loaded(data, st, fmt)
+    return Loaded(data, st, fmt, workspace)
+
+
+def load_existing(path: Path, workspace: Workspace) -> Loaded | None:
+    """The file at `path` loaded whole, or None when there is nothing at `path` to load.
+
+    "Nothing there" is what `os.path.lexists` says, asked only when the open failed, so the usual case
+    costs no extra lstat. A name that is there but cannot be opened keeps its error.
+    """
+    try:
+        return load_file(path, workspace)
+    except (FileMissingError, NotAFileError):
+        if os.path.lexists(path):
+            raise
+        return None
 
 
 def recheck_unchanged(path: Path, loaded: Loaded) -> None:
-    """The last look before writing; the caller must not await between this and the write."""
+    """The last look before writing; the caller must not await between this and the write.
+
+    The file is opened beneath its root like every other open: a folder on the way that became a symlink,
+    or a file that became one, counts as a change.
+    """
     try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise FileChangedError(UNEXPECTEDLY_MODIFIED) from None
-    same = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
-    if same == (loaded.st.st_mtime_ns, loaded.st.st_size, loaded.st.st_ctime_ns, loaded.st.st_ino):
-        return
-    try:
-        with open(path, "rb") as handle:
-            unchanged = handle.read() == loaded.data
+        fd = open_beneath(path, loaded.workspace, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
-        unchanged = False
-    if not unchanged:
-        raise FileChangedError(UNEXPECTEDLY_MODIFIED)
+        raise FileChangedError(UNEXPECTEDLY_MODIFIED) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise FileChangedError(UNEXPECTEDLY_MODIFIED)
+        same = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
+        if same == (loaded.st.st_mtime_ns, loaded.st.st_size, loaded.st.st_ctime_ns, loaded.st.st_ino):
+            return
+        if st.st_size != len(loaded.data):
+            raise FileChangedError(UNEXPECTEDLY_MODIFIED)
+        os.set_blocking(fd, True)
+        try:
+            unchanged = _read_all(fd, len(loaded.data) + 1) == loaded.data
+        except OSError:
+            unchanged = False
+        if not unchanged:
+            raise FileChangedError(UNEXPECTEDLY_MODIFIED)
+    finally:
+        os.close(fd)
+
+
+def _read_all(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit and (block := os.read(fd, min(limit - size, 8 * 1024 * 1024))):
+        chunks.append(block)
+        size += len(block)
+    return b"".join(chunks)
+
+
+HARD_LINKS_REFUSE = "refuse"
+HARD_LINKS_WRITE_THROUGH = "write-through"
+
+
+def refuse_hard_links(path: Path, loaded: Loaded, policy: str) -> None:
+    """Refuse to change a file with other hard links, unless the operator allowed writing through them.
+
+    Another name of the same file may lie outside the roots (`ln outside/secret h` inside a root), and no
+    bounded check can show that every other name is inside: so by default such a file is not written.
+
+    Raises:
+        PermissionDeniedError: the file has several links and the policy is not write-through.
+    """
+    links = loaded.st.st_nlink
+    if links <= 1 or policy == HARD_LINKS_WRITE_THROUGH:
+        return
+    raise PermissionDeniedError(
+        f"Refused: {path} has {links} hard links, so the same file also has other names, which may lie outside "
+        "the workspace roots; a change here would change them too. It was left unchanged. To edit a private copy, "
+        f"break the link first (Bash: `cp -p {path} {path}.tmp && mv {path}.tmp {path}`). The server's operator can "
+        "allow writing through hard links with MCP_CODETOOLS_HARD_LINKS=write-through (setting hard_links)."
+    )
 
 
 def create_file(path: Path, content: str, workspace: Workspace, history: FileHistory, ledger: ReadLedger) -> int:

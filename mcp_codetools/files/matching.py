@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import difflib
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, AnyStr
@@ -22,6 +23,16 @@ _SPACE = re.compile(r"[ \t\f\v]+")
 _MAX_REGION_LINES = 30
 _FUZZY_MAX_FILE_LINES = 20_000
 _FUZZY_MAX_WINDOW_LINES = 200
+_LOOSE_MAX_FILE_LINES = 500_000
+"""Beyond this many lines not even the whitespace-blind comparison is tried: the plain message is given."""
+_FUZZY_MAX_OLD_CHARS = 4000
+"""A longer old_string is compared only at windows its first or last line anchors."""
+_FUZZY_MAX_COMPARE_CHARS = 2000
+"""difflib's cost grows with the product of the lengths: each side is cut to this before scoring."""
+_FULL_SCAN_MAX_CHARS = 2_000_000
+"""Score every window (not only anchored ones) only while windows x window size stays under this."""
+SEARCH_BUDGET_S = 0.5
+"""Wall-clock time the closest-region search may take; when it runs out, the plain message is given."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,26 +168,45 @@ def not_found_message(text: str, old: str, path: str) -> str:
     return "\n".join(parts)
 
 
-def closest_region(text: str, old: str) -> tuple[int, int, bool] | None:
-    """(first, last, spacing_only) of the window of file lines nearest to `old`, or None."""
+def closest_region(text: str, old: str, budget_s: float | None = None) -> tuple[int, int, bool] | None:
+    """(first, last, spacing_only) of the window of file lines nearest to `old`, or None.
+
+    The work is bounded: by file size, by old_string size, by the length compared per window, and by
+    wall-clock time (`budget_s`, default SEARCH_BUDGET_S). Past any bound the answer is None, and the
+    caller gives the plain "not found" message. A long old_string is scored only at windows whose
+    first or last line matches its own (ignoring whitespace and quote style), the cheap first pass.
+    """
+    deadline = time.monotonic() + (SEARCH_BUDGET_S if budget_s is None else budget_s)
     old_lines = old.replace("\r\n", "\n").strip("\n").split("\n")
     lines = text.replace("\r\n", "\n").split("\n")
     width = len(old_lines)
-    if not old.strip() or width > len(lines) or width > _MAX_REGION_LINES * 4:
+    if not old.strip() or width > len(lines) or width > _MAX_REGION_LINES * 4 or len(lines) > _LOOSE_MAX_FILE_LINES:
         return None
     target = [_loose(line) for line in old_lines]
-    loose_lines = [_loose(line) for line in lines]
+    loose_lines: list[str] = []
+    for index, line in enumerate(lines):
+        if index % 4096 == 0 and time.monotonic() > deadline:
+            return None
+        loose_lines.append(_loose(line))
     for i in range(len(lines) - width + 1):
         if loose_lines[i] == target[0] and loose_lines[i : i + width] == target:
             return i + 1, min(i + width, i + _MAX_REGION_LINES), True
     if len(lines) > _FUZZY_MAX_FILE_LINES or width > _FUZZY_MAX_WINDOW_LINES:
         return None
     joined_target = "\n".join(target)
+    starts = range(len(lines) - width + 1)
+    anchored = [i for i in starts if loose_lines[i] == target[0] or loose_lines[i + width - 1] == target[-1]]
+    if anchored or len(joined_target) > _FUZZY_MAX_OLD_CHARS or len(starts) * len(joined_target) > _FULL_SCAN_MAX_CHARS:
+        candidates: range | list[int] = anchored
+    else:
+        candidates = starts
     matcher = difflib.SequenceMatcher(autojunk=False)
-    matcher.set_seq2(joined_target)
+    matcher.set_seq2(joined_target[:_FUZZY_MAX_COMPARE_CHARS])
     best: tuple[float, int] = (0.0, -1)
-    for i in range(len(lines) - width + 1):
-        matcher.set_seq1("\n".join(loose_lines[i : i + width]))
+    for i in candidates:
+        if time.monotonic() > deadline:
+            return None
+        matcher.set_seq1("\n".join(loose_lines[i : i + width])[:_FUZZY_MAX_COMPARE_CHARS])
         if matcher.real_quick_ratio() <= best[0] or matcher.quick_ratio() <= best[0]:
             continue
         score = matcher.ratio()

@@ -1,33 +1,194 @@
 """
-Opens that keep to the resolver's verdict: a regular file for reading, a folder for *at-style writes.
+Opens that keep to the resolver's verdict, whatever happens to the path after it was checked.
 
-Each open re-checks the descriptor it got, so a directory swapped for a symlink between the check and
-the open cannot carry a read or a write outside the roots.
+The resolver hands over a real path inside a root. Every open here starts from that root's own
+descriptor and refuses a symlink in any component of the rest, so a folder swapped for a link to
+elsewhere (however deep that elsewhere is) cannot carry a read or a write outside the roots.
+Where the kernel has it (Linux 5.6+) one `openat2` call with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+RESOLVE_NO_MAGICLINKS does this; elsewhere, or for a path too long for one call, a walk opens one
+component at a time with O_NOFOLLOW from the folder before it. Both end in `open_beneath`; an
+error neither explains is a refusal.
 """
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import stat
+import sys
 from pathlib import Path
 
-from mcp_codetools.errors import FileMissingError, NotAFileError, PermissionDeniedError
+from mcp_codetools.errors import FileMissingError, NotAFileError, PermissionDeniedError, os_errors, tool_error_from_os
 from mcp_codetools.files.paths import Workspace
 
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_PATH = getattr(os, "O_PATH", os.O_RDONLY)
+_WALK_FLAGS = _PATH | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
 
-def _fd_path(fd: int) -> Path | None:
+_SYS_OPENAT2 = 437  # the same number on every Linux architecture (the syscall table was unified by then)
+_RESOLVE_NO_MAGICLINKS = 0x02
+_RESOLVE_NO_SYMLINKS = 0x04
+_RESOLVE_BENEATH = 0x08
+_RESOLVE = _RESOLVE_BENEATH | _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS
+_OPENAT2_RETRIES = 8
+"""openat2 answers EAGAIN when a rename raced the lookup; after this many the open is refused."""
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+
+def _load_syscall() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
+    if not sys.platform.startswith("linux"):
+        return None
     try:
-        return Path(os.readlink(f"/proc/self/fd/{fd}"))
-    except OSError:
+        return ctypes.CDLL(None, use_errno=True).syscall
+    except (OSError, AttributeError):
         return None
 
 
-def check_fd_inside(fd: int, workspace: Workspace, shown: str, *, for_read: bool = False) -> None:
-    """Confirm an open descriptor still names a file inside the roots (where /proc tells)."""
-    actual = _fd_path(fd)
-    if actual is not None and not workspace.contains(actual, for_read=for_read):
-        raise PermissionDeniedError(f"Access denied: {shown} moved outside the workspace roots while being opened.")
+_syscall = _load_syscall()
+use_openat2: bool = _syscall is not None and os.environ.get("MCP_CODETOOLS_CONFINED_OPEN", "") != "walk"
+"""Whether to try openat2 first. Tests (and MCP_CODETOOLS_CONFINED_OPEN=walk) turn it off to run the walk.
+Cleared for the process the first time the kernel answers ENOSYS."""
+
+
+class _Unsupported(Exception):
+    """openat2 cannot answer this open (no such syscall, or the path is too long for one call)."""
+
+
+def _openat2(dir_fd: int, relative: str, flags: int, mode: int) -> int:
+    global use_openat2
+    assert _syscall is not None
+    # RESOLVE_NO_SYMLINKS covers the last component too; without O_NOFOLLOW a link there is ELOOP, not ENOTDIR.
+    flags = (flags | _CLOEXEC) & ~os.O_NOFOLLOW
+    how = _OpenHow(flags, mode if flags & os.O_CREAT else 0, _RESOLVE)
+    name = os.fsencode(relative)
+    for _ in range(_OPENAT2_RETRIES):
+        fd = int(_syscall(_SYS_OPENAT2, dir_fd, name, ctypes.byref(how), ctypes.sizeof(how)))
+        if fd >= 0:
+            return fd
+        code = ctypes.get_errno()
+        if code == errno.EAGAIN:
+            continue
+        if code == errno.ENOSYS:
+            use_openat2 = False
+            raise _Unsupported
+        if code in (errno.ENAMETOOLONG, errno.E2BIG):
+            raise _Unsupported
+        raise OSError(code, os.strerror(code), relative)
+    raise OSError(errno.EAGAIN, "the path kept changing while it was opened", relative)
+
+
+def _walk(dir_fd: int, parts: list[str], flags: int, mode: int) -> int:
+    """Open `parts` below `dir_fd` one component at a time, none of them a symlink."""
+    current = dir_fd
+    try:
+        for part in parts[:-1]:
+            try:
+                child = os.open(part, _WALK_FLAGS, dir_fd=current)
+            except OSError as exc:
+                raise _explain(exc, part, current) from None
+            if current != dir_fd:
+                os.close(current)
+            current = child
+            if not stat.S_ISDIR(os.fstat(current).st_mode):  # O_PATH with O_NOFOLLOW could name a link
+                raise OSError(errno.ELOOP, "a component is not a folder", part)
+        try:
+            return os.open(parts[-1], flags | os.O_NOFOLLOW | _CLOEXEC, mode, dir_fd=current)
+        except OSError as exc:
+            raise _explain(exc, parts[-1], current) from None
+    finally:
+        if current != dir_fd:
+            os.close(current)
+
+
+def _explain(exc: OSError, part: str, dir_fd: int) -> OSError:
+    """O_DIRECTORY meeting a symlink says ENOTDIR; say ELOOP, as openat2 does, so both read the same."""
+    if exc.errno == errno.ENOTDIR:
+        try:
+            if stat.S_ISLNK(os.stat(part, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+                return OSError(errno.ELOOP, os.strerror(errno.ELOOP), part)
+        except OSError:
+            pass
+    return exc
+
+
+def open_root(root: Path, workspace: Workspace) -> int:
+    """A descriptor of a root (O_PATH), checked to be the very folder the server started with.
+
+    Raises:
+        PermissionDeniedError: the root is gone or was replaced by another folder.
+    """
+    try:
+        fd = os.open(root, _PATH | os.O_DIRECTORY | _CLOEXEC)
+    except OSError as exc:
+        raise PermissionDeniedError(f"Cannot open the workspace root {root}: {exc.strerror}.") from None
+    st = os.fstat(fd)
+    if workspace.identity(root) != (st.st_dev, st.st_ino):
+        os.close(fd)
+        raise PermissionDeniedError(
+            f"The workspace root {root} was replaced by another folder since the server started. "
+            "Restart the server to use the new folder."
+        )
+    return fd
+
+
+def open_beneath(path: Path, workspace: Workspace, flags: int, mode: int = 0o600, *, for_read: bool = False) -> int:
+    """Open the real path `path` from its root's descriptor, refusing a symlink in any component.
+
+    Raises:
+        PermissionDeniedError: `path` lies in no root (or, with `for_read`, no readable folder).
+        OSError: the open failed; ELOOP or EXDEV mean a symlink was met (see `open_error`).
+    """
+    root = workspace.root_of(path, for_read=for_read)
+    if root is None:
+        raise PermissionDeniedError(f"Access denied: {path} is outside the workspace roots.")
+    relative = "." if path == root else str(path.relative_to(root))
+    root_fd = open_root(root, workspace)
+    try:
+        return open_below(root_fd, relative, flags, mode)
+    finally:
+        os.close(root_fd)
+
+
+def open_below(dir_fd: int, relative: str, flags: int, mode: int = 0o600) -> int:
+    """Open `relative` (a plain path: no `..`, no empty part) below the folder `dir_fd`, no symlink on the way.
+
+    The one implementation behind every confined open: openat2 where the kernel has it, else the walk.
+
+    Raises:
+        PermissionDeniedError: `relative` is not a plain relative path.
+        OSError: the open failed; ELOOP or EXDEV mean a symlink was met.
+    """
+    parts = relative.split("/")
+    if relative.startswith("/") or any(part in ("", "..") for part in parts) or ("." in parts and relative != "."):
+        raise PermissionDeniedError(f"Access denied: {relative} is not a plain path below its folder.")
+    if use_openat2 and _syscall is not None:
+        try:
+            return _openat2(dir_fd, relative, flags, mode)
+        except _Unsupported:
+            pass
+    return _walk(dir_fd, parts, flags, mode)
+
+
+def is_link_error(exc: OSError) -> bool:
+    """The open met a symlink (or a way out of the root) where the checked path had a plain folder or file."""
+    return exc.errno in (errno.ELOOP, errno.EXDEV)
+
+
+def open_error(exc: OSError, shown: str, what: str = "open") -> Exception:
+    """The tool error for a failed confined open: a symlink met is a refusal, a missing file is missing."""
+    if is_link_error(exc):
+        return PermissionDeniedError(
+            f"Access denied: {shown} (or a folder on the way to it) was replaced by a symlink after it was checked. "
+            "Nothing outside the workspace roots was touched; try again once the path is settled."
+        )
+    if exc.errno == errno.ENOENT:
+        return FileMissingError(f"File does not exist: {shown}")
+    return NotAFileError(f"Cannot {what} {shown}: {exc.strerror or exc}")
 
 
 def open_regular_for_read(path: Path, workspace: Workspace, shown: str) -> tuple[int, os.stat_result]:
@@ -35,23 +196,18 @@ def open_regular_for_read(path: Path, workspace: Workspace, shown: str) -> tuple
 
     Raises:
         FileStateError: missing, a directory, or not a regular file.
+        PermissionDeniedError: a component became a symlink after the path was checked.
     """
-    try:
+    with os_errors("open", shown, missing=f"File does not exist: {shown}"):
         st = os.stat(path)
-    except FileNotFoundError:
-        raise FileMissingError(f"File does not exist: {shown}") from None
-    except OSError as exc:
-        raise NotAFileError(f"Cannot open {shown}: {exc.strerror}") from None
     refuse_non_regular(st, shown)
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, flags)
+        fd = open_beneath(path, workspace, os.O_RDONLY | os.O_NONBLOCK, for_read=True)
     except OSError as exc:
-        raise NotAFileError(f"Cannot open {shown}: {exc.strerror}") from None
+        raise open_error(exc, shown) from None
     try:
         st = os.fstat(fd)
         refuse_non_regular(st, shown)
-        check_fd_inside(fd, workspace, shown, for_read=True)
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
@@ -77,33 +233,33 @@ def refuse_non_regular(st: os.stat_result, shown: str) -> None:
         )
 
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-
-
-def open_checked_dir(folder: Path | str, workspace: Workspace, shown: str, *, dir_fd: int | None = None) -> int:
-    """Open a folder without following a symlink in its last step, and check it lies inside the roots."""
+def open_checked_dir(folder: Path, workspace: Workspace, shown: str, *, for_read: bool = False) -> int:
+    """Open a folder inside the roots (readable, for *at-style calls) with no symlink on the way."""
     try:
-        dfd = os.open(folder, _DIR_FLAGS, dir_fd=dir_fd)
+        return open_beneath(folder, workspace, _DIR_FLAGS, for_read=for_read)
     except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(folder, dir_fd):
+        if is_link_error(exc):
+            raise PermissionDeniedError(
+                f"Access denied: a folder on the way to {shown} was replaced by a symlink after it was checked. "
+                "Nothing was written."
+            ) from None
+        raise tool_error_from_os(exc, "open folder", shown) from None
+
+
+def open_child_dir(name: str, dir_fd: int, shown: str) -> int:
+    """Open the folder `name` inside the folder `dir_fd`: one component, never a symlink."""
+    if "/" in name or name in ("", ".", ".."):
+        raise PermissionDeniedError(f"Access denied: {name!r} is not a plain folder name (on the way to {shown}).")
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        exc = _explain(exc, name, dir_fd)
+        if is_link_error(exc):
             raise PermissionDeniedError(
                 f"Access denied: a folder on the way to {shown} was replaced by a symlink after it was checked. "
                 "Nothing was written."
             ) from None
         raise NotAFileError(f"Cannot open a folder on the way to {shown}: {exc.strerror}") from None
-    try:
-        check_fd_inside(dfd, workspace, shown)
-    except BaseException:
-        os.close(dfd)
-        raise
-    return dfd
-
-
-def _is_link(folder: Path | str, dir_fd: int | None) -> bool:
-    try:
-        return stat.S_ISLNK(os.stat(folder, dir_fd=dir_fd, follow_symlinks=False).st_mode)
-    except OSError:
-        return False
 
 
 def open_parent_dir(path: Path, workspace: Workspace, shown: str) -> int:

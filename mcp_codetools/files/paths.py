@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from mcp_codetools.errors import InvalidInputError, NotAFileError, PermissionDeniedError
+from mcp_codetools.errors import InvalidInputError, PermissionDeniedError, tool_error_from_os
 
 PATH_MAX = 4096
 
@@ -43,9 +43,31 @@ class Workspace:
         self.roots: tuple[Path, ...] = tuple(resolved)
         self.readable: list[Path] = []
         """Folders the server made itself (full command output, job logs): open to reads only."""
+        self._identities: dict[Path, tuple[int, int]] = {}
+        """(device, inode) of each root as first seen: a root replaced later is not followed."""
+        for root in self.roots:
+            self._remember(root)
+
+    def _remember(self, folder: Path) -> None:
+        try:
+            st = os.stat(folder)
+        except OSError:
+            return
+        self._identities.setdefault(folder, (st.st_dev, st.st_ino))
 
     def add_readable(self, folder: Path) -> None:
-        self.readable.append(canonical_root(folder))
+        real = canonical_root(folder)
+        self.readable.append(real)
+        self._remember(real)
+
+    def identity(self, folder: Path) -> tuple[int, int] | None:
+        return self._identities.get(folder)
+
+    def root_of(self, real_path: Path, *, for_read: bool = False) -> Path | None:
+        """The innermost root (or, with `for_read`, readable folder) holding `real_path`."""
+        folders = [*self.roots, *self.readable] if for_read else list(self.roots)
+        holding = [folder for folder in folders if is_within(real_path, folder)]
+        return max(holding, key=lambda folder: len(folder.parts)) if holding else None
 
     def contains(self, real_path: Path, *, for_read: bool = False) -> bool:
         if any(is_within(real_path, root) for root in self.roots):
@@ -74,9 +96,7 @@ class Workspace:
         try:
             real = Path(os.path.realpath(joined))
         except OSError as exc:  # a link on the way vanished between realpath's lstat and readlink
-            raise NotAFileError(
-                f"{raw} changed while it was being resolved ({exc.strerror}). Try the call again."
-            ) from None
+            raise tool_error_from_os(exc, "resolve", raw) from None
         if not self.contains(real, for_read=for_read):
             shown = ", ".join(str(r) for r in self.roots)
             via = "" if real == Path(os.path.normpath(joined)) else f" (it resolves to {real})"
@@ -90,16 +110,12 @@ class Workspace:
         return ", ".join(str(r) for r in self.roots)
 
 
-def similar_names(path: Path, limit: int = 1) -> Sequence[str]:
-    """Names beside a missing file that the caller may have meant (same stem, or a close spelling)."""
+def similar_names(path: Path, names: Sequence[str], limit: int = 1) -> Sequence[str]:
+    """Names from `names` (the listing of `path`'s folder) the caller may have meant: same stem, or close."""
     import difflib
 
-    parent = path.parent
-    try:
-        names = [entry.name for entry in os.scandir(parent)][:5000]
-    except OSError:
-        return ()
+    names = list(names)[:5000]
     stem_hits = [n for n in names if Path(n).stem == path.stem and n != path.name]
     close = difflib.get_close_matches(path.name, names, n=limit, cutoff=0.75)
     ordered = list(dict.fromkeys(stem_hits + close))
-    return [str(parent / n) for n in ordered[:limit]]
+    return [str(path.parent / n) for n in ordered[:limit]]

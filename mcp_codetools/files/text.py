@@ -103,16 +103,6 @@ def _sniff_newline(text: str) -> str:
     return "\r\n" if crlf > lf else "\n"
 
 
-def decode(data: bytes) -> tuple[str, TextFormat]:
-    """Decode a whole file, BOM removed, line endings untouched.
-
-    Raises:
-        BinaryContentError: the bytes look like binary data.
-    """
-    fmt = detect(data)
-    return data[len(fmt.bom) :].decode(fmt.encoding, fmt.errors), fmt
-
-
 def detect(data: bytes) -> TextFormat:
     """The format of a whole file: its first bytes decide, the line-ending count covers all of it.
 
@@ -126,10 +116,6 @@ def detect(data: bytes) -> TextFormat:
         if newline != fmt.newline:
             fmt = TextFormat(fmt.encoding, fmt.bom, newline)
     return fmt
-
-
-def encode(text: str, fmt: TextFormat) -> bytes:
-    return fmt.bom + text.encode(fmt.encoding, fmt.errors)
 
 
 def for_display(text: str) -> str:
@@ -168,7 +154,3 @@ def number_line(number: int, line: str) -> str:
 
 def number_lines(lines: list[str], first: int) -> str:
     return "\n".join(number_line(first + i, line) for i, line in enumerate(lines))
-
-
-def estimate_tokens(text: str) -> int:
-    return (len(text) + 3) // 4

@@ -15,8 +15,8 @@ import secrets
 import stat
 from pathlib import Path
 
-from mcp_codetools.errors import ExecutionError, FileReadOnlyError, InvalidInputError
-from mcp_codetools.files.opening import open_checked_dir, open_parent_dir
+from mcp_codetools.errors import FileReadOnlyError, InvalidInputError, os_errors
+from mcp_codetools.files.opening import open_checked_dir, open_child_dir, open_parent_dir
 from mcp_codetools.files.paths import Workspace
 from mcp_codetools.files.stamps import FileStamp, digest_bytes
 
@@ -25,7 +25,7 @@ def ensure_parent(path: Path, workspace: Workspace) -> None:
     """Create missing parent folders one step at a time, each through a checked folder descriptor.
 
     Creating by path would let a folder swapped for a symlink mid-way carry the new folders outside
-    the roots; `mkdir(name, dir_fd=...)` from a descriptor checked inside the roots cannot.
+    the roots; `mkdir(name, dir_fd=...)` from a descriptor opened beneath a root cannot.
     """
     missing: list[str] = []
     parent = path.parent
@@ -37,13 +37,9 @@ def ensure_parent(path: Path, workspace: Workspace) -> None:
     dfd = open_checked_dir(parent, workspace, str(path))
     try:
         for name in reversed(missing):
-            try:
+            with os_errors("create folder", f"{name} for {path}"), contextlib.suppress(FileExistsError):
                 os.mkdir(name, dir_fd=dfd)
-            except FileExistsError:
-                pass
-            except OSError as exc:
-                raise ExecutionError(f"Cannot create folder {name} for {path}: {exc.strerror}") from None
-            child = open_checked_dir(name, workspace, str(path), dir_fd=dfd)
+            child = open_child_dir(name, dfd, str(path))
             os.close(dfd)
             dfd = child
     finally:
@@ -85,7 +81,8 @@ def write_atomic(path: Path, data: bytes, workspace: Workspace, existing: os.sta
     """Write `data` to `path` crash-safely and return the new stamp.
 
     Raises:
-        ExecutionError: the write failed (disk full, permission denied); the original is intact.
+        ExecutionError: the write failed (disk full, permission denied); the original is intact
+            unless it was written in place.
     """
     dfd = open_parent_dir(path, workspace, str(path))
     try:
@@ -112,46 +109,37 @@ def _write_replace(name: str, data: bytes, dfd: int, existing: os.stat_result | 
     temp = f".{name}.{secrets.token_hex(6)}.tmp"
     mode = stat.S_IMODE(existing.st_mode) if existing is not None else 0o644
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    try:
+    with os_errors("write", name):
         fd = os.open(temp, flags, 0o600, dir_fd=dfd)
-    except OSError as exc:
-        raise ExecutionError(f"Cannot write {name}: {exc.strerror}. The file was left unchanged.") from None
-    try:
         try:
-            _write_all(fd, data)
-            os.fsync(fd)
-            os.fchmod(fd, mode)
-            if existing is not None:
-                with contextlib.suppress(OSError):
-                    os.fchown(fd, existing.st_uid, existing.st_gid)
-        finally:
-            os.close(fd)
-        os.replace(temp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temp, dir_fd=dfd)
-        raise ExecutionError(f"Cannot write {name}: {exc.strerror}. The file was left unchanged.") from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp, dir_fd=dfd)
-        raise
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+                os.fchmod(fd, mode)
+                if existing is not None:
+                    with contextlib.suppress(OSError):
+                        os.fchown(fd, existing.st_uid, existing.st_gid)
+            finally:
+                os.close(fd)
+            os.replace(temp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=dfd)
+            raise
 
 
 def _write_in_place(name: str, data: bytes, dfd: int) -> None:
     flags = os.O_WRONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    try:
+    with os_errors("write", name):
         fd = os.open(name, flags, dir_fd=dfd)
-    except OSError as exc:
-        raise ExecutionError(f"Cannot write {name}: {exc.strerror}. The file was left unchanged.") from None
     try:
         # Grow first, so running out of space fails before any byte of the old content is lost.
-        old_size = os.fstat(fd).st_size
-        if len(data) > old_size:
-            os.posix_fallocate(fd, 0, len(data))
-        _write_all(fd, data)
-        os.ftruncate(fd, len(data))
-        os.fsync(fd)
-    except OSError as exc:
-        raise ExecutionError(f"Cannot write {name}: {exc.strerror}.") from None
+        with os_errors("write in place", name):
+            old_size = os.fstat(fd).st_size
+            if len(data) > old_size:
+                os.posix_fallocate(fd, 0, len(data))
+            _write_all(fd, data)
+            os.ftruncate(fd, len(data))
+            os.fsync(fd)
     finally:
         os.close(fd)

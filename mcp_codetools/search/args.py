@@ -7,13 +7,16 @@ config files (`RIPGREP_CONFIG_PATH`) are ignored, since they could add options s
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from mcp_codetools.errors import FileMissingError, NotAFileError
-from mcp_codetools.files.paths import is_within
+from mcp_codetools.errors import FileMissingError, NotAFileError, ToolError, os_errors
+from mcp_codetools.files.opening import open_below, open_beneath, open_error
+from mcp_codetools.files.paths import Workspace, is_within
 
 VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
 """Version-control folders: hidden files are searched, these never are."""
@@ -78,14 +81,10 @@ def check_search_path(path: Path, cwd: Path, *, kind: str = "Path") -> os.stat_r
     Raises:
         FileStateError: missing, or neither a folder nor a regular file.
     """
-    try:
+    with os_errors(
+        "search", path, missing=f"{kind} does not exist: {path}. Note: your current working directory is {cwd}."
+    ):
         st = os.stat(path)
-    except FileNotFoundError:
-        raise FileMissingError(
-            f"{kind} does not exist: {path}. Note: your current working directory is {cwd}."
-        ) from None
-    except OSError as exc:
-        raise NotAFileError(f"Cannot search {path}: {exc.strerror}") from None
     if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
         raise NotAFileError(f"Cannot search {path}: it is not a regular file or a folder.")
     return st
@@ -111,3 +110,165 @@ def display_prefix(base: Path, cwd: Path) -> str:
     if is_within(base, cwd):
         return f"{base.relative_to(cwd)}/"
     return f"{base}/"
+
+
+@dataclass
+class PinnedTarget:
+    """A search path opened beneath its root, so rg cannot be redirected from it after the check.
+
+    A folder becomes rg's working directory through its descriptor (`/proc/self/fd/N`, which names the
+    open folder itself, not a path to it) and rg is given no path: it prints names relative to the
+    folder, and `rename` puts the shown prefix before them. A file is handed to rg as its descriptor
+    (`/proc/self/fd/N` in rg's own process, passed with `pass_fds`), and `rename` turns that name back
+    into the path the model gave.
+    """
+
+    fd: int
+    st: os.stat_result
+    shown: str
+    """The path as results show it: relative to the session's working directory, or absolute."""
+    real: Path
+    """The real path it was opened by (for the sandbox: which folders lie above it)."""
+
+    @property
+    def is_dir(self) -> bool:
+        return stat.S_ISDIR(self.st.st_mode)
+
+    @property
+    def proc_path(self) -> str:
+        return f"/proc/self/fd/{self.fd}"
+
+    def rg_paths(self) -> list[str]:
+        return [] if self.is_dir else [self.proc_path]
+
+    def pass_fds(self) -> tuple[int, ...]:
+        return () if self.is_dir else (self.fd,)
+
+    def rename(self) -> tuple[bytes, bytes]:
+        """(what rg prints at the start of a name, what to show instead)."""
+        if self.is_dir:
+            return b"", os.fsencode(f"{self.shown}/" if self.shown else "")
+        return os.fsencode(self.proc_path), os.fsencode(self.shown)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def pin_search_target(target: Path, cwd: Path, workspace: Workspace, *, kind: str = "Path") -> PinnedTarget:
+    """Open `target` (a folder or a regular file) beneath its root for rg; see `PinnedTarget`.
+
+    Raises:
+        ToolError: missing, neither a folder nor a regular file, or a component became a symlink.
+    """
+    try:
+        fd = open_beneath(target, workspace, os.O_RDONLY | os.O_NONBLOCK, for_read=True)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            raise FileMissingError(
+                f"{kind} does not exist: {target}. Note: your current working directory is {cwd}."
+            ) from None
+        raise open_error(exc, str(target), "search") from None
+    try:
+        st = os.fstat(fd)
+        if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+            raise NotAFileError(f"Cannot search {target}: it is not a regular file or a folder.")
+    except BaseException:
+        os.close(fd)
+        raise
+    shown = "" if target == cwd else str(target.relative_to(cwd)) if is_within(target, cwd) else str(target)
+    return PinnedTarget(fd, st, shown, target)
+
+
+def still_below(dir_fd: int, name: str) -> bool:
+    """Whether `name`, as rg reported it relative to the folder `dir_fd`, is there now with no symlink on the way.
+
+    rg walks below the pinned folder by path, so a folder swapped for a link while it walks could lend it
+    outside names; such names are dropped. Any doubt (an error of any kind) counts as no.
+    """
+    try:
+        fd = open_below(dir_fd, name, _O_PATH | os.O_NOFOLLOW)
+    except (OSError, ToolError):
+        return False
+    os.close(fd)
+    return True
+
+
+_O_PATH = getattr(os, "O_PATH", os.O_RDONLY)
+
+
+def names_below(target: PinnedTarget, names: Sequence[bytes]) -> tuple[list[bytes], int]:
+    """`names` (as shown: with the target's prefix) that `still_below` confirms, and how many were dropped."""
+    if not target.is_dir:
+        return list(names), 0  # the one file searched is the pinned one
+    prefix = target.rename()[1]
+    kept = [
+        name for name in names if name.startswith(prefix) and still_below(target.fd, os.fsdecode(name[len(prefix) :]))
+    ]
+    return kept, len(names) - len(kept)
+
+
+def dropped_note(dropped: int) -> str:
+    if not dropped:
+        return ""
+    return (
+        f"\n({dropped} path{'s were' if dropped != 1 else ' was'} left out: a folder on the way changed into a "
+        "symlink while the search ran, so the result could come from outside the workspace. Search again.)"
+    )
+
+
+_GLOB_MAGIC = frozenset("*?[]{}\\")
+
+
+def rebase_globs(globs: Sequence[str], prefix: str) -> list[str] | None:
+    """Globs written relative to the working directory, rewritten for rg running in the folder `prefix` names.
+
+    rg matches a glob holding a `/` against the path below the folder it runs in; Grep's globs read from
+    the working directory, and rg now runs in the searched folder itself. So `src/u*.py` with path `src`
+    becomes `u*.py`. A name-only glob (`*.py`, `**/*.py`) needs nothing. An include glob whose folder part
+    cannot lie under `prefix` is dropped (an exclusion too); None when every include glob was dropped, so
+    nothing can match. A glob that cannot be rebased exactly (a `**` or a brace within the prefix part) is
+    kept as written.
+    """
+    prefix_parts = [part for part in prefix.strip("/").split("/") if part]
+    if not prefix_parts:
+        return list(globs)
+    rebased: list[str] = []
+    includes = dropped_includes = 0
+    for glob in globs:
+        negated = glob.startswith("!")
+        body = glob[1:] if negated else glob
+        includes += not negated
+        if "/" not in body.removeprefix("**/") or body.startswith("**/"):
+            rebased.append(glob)
+            continue
+        parts = body.lstrip("/").split("/")
+        head = parts[: len(prefix_parts)]
+        if len(parts) <= len(prefix_parts) and parts[-1] != "**":
+            verdict: bool | None = False  # names the folder or one above it: no file under it matches
+        else:
+            verdict = _parts_match(head, prefix_parts)
+        if verdict is None:
+            rebased.append(glob)
+        elif verdict:
+            rest = "/".join(parts[len(prefix_parts) :]) or "**"
+            rebased.append(("!" if negated else "") + rest)
+        elif not negated:
+            dropped_includes += 1
+    if includes and dropped_includes == includes:
+        return None
+    return rebased
+
+
+def _parts_match(patterns: list[str], names: list[str]) -> bool | None:
+    """Whether each glob component matches its folder name; None when that cannot be told exactly."""
+    import fnmatch
+
+    for pattern, name in zip(patterns, names, strict=False):
+        if pattern == "**" or "{" in pattern or "\\" in pattern:
+            return None
+        if not _GLOB_MAGIC.intersection(pattern):
+            if pattern != name:
+                return False
+        elif not fnmatch.fnmatchcase(name, pattern):
+            return False
+    return True

@@ -7,7 +7,9 @@ still running and reaped, under a shielded scope with a bounded wait.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 import selectors
 import signal
 import subprocess
@@ -19,7 +21,9 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
-from mcp_codetools.errors import ExecutionError
+from mcp_codetools.errors import ExecutionError, tool_error_from_os
+from mcp_codetools.search import sandbox
+from mcp_codetools.search.args import PinnedTarget
 from mcp_codetools.search.locate import find_rg
 
 REAP_TIMEOUT_S = 5.0
@@ -77,8 +81,21 @@ class RgResult:
         return text if len(text) <= limit else text[:limit] + " […]"
 
 
-async def run_rg(args: Sequence[str], cwd: Path, sink: Sink) -> RgResult:
+async def run_rg(
+    args: Sequence[str],
+    cwd: Path,
+    sink: Sink,
+    *,
+    cwd_fd: int | None = None,
+    pass_fds: tuple[int, ...] = (),
+    confine: PinnedTarget | None = None,
+) -> RgResult:
     """Run `rg args` in `cwd`, feeding stdout to `sink` until it is done or declines more.
+
+    With `cwd_fd`, rg runs in the folder that descriptor holds open (`/proc/self/fd/N` as the working
+    directory: the child changes into the open folder itself, so no later swap of a path can move it;
+    without /proc rg does not start). `pass_fds` are descriptors rg inherits (a pinned file to search).
+    With `confine`, rg may read only below that pinned target (sandbox.py), where the kernel allows.
 
     rg's output is read by a worker thread with blocking reads. rg writes once per file it reports, so a
     search over a big tree means hundreds of small writes; each costs the event loop's stream machinery
@@ -88,7 +105,8 @@ async def run_rg(args: Sequence[str], cwd: Path, sink: Sink) -> RgResult:
     Raises:
         ExecutionError: rg is missing or could not be started.
     """
-    run = _RgRun.start([rg_executable(), *args], cwd, sink)
+    where = f"/proc/self/fd/{cwd_fd}" if cwd_fd is not None else os.fspath(cwd)
+    run = _RgRun.start([rg_executable(), *args], where, sink, pass_fds, confine)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_stop_when_cancelled, run)
@@ -104,11 +122,63 @@ async def run_rg(args: Sequence[str], cwd: Path, sink: Sink) -> RgResult:
     return RgResult(run.returncode, run.errors.decode("utf-8", "replace"), run.stopped)
 
 
+async def run_rg_on(args: Sequence[str], target: PinnedTarget, sink: Sink, *, sep: bytes = b"\n") -> RgResult:
+    """Run rg on a pinned search target (see `PinnedTarget`), showing names as the model gave the path.
+
+    `sep` ends the records of this output (`\\0` for `--files-with-matches --null`, else a newline).
+    """
+    old, new = target.rename()
+    renamed = Renamed(sink, old, new, sep) if old or new else None
+    argv = [*args, *target.rg_paths()]
+    cwd_fd = target.fd if target.is_dir else None
+    result = await run_rg(argv, Path("/"), renamed or sink, cwd_fd=cwd_fd, pass_fds=target.pass_fds(), confine=target)
+    if renamed is not None:
+        renamed.flush()
+    if old and old.decode() in result.stderr:
+        result = dataclasses.replace(result, stderr=result.stderr.replace(old.decode(), new.decode()))
+    return result
+
+
 async def _stop_when_cancelled(run: _RgRun) -> None:
     try:
         await anyio.sleep_forever()
     finally:
         run.poke()
+
+
+class Renamed:
+    """A sink that rewrites the name at the start of each record of rg's output, then passes it on.
+
+    Records end with `sep` (`\\0` for `--files-with-matches --null`, a newline otherwise). With a newline,
+    only lines that hold a NUL (the `--null` / NUL field separators put one after every name) are names:
+    `--` group lines and rg's notes are left alone. A record cut off by an early stop is dropped, as the
+    sinks drop it.
+    """
+
+    def __init__(self, sink: Sink, old: bytes, new: bytes, sep: bytes) -> None:
+        self.sink = sink
+        self.new = new
+        self.sep = sep
+        if sep == b"\n":
+            self._name = re.compile(rb"(?m)^" + re.escape(old) + rb"(?=[^\n\x00]*\x00)")
+        else:
+            nonempty = b"" if old else rb"(?=[^\x00])"  # not the end of the data, after the last separator
+            self._name = re.compile(rb"(?:\A|(?<=" + re.escape(sep) + rb"))" + re.escape(old) + nonempty)
+        self._rest = b""
+
+    def __call__(self, chunk: bytes) -> bool:
+        data = self._rest + chunk if self._rest else chunk
+        end = data.rfind(self.sep) + 1
+        self._rest = data[end:]
+        if not end:
+            return True
+        return self.sink(self._name.sub(lambda _: self.new, data[:end]))
+
+    def flush(self) -> None:
+        """Pass on a last record without its separator (rg always writes one; this is for safety)."""
+        if self._rest:
+            rest, self._rest = self._rest, b""
+            self.sink(self._name.sub(lambda _: self.new, rest + self.sep)[: -len(self.sep)])
 
 
 class _RgRun:
@@ -127,19 +197,38 @@ class _RgRun:
         self.failure: Exception | None = None
 
     @classmethod
-    def start(cls, argv: list[str], cwd: Path, sink: Sink) -> _RgRun:
+    def start(
+        cls,
+        argv: list[str],
+        cwd: str,
+        sink: Sink,
+        pass_fds: tuple[int, ...] = (),
+        confine: PinnedTarget | None = None,
+    ) -> _RgRun:
         """Spawn rg in a new session (the group is what gets killed); stdin is /dev/null, never a pipe."""
-        try:
-            process = subprocess.Popen(
+        # Opened here, not by Popen: in the sandboxed thread /dev/null could not be opened.
+        devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+
+        def popen() -> subprocess.Popen[bytes]:
+            return subprocess.Popen(
                 argv,
-                stdin=subprocess.DEVNULL,
+                stdin=devnull,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 cwd=cwd,
                 start_new_session=True,
+                pass_fds=pass_fds,
             )
+
+        try:
+            if confine is not None and sandbox.available():
+                process = sandbox.spawn(popen, confine.fd, confine.is_dir, confine.real, argv[0])
+            else:
+                process = popen()
         except OSError as exc:
-            raise ExecutionError(f"Could not start ripgrep ({argv[0]}): {exc.strerror or exc}") from None
+            raise tool_error_from_os(exc, "start", f"ripgrep ({argv[0]})") from None
+        finally:
+            os.close(devnull)
         try:
             return cls(process, sink)
         except BaseException:  # no descriptor left for the wake pipe: rg must not run on unseen

@@ -6,10 +6,14 @@ holds none of its output in memory), so a job never blocks on a full pipe, whoev
 whenever. `BashOutput` reads the log from where the last read stopped, through a bounded view.
 
 Each job has a watcher task: it notices the exit at once (pidfd), reaps the job, stops processes the
-job left in its group (as a foreground command's leftovers are), and kills a job whose log passes the
-disk cap. The job outlives the call that started it, so the watcher cannot live in that call's task
-group; it is an asyncio task kept by the registry (the server runs on asyncio). When the session
-ends, `aclose` stops every job, so nothing started here outlives the session.
+job left behind, in its group or elsewhere with the job's marker in their environment (as a foreground
+command's leftovers are), and kills a job whose log passes the disk cap. The job outlives the call that
+started it, so the watcher cannot live in that call's task group; it is an asyncio task kept by the
+registry (the server runs on asyncio). When the session ends, `aclose` stops every job, so nothing
+started here outlives the session (see `runner` for the one kind of process no marker can find).
+
+The registry lives on the session (`CodeSession.jobs`); a job's log counts against the session's spill
+budget and may be removed once the job has finished (`log_removed`).
 """
 
 from __future__ import annotations
@@ -24,16 +28,16 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import BinaryIO, Protocol
 
 import anyio
 
-from mcp_codetools.shell import runner
+from mcp_codetools.shell import procs, runner
 from mcp_codetools.shell.capture import DEFAULT_CAP, OutputCapture
+from mcp_codetools.shell.spills import size_text
 
 logger = logging.getLogger(__name__)
 
-EXTRAS_KEY = "bash_jobs"
 LOG_CAP_BYTES = 1 << 30
 CAP_CHECK_S = 1.0
 SCAN_CAP_BYTES = 16 << 20
@@ -51,12 +55,15 @@ class Job:
     proc: subprocess.Popen[bytes]
     watcher: runner.ExitWatcher
     log_path: Path
+    marker: runner.Marker
     started: float = field(default_factory=time.monotonic)
     read_offset: int = 0
     returncode: int | None = None
     killed: bool = False
     over_cap: bool = False
     leftovers_stopped: bool = False
+    log_removed: bool = False
+    """Removed (after the job finished) to keep within the session's spill budget."""
     done: anyio.Event = field(default_factory=anyio.Event)
     task: asyncio.Task[None] | None = None
 
@@ -78,7 +85,7 @@ class Job:
         if self.running:
             return f"is running (for {time.monotonic() - self.started:.1f}s)"
         if self.over_cap:
-            return f"was killed: its output passed the {_size_text(LOG_CAP_BYTES)} log cap"
+            return f"was killed: its output passed the {size_text(LOG_CAP_BYTES)} log cap"
         if self.killed:
             return "was killed"
         code = self.returncode if self.returncode is not None else -signal.SIGKILL
@@ -96,32 +103,24 @@ class NewOutput:
 class JobRegistry:
     """The jobs of one session, by id."""
 
-    def __init__(self, scratch_dir: Path) -> None:
-        self.scratch_dir = scratch_dir
+    def __init__(self) -> None:
         self.jobs: dict[str, Job] = {}
         self._next = 0
 
-    @classmethod
-    def of(cls, session: Any) -> JobRegistry:
-        """The session's registry, created on first use with a closer that stops its jobs."""
-        registry: JobRegistry | None = session.extras.get(EXTRAS_KEY)
-        if registry is None:
-            registry = cls(session.scratch_dir)
-            session.extras[EXTRAS_KEY] = registry
-            session.extras.setdefault("closers", []).append(registry.aclose)
-        return registry
-
-    def start(self, command: str, *, cwd: Path, env: dict[str, str]) -> Job:
-        """Start a job; raises OSError when it cannot start."""
+    def start(self, command: str, *, cwd: Path, env: dict[str, str], log_dir: Path) -> Job:
+        """Start a job with its log in `log_dir`; raises OSError when it cannot start."""
         self._next += 1
         job_id = f"bash_{self._next}"
-        log_path = self.scratch_dir / f"{job_id}.log"
+        log_path = log_dir / f"{job_id}.log"
+        marker = runner.Marker.new(runner.CALL_VAR)
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
-            proc = runner.spawn(command, cwd=cwd, env=env, output_fd=fd)
+            forks = procs.fork_count()
+            proc = runner.spawn(command, cwd=cwd, env=runner.with_marker(env, marker), output_fd=fd)
         finally:
             os.close(fd)
-        job = Job(job_id, command, proc, runner.ExitWatcher(proc), log_path)
+        marker = marker.started(proc.pid, forks)
+        job = Job(job_id, command, proc, runner.ExitWatcher(proc), log_path, marker)
         self.jobs[job_id] = job
         job.task = asyncio.get_running_loop().create_task(self._watch(job), name=f"watch {job_id}")
         return job
@@ -141,14 +140,14 @@ class JobRegistry:
             while not await job.watcher.wait(CAP_CHECK_S):
                 if _size(job.log_path) > LOG_CAP_BYTES:
                     job.over_cap = True
-                    await runner.stop(job.proc, job.watcher)
+                    await runner.stop(job.proc, job.watcher, job.marker)
                     break
             job.proc.poll()
-            job.leftovers_stopped = await runner.stop_leftovers(job.proc.pid)
+            job.leftovers_stopped = await runner.stop_remaining(job.proc.pid, job.marker)
         except Exception:
             logger.exception("watching background job %s failed", job.id)
             with anyio.CancelScope(shield=True):
-                await runner.stop(job.proc, job.watcher)
+                await runner.stop(job.proc, job.watcher, job.marker)
         finally:
             job.proc.poll()
             job.returncode = job.proc.returncode
@@ -156,7 +155,11 @@ class JobRegistry:
             job.done.set()
 
     async def kill(self, job: Job) -> None:
-        """Stop a running job and its whole group: TERM, then KILL after the grace period."""
+        """Stop a running job and everything it started: TERM, then KILL after the grace period.
+
+        The group and the descendants that left it are signalled here; once bash has exited, the watcher
+        stops what remains in the group or carries the job's marker (TERM, grace, KILL), and `done` is set.
+        """
         if not job.running:
             return
         job.killed = True
@@ -168,7 +171,9 @@ class JobRegistry:
         if job.running:
             runner.signal_group(job.proc.pid, signal.SIGKILL)
             runner.signal_pids(strays, signal.SIGKILL)
-            with anyio.move_on_after(runner.KILL_WAIT_S + runner.TERM_GRACE_S):
+            # bash's exit, then the watcher's stop of what remains: its grace, KILL and the rescans
+            bound = runner.KILL_WAIT_S + runner.TERM_GRACE_S + (runner.RESCAN_ROUNDS + 1) * runner.KILL_WAIT_S
+            with anyio.move_on_after(bound):
                 await job.done.wait()
         runner.signal_pids(strays, signal.SIGKILL)
 
@@ -190,12 +195,22 @@ class JobRegistry:
     def read_new(self, job: Job, pattern: LineFilter | None) -> NewOutput:
         """Output written since the last read (only lines matching `pattern`, when given), bounded."""
         finished = not job.running  # decided before reading: a finished job's log is complete
+        if job.log_removed:
+            return NewOutput(
+                "[Its log was removed to keep the session's saved output within its budget; "
+                "its output can no longer be read.]",
+                0,
+            )
         size = _size(job.log_path)
         start = job.read_offset
         skipped = max(0, size - start - SCAN_CAP_BYTES)
         start += skipped
         capture = OutputCapture(DEFAULT_CAP)
-        with open(job.log_path, "rb") as handle:
+        try:
+            handle = open(job.log_path, "rb")  # closed by the `with` below; a missing log is not an error
+        except FileNotFoundError:
+            return NewOutput(f"[Its log {job.log_path} was deleted; its output can no longer be read.]", 0)
+        with handle:
             handle.seek(start)
             if pattern is None:
                 consumed = _read_all(handle, size - start, capture)
@@ -212,7 +227,7 @@ class LineFilter(Protocol):
     def search(self, line: str) -> object: ...
 
 
-def _read_all(handle: Any, length: int, capture: OutputCapture) -> int:
+def _read_all(handle: BinaryIO, length: int, capture: OutputCapture) -> int:
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     remaining = length
     while remaining > 0:
@@ -225,7 +240,7 @@ def _read_all(handle: Any, length: int, capture: OutputCapture) -> int:
     return length - remaining - pending
 
 
-def _read_matching(handle: Any, length: int, capture: OutputCapture, pattern: LineFilter, finished: bool) -> int:
+def _read_matching(handle: BinaryIO, length: int, capture: OutputCapture, pattern: LineFilter, finished: bool) -> int:
     remaining = length
     carry = b""
     while remaining > 0:
@@ -250,13 +265,6 @@ def _read_matching(handle: Any, length: int, capture: OutputCapture, pattern: Li
     elif carry:
         consumed -= len(carry)  # an unfinished line: match it once it is complete
     return consumed
-
-
-def _size_text(size: int) -> str:
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if size >= 1 << shift:
-            return f"{size / (1 << shift):g} {unit}"
-    return f"{size} bytes"
 
 
 def _short(command: str, limit: int = 60) -> str:

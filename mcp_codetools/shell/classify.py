@@ -5,7 +5,8 @@ The command is parsed with bashlex. It is read-only only when it is a list (`;`,
 of pipelines of simple commands, each on the allowlist in `rules` with arguments the list allows, and
 nothing else: no assignments, no command or process substitution, no parameter expansion, no `&`, no
 subshell, compound command or function, no output redirection except to /dev/null or a descriptor
-duplicate, no here-document. Anything bashlex cannot parse is not read-only.
+duplicate, no here-document. Anything bashlex cannot parse, and anything a check fails on, is not
+read-only.
 
 bashlex's own quote removal is not trusted (it turns `"-"'delete'` into `-'delete'`, where bash runs
 `-delete`), so every word is re-read from its source text by `scan_word`, which also notes what bash
@@ -64,12 +65,17 @@ def analyze(command: str) -> Analysis:
         trees = bashlex.parse(command)
     except Exception as exc:  # bashlex raises ParsingError, NotImplementedError, AttributeError, ...
         return Analysis(False, f"not parsed ({type(exc).__name__})", None)
-    last = _last_command(trees[-1], command) if trees else None
+    try:
+        last = _last_command(trees[-1], command) if trees else None
+    except Exception:  # a tree shape this walk does not know: the status is simply not attributed
+        last = None
     try:
         for tree in trees:
             _check_node(tree, command)
     except NotReadOnly as exc:
         return Analysis(False, str(exc), last)
+    except Exception as exc:  # a tree or word a check did not expect: the verdict fails closed
+        return Analysis(False, f"not analysed ({type(exc).__name__})", last)
     return Analysis(True, "", last)
 
 

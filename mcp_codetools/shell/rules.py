@@ -6,6 +6,18 @@ programs; `RULES` maps the rest to a check over their arguments. A check returns
 read-only). Each check is written to fail closed: an argument it cannot place makes the command not
 read-only, which only costs parallelism.
 
+Long options: getopt_long takes any unambiguous prefix of a long option as that option (`sort --outp=F`
+is `--output=F`). Here every prefix of a writing option, from `--` and one letter on, counts as that
+option, even one the installed version would reject as ambiguous (`sort --c` also starts `--check`):
+the option lists change between versions, and refusing an ambiguous prefix costs nothing.
+
+Globs: bash replaces a word with an unquoted `*`, `?` or `[` by the file names it matches, and every
+match starts with the word's text before its first glob character. So a word that starts with a glob
+character or with `-` can become any option (`-de*` matches a file named `-delete`): for a command in
+`RULES` that is never read-only. Any other glob may still turn one word into several and shift the
+words after it, so checks that read positions (a script, an option's value, a subcommand, a count of
+operands) refuse a glob there; checks that look at each word alone need not.
+
 Modelled on Claude Code's list (reference section 8), with two deliberate differences: `cd` is not
 read-only here (it changes the session's working directory, which later calls depend on), and `env`
 counts only without arguments (with them it runs a program).
@@ -13,7 +25,7 @@ counts only without arguments (with them it runs a program).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from mcp_codetools.shell import sed
@@ -34,7 +46,7 @@ class Word:
     """An unquoted `{a,b}` or `{1..3}`: bash turns the word into several."""
 
 
-Check = Callable[[Sequence[str]], str]
+Check = Callable[[Sequence[Word]], str]
 
 ANY_ARGS = frozenset(
     """
@@ -55,17 +67,29 @@ def check(name: str, args: Sequence[Word]) -> str:
     if rule is None:
         return f"{name!r} is not on the read-only list"
     for arg in args:
-        if arg.glob_first or arg.brace:
-            return f"{arg.text!r} may expand to arguments {name} treats as options"
-    return rule([arg.text for arg in args])
+        if arg.brace:
+            return f"{arg.text!r} expands to several arguments"
+        if arg.glob and (arg.glob_first or arg.text.startswith("-")):
+            return f"{arg.text!r} may expand to file names {name} reads as options"
+    return rule(args)
 
 
 # --- building blocks ----------------------------------------------------------------------------
 
 
-def _option_hit(arg: str, long: frozenset[str], short: str, short_values: str) -> bool:
-    """Whether `arg` is one of the options `long` (also as `--x=v`) or a short cluster holding a `short` letter."""
-    if arg in long or arg.split("=", 1)[0] in long:
+def long_option(arg: str, names: Iterable[str]) -> str | None:
+    """The option among `names` that `arg` selects: the name or any prefix of it, alone or with `=value`."""
+    if not arg.startswith("--"):
+        return None
+    key = arg.partition("=")[0]
+    if len(key) < 3:
+        return None
+    return next((name for name in names if name.startswith(key)), None)
+
+
+def _option_hit(arg: str, long: Iterable[str], short: str, short_values: str) -> bool:
+    """Whether `arg` is one of the options `long` (see `long_option`) or a short cluster holding a `short` letter."""
+    if long_option(arg, long):
         return True
     if arg.startswith("-") and not arg.startswith("--") and len(arg) > 1:
         for letter in arg[1:]:
@@ -76,18 +100,29 @@ def _option_hit(arg: str, long: frozenset[str], short: str, short_values: str) -
     return False
 
 
+def _texts(args: Sequence[Word]) -> list[str]:
+    return [arg.text for arg in args]
+
+
+def unglobbed(args: Sequence[Word]) -> str:
+    """The problem when one of `args` holds a glob, for words whose position matters."""
+    for arg in args:
+        if arg.glob:
+            return f"{arg.text!r} may expand to several words and shift the arguments after it"
+    return ""
+
+
 def without(*options: str, short: str = "", short_values: str = "") -> Check:
-    """Read-only unless one of `options` (exactly, or as `--opt=value`) or a `short` letter in a cluster is given.
+    """Read-only unless one of `options` (or a prefix, see `long_option`) or a `short` letter in a cluster is given.
 
     `short_values` are letters whose value follows in the same cluster (`-k2o` sorts by `2o`), so scanning
-    the cluster stops there.
+    the cluster stops there. Every word is looked at alone, so a glob that shifts words changes nothing.
     """
-    long = frozenset(options)
 
-    def rule(args: Sequence[str]) -> str:
+    def rule(args: Sequence[Word]) -> str:
         for arg in args:
-            if _option_hit(arg, long, short, short_values):
-                return f"option {arg!r} writes or runs programs"
+            if _option_hit(arg.text, options, short, short_values):
+                return f"option {arg.text!r} writes or runs programs"
         return ""
 
     return rule
@@ -97,17 +132,29 @@ def only(*allowed: str) -> Check:
     """Read-only only when every argument is one of `allowed` (for commands that can also set things)."""
     permitted = frozenset(allowed)
 
-    def rule(args: Sequence[str]) -> str:
+    def rule(args: Sequence[Word]) -> str:
         for arg in args:
-            if arg not in permitted:
-                return f"argument {arg!r} is not a known read-only form"
+            if arg.text not in permitted:
+                return f"argument {arg.text!r} is not a known read-only form"
         return ""
 
     return rule
 
 
+def version_call(*forms: str) -> Check:
+    """Interpreters and compilers: read-only only as `prog --version` alone (an operand would be run or compiled)."""
+    permitted = frozenset(forms)
+
+    def rule(args: Sequence[Word]) -> str:
+        if len(args) == 1 and args[0].text in permitted:
+            return ""
+        return f"only {' or '.join(forms)} alone is read-only (given a file, it runs or compiles it)"
+
+    return rule
+
+
 def both(first: Check, second: Check) -> Check:
-    def rule(args: Sequence[str]) -> str:
+    def rule(args: Sequence[Word]) -> str:
         return first(args) or second(args)
 
     return rule
@@ -131,10 +178,13 @@ def operands(args: Sequence[str], value_options: frozenset[str] = frozenset()) -
 
 
 def at_most_operands(count: int, value_options: frozenset[str] = frozenset()) -> Check:
-    """For commands whose extra operand is an output file (`uniq in out`)."""
+    """For commands whose extra operand is an output file (`uniq in out`); a glob could be several operands."""
 
-    def rule(args: Sequence[str]) -> str:
-        if len(operands(args, value_options)) > count:
+    def rule(args: Sequence[Word]) -> str:
+        problem = unglobbed(args)
+        if problem:
+            return problem
+        if len(operands(_texts(args), value_options)) > count:
             return f"more than {count} operand(s): the last would be written"
         return ""
 
@@ -144,15 +194,18 @@ def at_most_operands(count: int, value_options: frozenset[str] = frozenset()) ->
 def subcommands(table: dict[str, Check], *, global_check: Callable[[Sequence[str]], int] | None = None) -> Check:
     """A tool with subcommands (`git log`, `docker ps`): the first operand picks the rule for the rest."""
 
-    def rule(args: Sequence[str]) -> str:
+    def rule(args: Sequence[Word]) -> str:
         start = 0
         if global_check is not None:
-            start = global_check(args)
+            start = global_check(_texts(args))
             if start < 0:
                 return "a global option that is not known to be read-only"
+        problem = unglobbed(args[: start + 1])
+        if problem:
+            return problem
         if start >= len(args):
             return ""
-        sub = args[start]
+        sub = args[start].text
         sub_rule = table.get(sub)
         if sub_rule is None:
             return f"subcommand {sub!r} is not on the read-only list"
@@ -161,22 +214,22 @@ def subcommands(table: dict[str, Check], *, global_check: Callable[[Sequence[str
     return rule
 
 
-def _any(args: Sequence[str]) -> str:
+def _any(args: Sequence[Word]) -> str:
     return ""
-
-
-def version_only(args: Sequence[str]) -> str:
-    return "" if list(args) in (["--version"], ["-V"], ["-v"], ["version"]) else "only --version is read-only"
 
 
 # --- per-command checks -------------------------------------------------------------------------
 
 
-def _date(args: Sequence[str]) -> str:
-    if any(_option_hit(a, frozenset({"--set"}), "s", "dfrIR") for a in args):
+def _date(args: Sequence[Word]) -> str:
+    problem = unglobbed(args)
+    if problem:
+        return problem
+    texts = _texts(args)
+    if any(_option_hit(a, ("--set",), "s", "dfrIR") for a in texts):
         return "date -s sets the clock"
     values = frozenset({"-d", "--date", "-f", "--file", "-r", "--reference"})
-    if any(not op.startswith("+") for op in operands(args, values)):
+    if any(not op.startswith("+") for op in operands(texts, values)):
         return "a date operand sets the clock"
     return ""
 
@@ -184,16 +237,17 @@ def _date(args: Sequence[str]) -> str:
 _FIND_ACTIONS = frozenset({"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls"})
 
 
-def _find(args: Sequence[str]) -> str:
+def _find(args: Sequence[Word]) -> str:
+    """find's primaries are matched whole (no abbreviations); a glob that could become one is refused in `check`."""
     for arg in args:
-        if arg in _FIND_ACTIONS:
-            return f"find {arg} changes files or runs programs"
+        if arg.text in _FIND_ACTIONS:
+            return f"find {arg.text} changes files or runs programs"
     return ""
 
 
-def _fd(args: Sequence[str]) -> str:
-    for arg in args:
-        if arg.split("=", 1)[0] in ("--exec", "--exec-batch") or (
+def _fd(args: Sequence[Word]) -> str:
+    for arg in _texts(args):
+        if long_option(arg, ("--exec", "--exec-batch")) or (
             arg.startswith("-") and not arg.startswith("--") and ("x" in arg or "X" in arg)
         ):
             return "fd --exec runs programs"
@@ -201,41 +255,57 @@ def _fd(args: Sequence[str]) -> str:
 
 
 _XARGS_VALUE = frozenset("ILnPsdEa")
-_XARGS_FLAGS = frozenset("0rtx")
+"""Short options whose value is the rest of the word or else the next word."""
 _XARGS_OPTIONAL = frozenset("ile")
-_XARGS_LONG_VALUE = frozenset(
-    {"--max-args", "--max-procs", "--max-chars", "--delimiter", "--arg-file", "--max-lines", "--replace", "--eof"}
-)
+"""Short options whose value, if any, is the rest of the word: the next word is never theirs."""
+_XARGS_FLAGS = frozenset("0rtx")
+_XARGS_LONG_VALUE = frozenset({"--max-args", "--max-procs", "--max-chars", "--delimiter", "--arg-file"})
+_XARGS_LONG_OPTIONAL = frozenset({"--max-lines", "--replace", "--eof"})
+"""`--replace[=R]`: a value only after `=`, so `xargs --replace rm x` runs rm."""
 _XARGS_LONG_FLAGS = frozenset({"--null", "--no-run-if-empty", "--verbose", "--exit"})
 
 
-def _xargs(args: Sequence[str]) -> str:
+def _xargs_option(arg: str) -> int:
+    """How many words the option `arg` takes up (1 or 2), or 0 when it is not known to be read-only.
+
+    Long options are matched whole: an abbreviation is not known, so it fails closed.
+    """
+    if arg.startswith("--"):
+        key, equals, _ = arg.partition("=")
+        if key in _XARGS_LONG_VALUE:
+            return 1 if equals else 2
+        if key in _XARGS_LONG_OPTIONAL or arg in _XARGS_LONG_FLAGS:
+            return 1
+        return 0
+    for pos, letter in enumerate(arg[1:], start=1):
+        if letter in _XARGS_FLAGS:
+            continue
+        if letter in _XARGS_OPTIONAL:
+            return 1
+        if letter in _XARGS_VALUE:
+            return 1 if pos + 1 < len(arg) else 2
+        return 0
+    return 1
+
+
+def _xargs(args: Sequence[Word]) -> str:
     """Read-only when the command xargs runs takes any arguments safely (the input becomes its arguments)."""
     i = 0
     while i < len(args):
-        arg = args[i]
+        arg = args[i].text
         if arg == "--":
             i += 1
             break
         if not arg.startswith("-") or arg == "-":
             break
-        if arg.startswith("--"):
-            key = arg.split("=", 1)[0]
-            if key in _XARGS_LONG_VALUE:
-                i += 1 if "=" in arg else 2
-                continue
-            if arg in _XARGS_LONG_FLAGS:
-                i += 1
-                continue
+        taken = _xargs_option(arg)
+        if not taken:
             return f"xargs option {arg!r} is not known to be read-only"
-        letter = arg[1]
-        if letter in _XARGS_VALUE:
-            i += 1 if len(arg) > 2 else 2
-        elif letter in _XARGS_OPTIONAL or all(c in _XARGS_FLAGS for c in arg[1:]):
-            i += 1
-        else:
-            return f"xargs option {arg!r} is not known to be read-only"
-    target = args[i] if i < len(args) else "echo"
+        i += taken
+    problem = unglobbed(args[: i + 1])
+    if problem:
+        return problem
+    target = args[i].text if i < len(args) else "echo"
     if target not in ANY_ARGS:
         return f"xargs runs {target!r}, which is read-only only with arguments it can check"
     return ""
@@ -263,7 +333,10 @@ _GIT_GLOBAL_PREFIXES = ("--git-dir=", "--work-tree=", "--namespace=")
 
 
 def _git_globals(args: Sequence[str]) -> int:
-    """Index of the subcommand, or -1 for a global option that could change what git runs (-c, --exec-path)."""
+    """Index of the subcommand, or -1 for a global option that could change what git runs (-c, --exec-path).
+
+    git matches its global options whole, so these are compared whole too.
+    """
     i = 0
     while i < len(args):
         arg = args[i]
@@ -283,13 +356,14 @@ _LIST_MODE = frozenset({"-l", "--list", "--contains", "--no-contains", "--merged
 
 
 def _listing(forbidden: Check) -> Check:
-    """git branch/tag: operands create things unless a listing option is present."""
+    """git branch/tag: operands create things unless a listing option is present (then they are patterns)."""
 
-    def rule(args: Sequence[str]) -> str:
+    def rule(args: Sequence[Word]) -> str:
         problem = forbidden(args)
         if problem:
             return problem
-        if operands(args) and not any(a.split("=", 1)[0] in _LIST_MODE for a in args):
+        texts = _texts(args)
+        if operands(texts) and not any(a.split("=", 1)[0] in _LIST_MODE for a in texts):
             return "a name without --list creates it"
         return ""
 
@@ -297,11 +371,11 @@ def _listing(forbidden: Check) -> Check:
 
 
 def _first_operand_in(*allowed: str, default_ok: bool = True) -> Check:
-    """`git stash list`, `git remote -v`: the first operand must be a read-only verb."""
+    """`git stash list`, `git remote -v`: the first operand must be a read-only verb (a glob never is one)."""
     verbs = frozenset(allowed)
 
-    def rule(args: Sequence[str]) -> str:
-        ops = operands(args)
+    def rule(args: Sequence[Word]) -> str:
+        ops = operands(_texts(args))
         if not ops:
             return "" if default_ok else "no read-only verb"
         return "" if ops[0] in verbs else f"{ops[0]!r} is not a read-only verb"
@@ -309,11 +383,18 @@ def _first_operand_in(*allowed: str, default_ok: bool = True) -> Check:
     return rule
 
 
-def _git_config(args: Sequence[str]) -> str:
-    reading = {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "get", "list"}
-    writing = {"--add", "--unset", "--unset-all", "--replace-all", "--rename-section", "--remove-section", "-e"}
-    writing |= {"--edit", "set", "unset", "edit", "rename-section", "remove-section"}
-    if any(a in writing for a in args) or not any(a in reading for a in args):
+_GIT_CONFIG_READING = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "get", "list"})
+_GIT_CONFIG_WRITING = tuple("--add --unset --unset-all --replace-all --rename-section --remove-section --edit".split())
+_GIT_CONFIG_VERBS = frozenset({"set", "unset", "edit", "rename-section", "remove-section"})
+
+
+def _git_config(args: Sequence[Word]) -> str:
+    problem = unglobbed(args)
+    if problem:
+        return problem
+    texts = _texts(args)
+    writes = any(a in _GIT_CONFIG_VERBS or _option_hit(a, _GIT_CONFIG_WRITING, "e", "") for a in texts)
+    if writes or not any(a in _GIT_CONFIG_READING for a in texts):
         return "git config without --get/--list may write"
     return ""
 
@@ -376,14 +457,28 @@ _GH = subcommands(
 
 _DOCKER = subcommands(dict.fromkeys(("ps", "images", "logs", "inspect", "version", "info"), _any))
 
+_VERSION_CALLS: dict[str, Check] = {
+    **dict.fromkeys(("bash", "sh", "zsh", "ruby"), version_call("--version")),
+    **dict.fromkeys(("python", "python3", "rustc", "deno"), version_call("--version", "-V")),
+    **dict.fromkeys(("node", "nodejs", "npm", "bun", "perl", "php"), version_call("--version", "-v")),
+    "java": version_call("--version", "-version"),
+    "cargo": version_call("--version", "-V", "version"),
+    "go": version_call("version"),
+}
+"""
+Interpreters and compilers, read-only only when asked for their version with nothing else: given a
+file (`bash version`, `node version`) they run it, and some flags that look harmless read a program
+from stdin (`python3 -v`, `bash -v`), so each program gets only the forms that print and exit.
+"""
+
 RULES: dict[str, Check] = {
     "find": _find,
     "fd": _fd,
     "fdfind": _fd,
-    "rg": without("--pre"),
+    "rg": without("--pre", "--hostname-bin"),
     "sort": without("--output", "--compress-program", short="o", short_values="kotST"),
     "uniq": at_most_operands(1, frozenset({"-f", "-s", "-w", "--skip-fields", "--skip-chars", "--check-chars"})),
-    "tree": without("--output", short="o", short_values="LPI"),
+    "tree": without("--output", short="oR", short_values="LPI"),
     "file": without("--compile", short="C", short_values="mefFP"),
     "date": _date,
     "ss": without("--kill", short="K"),
@@ -394,5 +489,5 @@ RULES: dict[str, Check] = {
     "git": _GIT,
     "gh": both(_GH, without("--web", short="w")),
     "docker": _DOCKER,
-    **dict.fromkeys(("node", "python", "python3", "npm", "cargo", "rustc", "go", "ruby", "java", "bash"), version_only),
+    **_VERSION_CALLS,
 }

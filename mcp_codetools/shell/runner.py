@@ -6,29 +6,43 @@ How a command runs:
   /dev/null, stdout and stderr on one pipe so their order is kept. The command runs through `eval` in
   a fixed wrapper, so its syntax errors are its own and the wrapper always reports the final working
   directory (`pwd -P`) on a private pipe; a command that calls `exit` simply leaves the cwd unchanged.
-- The environment is the server's own, plus markers that keep tools from waiting for a terminal
+- The environment is the server's own minus its secrets (every `MCP_CODETOOLS_*TOKEN*` variable and the
+  names the `bash_env_exclude` setting lists), plus markers that keep tools from waiting for a terminal
   (`TERM=dumb`, `PAGER=cat`, `GIT_PAGER=cat`, `GIT_TERMINAL_PROMPT=0`, `GIT_EDITOR=true`) and
   `MCP_CODETOOLS=1`. Read-only commands also get `GIT_OPTIONAL_LOCKS=0`, since they may run in parallel.
+- Two more entries mark every process a command starts, so they can be found again in /proc whatever
+  group, session or parent they move to: `MCP_CODETOOLS_SESSION` (one per session) and
+  `MCP_CODETOOLS_CALL` (one per foreground call or background job).
 - The call waits for bash itself to exit (a pidfd on Linux: no thread, no polling), not for end of file:
   a grandchild such as `sleep 300 &` keeps the pipe open but cannot keep the call waiting. After bash
   exits, the pipe is drained until end of file for at most `DRAIN_S`, then anything still alive in
-  its group is stopped.
+  its group or carrying the call's marker is stopped.
 
-Every exit path stops the group the same way: SIGTERM to the group (and to descendants that left it
-with `setsid`, found in /proc while bash is alive), SIGKILL after `TERM_GRACE_S`, then reap. On
-cancellation this runs in a shielded scope, so a cancelled call still leaves no process behind.
-Known limits: a process that both leaves the group and is orphaned before bash exits (a double-forked
-daemon) is not tracked, and if the server itself is SIGKILLed nothing can stop its children.
+Every exit path stops the command the same way: SIGTERM to the group, to descendants that left it (found
+in /proc while bash is alive) and to every process carrying the call's marker (`setsid -f`, double-forked
+daemons), SIGKILL after `TERM_GRACE_S`, then reap. On cancellation this runs in a shielded scope, so a
+cancelled call still leaves no process behind. The session's marker is the last net: when the session
+ends, whatever still carries it is stopped.
+
+Not covered: a process that clears its environment (`env -i`, or exec with an empty one) AND leaves the
+group AND is orphaned before anything looks (`env -i setsid -f daemon`): no marker, no group, no parent
+link remains to find it by. Nor, where /proc is missing (not Linux), anything outside the group. And if
+the server itself is SIGKILLed nothing can stop its children. A cgroup would close the first gap, but an
+unprivileged server can rarely create one, so the markers are what is relied on.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import errno
 import os
+import secrets
+import select
 import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +55,8 @@ BASH = shutil.which("bash") or "/bin/bash"
 TERM_GRACE_S = 1.0
 KILL_WAIT_S = 2.0
 DRAIN_S = 0.2
+RESCAN_ROUNDS = 3
+"""Times the marker scan is repeated after the KILL, for processes a carrier started while it was dying."""
 PROGRESS_INTERVAL_S = 2.0
 READ_CHUNK = 1 << 16
 READS_PER_WAKE = 16
@@ -54,6 +70,11 @@ ENV_OVERRIDES = {
     "GIT_TERMINAL_PROMPT": "0",
     "GIT_EDITOR": "true",
 }
+
+SESSION_VAR = "MCP_CODETOOLS_SESSION"
+CALL_VAR = "MCP_CODETOOLS_CALL"
+_OWN_PREFIX = "MCP_CODETOOLS_"
+_SECRET_WORD = "TOKEN"
 
 _WRAPPER = '__mcp_c=$1; shift; eval "$__mcp_c"\n__mcp_rc=$?\nbuiltin pwd -P >&{fd} 2>/dev/null\nexit $__mcp_rc\n'
 
@@ -74,12 +95,50 @@ class RunResult:
     elapsed_s: float
 
 
-def command_env(*, read_only: bool) -> dict[str, str]:
-    env = dict(os.environ)
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """An environment entry that every process of a call (or session) inherits, to find them in /proc."""
+
+    name: str
+    value: str
+    since: procs.Since | None = None
+    """When every carrier was forked after a known process (a call's bash), only newer pids are read."""
+
+    @classmethod
+    def new(cls, name: str) -> Marker:
+        return cls(name, secrets.token_hex(16))
+
+    def started(self, first_pid: int, forks_before: int | None) -> Marker:
+        """This marker, knowing that its first carrier is `first_pid` (`forks_before`: `procs.fork_count()`)."""
+        if forks_before is None:
+            return self
+        return dataclasses.replace(self, since=procs.Since(first_pid, forks_before))
+
+
+def command_env(
+    *, read_only: bool, session_marker: Marker | None = None, exclude: Collection[str] = ()
+) -> dict[str, str]:
+    """The environment a command runs with: the server's own without its secrets, plus the markers."""
+    env = {name: value for name, value in os.environ.items() if not is_secret(name, exclude)}
+    # Markers the server inherited (it runs inside another server's call) are not this session's.
+    env.pop(SESSION_VAR, None)
+    env.pop(CALL_VAR, None)
     env.update(ENV_OVERRIDES)
+    if session_marker is not None:
+        env[session_marker.name] = session_marker.value
     if read_only:
         env["GIT_OPTIONAL_LOCKS"] = "0"
     return env
+
+
+def is_secret(name: str, exclude: Collection[str] = ()) -> bool:
+    """The server's own secrets (`MCP_CODETOOLS_*TOKEN*`, e.g. the HTTP bearer token) and excluded names."""
+    upper = name.upper()
+    return name in exclude or (upper.startswith(_OWN_PREFIX) and _SECRET_WORD in upper)
+
+
+def with_marker(env: Mapping[str, str], marker: Marker) -> dict[str, str]:
+    return {**env, marker.name: marker.value}
 
 
 def spawn(
@@ -113,23 +172,26 @@ async def run(
     progress: Progress | None = None,
 ) -> RunResult:
     """Run `command` to its end or its timeout, capturing output; never leaves a process running."""
+    marker = Marker.new(CALL_VAR)
     out_r, out_w = os.pipe()
     cwd_r, cwd_w = os.pipe()
     try:
         try:
-            proc = spawn(command, cwd=cwd, env=env, output_fd=out_w, cwd_fd=cwd_w)
+            forks = procs.fork_count()
+            proc = spawn(command, cwd=cwd, env=with_marker(env, marker), output_fd=out_w, cwd_fd=cwd_w)
         finally:
             os.close(out_w)
             os.close(cwd_w)
+        marker = marker.started(proc.pid, forks)
         os.set_blocking(out_r, False)
         os.set_blocking(cwd_r, False)
         started = time.monotonic()
         watcher = ExitWatcher(proc)
         try:
-            timed_out, leftovers = await _supervise(proc, watcher, out_r, capture, timeout_s, progress, started)
+            timed_out, leftovers = await _supervise(proc, watcher, marker, out_r, capture, timeout_s, progress, started)
         except BaseException:
             with anyio.CancelScope(shield=True):
-                await stop(proc, watcher)
+                await stop(proc, watcher, marker)
             raise
         finally:
             watcher.close()
@@ -149,6 +211,7 @@ async def run(
 async def _supervise(
     proc: subprocess.Popen[bytes],
     watcher: ExitWatcher,
+    marker: Marker,
     out_r: int,
     capture: OutputCapture,
     timeout_s: float,
@@ -163,15 +226,17 @@ async def _supervise(
         exited = await _wait_with_progress(watcher, capture, started + timeout_s, progress, started)
         if exited:
             proc.poll()
-            if _group_exists(proc.pid):
+            remaining = await Leftovers.find(proc.pid, marker)
+            if remaining:
                 # Leftovers keep the pipe open, so end of file will not come: give what they are about to
                 # print (`echo A && sleep 300 &` prints A a moment after bash exits) the drain bound, then
                 # stop them. Without leftovers the pipe ends at once and there is no wait at all.
                 with anyio.move_on_after(DRAIN_S):
                     await eof.wait()
-                leftovers = await stop_leftovers(proc.pid)
+                await remaining.stop()
+                leftovers = True
         else:
-            await stop(proc, watcher)
+            await stop(proc, watcher, marker)
         with anyio.move_on_after(DRAIN_S):
             await eof.wait()
         tg.cancel_scope.cancel()
@@ -264,7 +329,7 @@ class ExitWatcher:
             self._pidfd = None
 
 
-async def stop(proc: subprocess.Popen[bytes], watcher: ExitWatcher) -> None:
+async def stop(proc: subprocess.Popen[bytes], watcher: ExitWatcher, marker: Marker | None = None) -> None:
     """Stop a command and everything it started: TERM, a grace period, KILL, reap. Idempotent."""
     strays: list[int] = []
     if proc.returncode is None and not watcher.exited():
@@ -275,29 +340,152 @@ async def stop(proc: subprocess.Popen[bytes], watcher: ExitWatcher) -> None:
             signal_group(proc.pid, signal.SIGKILL)
             await watcher.wait(KILL_WAIT_S)
     proc.poll()
-    await stop_leftovers(proc.pid)
+    await stop_remaining(proc.pid, marker)
     signal_pids(strays, signal.SIGKILL)
 
 
-async def stop_leftovers(pgid: int) -> bool:
-    """After the group leader is reaped: stop what is still alive in the group. True if anything was."""
-    members = procs.group_members(pgid)
-    if members is None:
-        if not _group_exists(pgid):
-            return False
-    elif not members:
+async def stop_remaining(pgid: int | None, marker: Marker | None) -> bool:
+    """After the group leader is reaped: stop what is alive in the group or carries `marker`. True if any was."""
+    remaining = await Leftovers.find(pgid, marker)
+    if not remaining:
         return False
-    signal_group(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + TERM_GRACE_S
-    delay = 0.005
-    while time.monotonic() < deadline:
-        await anyio.sleep(delay)
-        delay = min(delay * 2, 0.1)
-        remaining = procs.group_members(pgid)
-        if remaining == [] or (remaining is None and not _group_exists(pgid)):
-            return True
-    signal_group(pgid, signal.SIGKILL)
+    await remaining.stop()
     return True
+
+
+class _Carrier:
+    """A process found by its marker, held by a pidfd so a reused pid can never be signalled by mistake."""
+
+    def __init__(self, pid: int, pidfd: int | None) -> None:
+        self.pid = pid
+        self.pidfd = pidfd
+
+    @classmethod
+    def open(cls, pid: int, marker: Marker) -> _Carrier | None:
+        """Hold `pid` if it still carries the marker once held (it may have exited and the pid been reused)."""
+        try:
+            pidfd: int | None = os.pidfd_open(pid)
+        except ProcessLookupError:
+            return None
+        except OSError as exc:
+            if exc.errno == errno.EINVAL:  # a thread id (probed, not listed): its process is found by its own pid
+                return None
+            pidfd = None  # a kernel before 5.3: fall back to the pid (kill() on a thread id signals its process)
+        except AttributeError:  # not Linux
+            pidfd = None
+        if not procs.carries(pid, marker.name, marker.value):
+            if pidfd is not None:
+                os.close(pidfd)
+            return None
+        return cls(pid, pidfd)
+
+    def send(self, sig: int) -> None:
+        try:
+            if self.pidfd is not None:
+                signal.pidfd_send_signal(self.pidfd, sig)
+            else:
+                os.kill(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def exited(self) -> bool:
+        if self.pidfd is not None:  # readable once the process has exited, reaped or not
+            return bool(select.select([self.pidfd], [], [], 0)[0])
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
+    def close(self) -> None:
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
+
+
+def _find_carriers(marker: Marker, known: Collection[int] = ()) -> list[_Carrier]:
+    """Carriers of `marker` not in `known`, held. Blocking: reads /proc (see `_carriers_of`)."""
+    found = []
+    for pid in procs.carriers(marker.name, marker.value, marker.since) or []:
+        if pid not in known:
+            carrier = _Carrier.open(pid, marker)
+            if carrier is not None:
+                found.append(carrier)
+    return found
+
+
+async def _carriers_of(marker: Marker | None, known: Collection[int] = ()) -> list[_Carrier]:
+    """Carriers of `marker` not in `known`, held.
+
+    A call's scan reads the few pids allocated since its bash, cheap enough for the event loop (it runs
+    after every command); a session's reads the whole table, so it runs in a worker thread.
+    """
+    if marker is None:
+        return []
+    if marker.since is not None:
+        return _find_carriers(marker, known)
+    return await anyio.to_thread.run_sync(_find_carriers, marker, known)
+
+
+class Leftovers:
+    """What a command left running: live members of its group and every process that carries its marker."""
+
+    def __init__(self, pgid: int | None, marker: Marker | None, group: bool, carriers: list[_Carrier]) -> None:
+        self.pgid = pgid
+        self.marker = marker
+        self.group = group
+        self.carriers = carriers
+
+    @classmethod
+    async def find(cls, pgid: int | None, marker: Marker | None) -> Leftovers:
+        group = pgid is not None and _group_alive(pgid)
+        return cls(pgid, marker, group, await _carriers_of(marker))
+
+    def __bool__(self) -> bool:
+        return self.group or bool(self.carriers)
+
+    async def stop(self) -> None:
+        """TERM, the grace period, then KILL for what is left, including carriers started meanwhile."""
+        try:
+            self._send(signal.SIGTERM)
+            gone = await self._gone_within(TERM_GRACE_S)
+            for _ in range(RESCAN_ROUNDS):
+                late = await self._late_carriers()
+                if gone and not late:
+                    return
+                self.carriers.extend(late)
+                self._send(signal.SIGKILL)
+                gone = await self._gone_within(KILL_WAIT_S)
+        finally:
+            for carrier in self.carriers:
+                carrier.close()
+
+    async def _late_carriers(self) -> list[_Carrier]:
+        known = {carrier.pid for carrier in self.carriers if not carrier.exited()}
+        return await _carriers_of(self.marker, known)
+
+    def _send(self, sig: int) -> None:
+        if self.pgid is not None:
+            signal_group(self.pgid, sig)
+        for carrier in self.carriers:
+            carrier.send(sig)
+
+    def _alive(self) -> bool:
+        if self.pgid is not None and _group_alive(self.pgid):
+            return True
+        return not all(carrier.exited() for carrier in self.carriers)
+
+    async def _gone_within(self, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        delay = 0.005
+        while self._alive():
+            if time.monotonic() >= deadline:
+                return False
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 0.1)
+        return True
 
 
 def signal_name(number: int) -> str:
@@ -325,6 +513,14 @@ def signal_pids(pids: list[int], sig: int) -> None:
             os.kill(pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether group `pgid` has a live (not zombie) member; by signal alone where /proc cannot tell."""
+    if not _group_exists(pgid):  # one system call answers the common case: the group is gone
+        return False
+    members = procs.group_members(pgid)
+    return members is None or bool(members)
 
 
 def _group_exists(pgid: int) -> bool:

@@ -1,42 +1,81 @@
 """
-Is a sed invocation read-only? Options first (no -i, no -f), then every script, command by command.
+Is a sed invocation read-only? Options first (no -i, no -f), then every script, read the way GNU sed reads it.
 
 A script is read-only when each command only prints or edits the stream: p, P, =, l, q, Q, d, D, n,
-N, g, G, h, H, x, z, blocks, `s` with flags among g, p, i, I, m, M and a number, and `y`. Everything
-else (w, W, e, r, R, a, i, c, the `w` and `e` flags of `s`) is not, nor is anything this scanner
-cannot read: it fails closed.
+N, g, G, h, H, x, z, F, blocks, `s` with flags among g, p, i, I, m, M and a number, and `y`. Everything
+else (w, W, e, r, R, a, i, c, labels and branches, the `w` and `e` flags of `s`) is not, nor is anything
+this reader cannot place: it fails closed.
+
+Where a part ends follows GNU sed's rules, because a reader that ends a part elsewhere than sed does
+sees other commands than sed runs (`s/[/]/;/w ./p` is one `s` command with the `w` flag, not an `s`
+and a `p`):
+- a part (regex, replacement, `y` string) ends at its unescaped delimiter; a backslash takes the next
+  character, a newline too; an unescaped newline leaves the part unterminated;
+- in a regex (an address or the pattern of `s`) a bracket expression is read whole, and the delimiter
+  inside it is an ordinary character: `[` then an optional `^`, an optional `]`, up to the first `]`
+  that does not close a `[:class:]`, `[=equiv=]` or `[.coll.]`; a backslash in it is an ordinary
+  character;
+- blanks may stand between an address, `!`, the command and each flag of `s`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # rules imports this module; the type is only needed for checking
+    from mcp_codetools.shell.rules import Word
 
 _SED_FLAG_LETTERS = frozenset("nErszu")
 _SED_LONG_FLAGS = frozenset(
-    {"--quiet", "--silent", "--regexp-extended", "--separate", "--null-data", "--unbuffered", "--posix", "--debug"}
+    {
+        "--quiet",
+        "--silent",
+        "--regexp-extended",
+        "--separate",
+        "--null-data",
+        "--zero-terminated",
+        "--unbuffered",
+        "--posix",
+        "--debug",
+        "--sandbox",
+    }
 )
-_SED_SIMPLE = frozenset("pP=lqQdDnNgGhHxz}")
-_SED_S_FLAGS = frozenset("gpiImM0123456789")
-_ADDRESS = re.compile(r"(?:\d+(?:~\d+)?|\$|/(?:[^/\\\n]|\\.)*/[IM]*|\\(.)(?:(?!\1)[^\\\n]|\\.)*\1)")
+_PLAIN_COMMANDS = frozenset("=dDFgGhHnNpPzx}")
+"""Commands without an argument: only blanks, then the end of the command, may follow."""
+_NUMBER_COMMANDS = frozenset("qQl")
+"""Commands with an optional number (exit code, line length)."""
+_S_FLAGS = frozenset("gpiImM")
+_BLANKS = " \t"
+_SPACES = " \t\n\v\f\r"
 
 
-def check_sed(args: Sequence[str]) -> str:
-    """The problem that keeps `sed args` from being read-only, or "" (options first, then each script)."""
+def check_sed(args: Sequence[Word]) -> str:
+    """The problem that keeps `sed args` from being read-only, or "" (options first, then each script).
+
+    A script or an option's value holding a glob is refused: bash may make it another word, or several
+    that shift the script to another place. File operands may hold globs (`check` refuses ones that
+    could become options).
+    """
     scripts: list[str] = []
-    rest: list[str] = []
+    operands: list[Word] = []
     i = 0
     while i < len(args):
-        arg = args[i]
+        word = args[i]
+        arg = word.text
         i += 1
         if arg == "--":
-            rest.extend(args[i:])
+            operands.extend(args[i:])
             break
         if arg.startswith("--"):
-            key, _, value = arg.partition("=")
+            key, equals, value = arg.partition("=")
             if key in ("--expression", "--line-length"):
-                if not value and i < len(args):
-                    value, i = args[i], i + 1
+                if not equals:
+                    if i >= len(args):
+                        return f"sed option {arg!r} lacks its value"
+                    word, value, i = args[i], args[i].text, i + 1
+                if word.glob:
+                    return f"{word.text!r} may expand to other words"
                 if key == "--expression":
                     scripts.append(value)
             elif arg not in _SED_LONG_FLAGS:
@@ -45,20 +84,26 @@ def check_sed(args: Sequence[str]) -> str:
             for pos, letter in enumerate(arg[1:], start=1):
                 if letter in _SED_FLAG_LETTERS:
                     continue
-                if letter in "el":
-                    value = arg[pos + 1 :]
-                    if not value and i < len(args):
-                        value, i = args[i], i + 1
-                    if letter == "e":
-                        scripts.append(value)
-                    break
-                return f"sed option -{letter} is not read-only"
+                if letter not in "el":
+                    return f"sed option -{letter} is not read-only"
+                value = arg[pos + 1 :]
+                if not value:
+                    if i >= len(args):
+                        return f"sed option -{letter} lacks its value"
+                    word, value, i = args[i], args[i].text, i + 1
+                if word.glob:
+                    return f"{word.text!r} may expand to other words"
+                if letter == "e":
+                    scripts.append(value)
+                break
         else:
-            rest.append(arg)
+            operands.append(word)
     if not scripts:
-        if not rest:
+        if not operands:
             return "sed without a script"
-        scripts.append(rest[0])
+        if operands[0].glob:
+            return f"the script {operands[0].text!r} may expand to other words"
+        scripts.append(operands[0].text)
     for script in scripts:
         problem = script_problem(script)
         if problem:
@@ -66,69 +111,194 @@ def check_sed(args: Sequence[str]) -> str:
     return ""
 
 
+class _Refused(Exception):
+    """Raised inside the reader with the reason the script is not read-only."""
+
+
 def script_problem(script: str) -> str:
     """The empty string when every sed command only prints or edits the stream (no w, W, e, r, R, a, i, c)."""
-    i, n = 0, len(script)
-    while i < n:
-        c = script[i]
-        if c in " \t\n;":
-            i += 1
-            continue
-        if c == "#":
-            end = script.find("\n", i)
-            i = n if end < 0 else end
-            continue
-        i = _skip_address(script, i)
-        if i < n and script[i] == "!":
-            i += 1
-        while i < n and script[i] in " \t":
-            i += 1
-        if i >= n:
-            return "sed address without a command"
-        c = script[i]
-        if c == "{":
-            i += 1
-            continue
-        if c in _SED_SIMPLE:
-            i += 1
-            while i < n and script[i].isdigit():
-                i += 1
-        elif c in "sy":
-            i = _skip_delimited(script, i + 1, 2)
-            if i < 0:
-                return "unterminated sed command"
-            if c == "s":
-                while i < n and script[i] in _SED_S_FLAGS:
-                    i += 1
-        else:
-            return f"sed command {c!r} is not read-only"
-        if i < n and script[i] not in " \t\n;}":
-            return f"sed command {c!r} has a flag that is not read-only"
+    try:
+        _read_script(script)
+    except _Refused as exc:
+        return str(exc)
     return ""
 
 
-def _skip_address(script: str, i: int) -> int:
-    match = _ADDRESS.match(script, i)
-    if match is None:
-        return i
-    i = match.end()
-    if i < len(script) and script[i] == ",":
-        second = re.compile(r"(?:[+~]\d+)").match(script, i + 1) or _ADDRESS.match(script, i + 1)
-        if second is not None:
-            i = second.end()
-    return i
+def _read_script(s: str) -> None:
+    i, n = 0, len(s)
+    while True:
+        while i < n and (s[i] == ";" or s[i] in _SPACES):
+            i += 1
+        if i >= n:
+            return
+        if s[i] == "#":
+            end = s.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        i = _blanks(s, _addresses(s, i))
+        if i < n and s[i] == "!":
+            i = _blanks(s, i + 1)
+        if i >= n:
+            raise _Refused("sed address without a command")
+        command = s[i]
+        i += 1
+        if command == "{":
+            continue
+        if command in _PLAIN_COMMANDS:
+            i = _end_of_command(s, i, command)
+        elif command in _NUMBER_COMMANDS:
+            i = _end_of_command(s, _digits(s, _blanks(s, i)), command)
+        elif command == "s":
+            delimiter, i = _delimiter(s, i)
+            i = _part(s, _part(s, i, delimiter, regex=True), delimiter, regex=False)
+            i = _s_flags(s, i)
+        elif command == "y":
+            delimiter, i = _delimiter(s, i)
+            i = _part(s, _part(s, i, delimiter, regex=False), delimiter, regex=False)
+            i = _end_of_command(s, i, command)
+        else:
+            raise _Refused(f"sed command {command!r} is not read-only")
 
 
-def _skip_delimited(script: str, i: int, parts: int) -> int:
-    """Skip `parts` delimited fields after `s`/`y` (the delimiter is the char at i); -1 if unterminated."""
-    if i >= len(script) or script[i] in "\\\n":
-        return -1
-    delimiter = script[i]
-    i += 1
-    for _ in range(parts):
-        while i < len(script) and script[i] != delimiter:
-            i += 2 if script[i] == "\\" else 1
-        if i >= len(script):
-            return -1
+def _blanks(s: str, i: int) -> int:
+    while i < len(s) and s[i] in _BLANKS:
         i += 1
     return i
+
+
+def _digits(s: str, i: int) -> int:
+    while i < len(s) and s[i].isascii() and s[i].isdigit():
+        i += 1
+    return i
+
+
+def _end_of_command(s: str, i: int, command: str) -> int:
+    """After a command: blanks, then `;`, a newline, the end, or a `}` or `#` that is read next."""
+    i = _blanks(s, i)
+    if i >= len(s) or s[i] in ";\n":
+        return i
+    if s[i] in "}#":
+        return i
+    raise _Refused(f"sed command {command!r} is followed by {s[i]!r}")
+
+
+def _addresses(s: str, i: int) -> int:
+    """Skip an address and an optional second one after a comma; return where the command starts."""
+    after = _address(s, i, first=True)
+    if after == i:
+        return i
+    comma = _blanks(s, after)
+    if comma < len(s) and s[comma] == ",":
+        start = _blanks(s, comma + 1)
+        second = _address(s, start, first=False)
+        if second == start:
+            raise _Refused("sed address after a comma is not readable")
+        return second
+    return after
+
+
+def _address(s: str, i: int, *, first: bool) -> int:
+    """Skip one address (`5`, `1~2`, `$`, `/re/I`, `\\%re%`, and after a comma `+3`, `~4`); i when there is none."""
+    n = len(s)
+    if i >= n:
+        return i
+    c = s[i]
+    if c in "/\\":
+        if c == "\\":
+            delimiter, i = _delimiter(s, i + 1)
+        else:
+            delimiter, i = c, i + 1
+        i = _part(s, i, delimiter, regex=True)
+        while True:
+            flag = _blanks(s, i)
+            if flag < n and s[flag] in "IM":
+                i = flag + 1
+            else:
+                return i
+    if c.isascii() and c.isdigit():
+        i = _digits(s, i)
+        step = _blanks(s, i)
+        if step < n and s[step] == "~":
+            return _digits(s, _blanks(s, step + 1))
+        return i
+    if c == "$":
+        return i + 1
+    if c in "+~" and not first:
+        return _digits(s, _blanks(s, i + 1))
+    return i
+
+
+def _delimiter(s: str, i: int) -> tuple[str, int]:
+    if i >= len(s) or s[i] in "\n\\" or not s[i].isascii():
+        raise _Refused("sed delimiter is not readable")
+    return s[i], i + 1
+
+
+def _part(s: str, i: int, delimiter: str, *, regex: bool) -> int:
+    """Skip one delimited part from i; return the index after its closing delimiter."""
+    n = len(s)
+    while i < n:
+        c = s[i]
+        if c == "\n":
+            break
+        if c == delimiter:
+            return i + 1
+        if c == "\\":
+            i += 2
+        elif c == "[" and regex:
+            i = _bracket(s, i + 1)
+        else:
+            i += 1
+    raise _Refused("unterminated sed command")
+
+
+def _bracket(s: str, i: int) -> int:
+    """Skip a bracket expression from just after its `[`; return the index after its closing `]`."""
+    n = len(s)
+    if i < n and s[i] == "^":
+        i += 1
+    if i < n and s[i] == "]":
+        i += 1
+    # 0: plain, 1: just after a `[`, 2: inside `[:`/`[=`/`[.` (closer in `inner`), 3: just after that closer
+    state, inner = 0, ""
+    while i < n:
+        c = s[i]
+        i += 1
+        if c == "\n":
+            break
+        if c == "[":
+            state = 1 if state == 0 else state
+            continue
+        if c in ".:=" and state == 1:
+            state, inner = 2, c
+            continue
+        if c == inner and state == 2:
+            state = 3
+            continue
+        if c == "]":
+            if state in (0, 1):
+                return i
+            if state == 3:
+                state = 0
+        state &= ~1
+    raise _Refused("unterminated bracket expression in a sed regex")
+
+
+def _s_flags(s: str, i: int) -> int:
+    """Skip the flags of `s` (blanks allowed between them) up to the end of the command."""
+    n = len(s)
+    while True:
+        i = _blanks(s, i)
+        if i >= n or s[i] in ";\n}#":
+            return i
+        flag = s[i]
+        if flag in _S_FLAGS:
+            i += 1
+        elif flag.isascii() and flag.isdigit():
+            i = _digits(s, i)
+        elif flag == "w":
+            raise _Refused("the w flag of sed's s writes a file")
+        elif flag == "e":
+            raise _Refused("the e flag of sed's s runs the pattern space as a command")
+        else:
+            raise _Refused(f"sed s flag {flag!r} is not read-only")

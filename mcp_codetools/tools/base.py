@@ -1,6 +1,9 @@
 """
 What every tool is: an input model, a description for the model, the concurrency and permission
-questions the pipeline asks, and `call`. Tools work on plain values and never import `mcp`.
+questions the pipeline asks, `validate_input` and `call`. Tools work on plain values and never import `mcp`.
+
+What `validate_input` loaded to decide (a file's bytes and stat, where a string matched) is handed to
+`call` as a typed value, the tool's second type parameter, so `call` neither guesses at it nor loads it again.
 """
 
 from __future__ import annotations
@@ -9,10 +12,11 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, cast
 
 from pydantic import BaseModel, ConfigDict, field_validator
 from pydantic_core import PydanticCustomError
+from typing_extensions import TypeVar
 
 from mcp_codetools.session import CodeSession
 
@@ -37,6 +41,8 @@ class ToolInput(BaseModel):
 
 
 InputT = TypeVar("InputT", bound=ToolInput)
+PreparedT = TypeVar("PreparedT", default=Any)
+"""What `validate_input` hands to `call`; a tool that prepares nothing leaves it out and takes `None`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,14 +80,13 @@ class CallContext:
     paths: dict[str, Path] = field(default_factory=dict)
     progress: ProgressFn = _no_progress
     changes: list[Callable[[], None]] = field(default_factory=list)
-    state: dict[str, Any] = field(default_factory=dict)
 
     def defer(self, change: Callable[[], None]) -> None:
         """Queue a session change; the dispatcher commits it in arrival order."""
         self.changes.append(change)
 
 
-class Tool(Generic[InputT]):
+class Tool(Generic[InputT, PreparedT]):
     """A tool. Subclasses set the class attributes and override what they need."""
 
     name: ClassVar[str]
@@ -105,10 +110,16 @@ class Tool(Generic[InputT]):
         """The path a missing optional path field stands for (None: nothing to resolve)."""
         return None
 
-    async def validate_input(self, args: InputT, ctx: CallContext) -> None:
-        """State checks (the file was read, has not changed, the string is there). Raise ToolError."""
+    async def validate_input(self, args: InputT, ctx: CallContext) -> PreparedT:
+        """State checks (the file was read, has not changed, the string is there); raise a ToolError.
 
-    async def call(self, args: InputT, ctx: CallContext) -> ToolOutput:
+        Returns what `call` needs of what the checks loaded. A tool that names a prepared type overrides
+        this; the others keep this one, which prepares nothing.
+        """
+        return cast(PreparedT, None)
+
+    async def call(self, args: InputT, ctx: CallContext, prepared: PreparedT) -> ToolOutput:
+        """Do the work, with what `validate_input` returned."""
         raise NotImplementedError
 
     def input_schema(self) -> dict[str, Any]:
@@ -119,7 +130,7 @@ class Tool(Generic[InputT]):
         return schema
 
 
-class SearchTool(Tool[InputT]):
+class SearchTool(Tool[InputT, PreparedT]):
     """Grep and Glob: read-only, safe to run side by side, searching the working directory by default."""
 
     read_only = True

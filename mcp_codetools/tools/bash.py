@@ -4,8 +4,8 @@ Bash: run a shell command that cannot hang the call or outlive it, and say plain
 The process work (group, timeout, capture, cleanup) is in `mcp_codetools.shell.runner`; this module
 turns a run into the text the model reads: the output (head and tail past 30,000 characters, with the
 path of the full output), `Exit code N` for a failure, the "no match"/"differs" codes of grep, diff,
-test and find reported as such, and notes for a timeout, a cwd reset, stopped leftovers and files
-Read earlier that the command changed.
+test and find reported as such, and notes for a timeout, a cwd reset, stopped leftovers, saved output
+removed to keep within the session's spill budget, and files Read earlier that the command changed.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from pydantic import Field
 
 from mcp_codetools.errors import ExecutionError, InvalidInputError
 from mcp_codetools.session import CodeSession
+from mcp_codetools.shell import capture as capture_limits
 from mcp_codetools.shell import runner
-from mcp_codetools.shell.background import JobRegistry
 from mcp_codetools.shell.capture import OutputCapture
 from mcp_codetools.shell.classify import analyze
+from mcp_codetools.shell.spills import removal_note
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
 logger = logging.getLogger(__name__)
@@ -91,13 +92,15 @@ class BashTool(Tool[BashInput]):
         if "\x00" in args.command:
             raise InvalidInputError("`command` contains a NUL byte, which no shell command can hold.")
 
-    async def call(self, args: BashInput, ctx: CallContext) -> ToolOutput:
+    async def call(self, args: BashInput, ctx: CallContext, prepared: None) -> ToolOutput:
         session = ctx.session
         analysis = analyze(args.command)
         read_only = self.is_read_only(args)
         notes: list[str] = []
         cwd = _usable_cwd(session, ctx, notes)
-        env = runner.command_env(read_only=read_only)
+        env = runner.command_env(
+            read_only=read_only, session_marker=session.process_marker, exclude=session.settings.bash_env_exclude
+        )
         if args.run_in_background:
             return _start_job(session, args.command, cwd, env, notes)
 
@@ -106,7 +109,8 @@ class BashTool(Tool[BashInput]):
             notes.append(f"The timeout of {timeout_ms} ms is above the maximum; it was lowered to {MAX_TIMEOUT_MS} ms.")
             timeout_ms = MAX_TIMEOUT_MS
         before = None if read_only else _stamps(session.ledger.paths())
-        capture = OutputCapture(OUTPUT_CAP, spill_dir=session.scratch_dir)
+        file_cap = min(capture_limits.FILE_CAP_BYTES, session.spills.limit_bytes)
+        capture = OutputCapture(OUTPUT_CAP, spill_dir=session.scratch_dir, file_cap=file_cap)
 
         async def report(elapsed: float, line: str) -> None:
             try:
@@ -120,6 +124,9 @@ class BashTool(Tool[BashInput]):
             )
         except OSError as exc:
             raise ExecutionError(f"Could not start the command: {exc.strerror or exc}.") from None
+        finally:  # counted even when the call is cancelled: the file stays in the scratch folder
+            if capture.spill_path is not None:
+                session.spills.add(capture.spill_path)
 
         meta: dict[str, object] = {
             "readOnly": read_only,
@@ -132,6 +139,7 @@ class BashTool(Tool[BashInput]):
         if capture.spill_path is not None:
             meta["persistedOutputPath"] = str(capture.spill_path)
             meta["persistedOutputSize"] = capture.spilled_bytes
+        _keep_within_budget(session, capture.spill_path, notes, meta)
         meta["cwd"] = str(_follow_cwd(session, ctx, cwd, result.final_cwd, notes))
         if result.leftovers_stopped:
             notes.append(
@@ -154,6 +162,7 @@ def _result(
     notes: list[str],
     meta: dict[str, object],
 ) -> ToolOutput:
+    """The run as the model reads it; the one place an exit code decides whether the call failed."""
     output = capture.render(_where(capture))
     code = result.returncode if result.returncode >= 0 else 128 - result.returncode
     meta["exitCode"] = code
@@ -186,7 +195,7 @@ def _result(
     if notes:
         text += "\n\n" + "\n".join(notes)
     if is_error:
-        meta["errorCode"] = "execution_failed"
+        meta["errorCode"] = ExecutionError.code
     return ToolOutput(text, meta=meta, is_error=is_error)
 
 
@@ -238,18 +247,33 @@ def _move(session: CodeSession, target: Path) -> Callable[[], None]:
     return change
 
 
+def _keep_within_budget(session: CodeSession, keep: Path | None, notes: list[str], meta: dict[str, object]) -> None:
+    """Remove the oldest saved output past the session's spill budget, and say which."""
+    removed = session.spills.enforce(keep=keep)
+    if removed:
+        meta["removedOutputPaths"] = [str(item.path) for item in removed]
+        notes.append(removal_note(removed, session.spills.limit_bytes))
+
+
 def _start_job(session: CodeSession, command: str, cwd: Path, env: dict[str, str], notes: list[str]) -> ToolOutput:
     try:
-        job = JobRegistry.of(session).start(command, cwd=cwd, env=env)
+        job = session.jobs.start(command, cwd=cwd, env=env, log_dir=session.scratch_dir)
     except OSError as exc:
         raise ExecutionError(f"Could not start the command: {exc.strerror or exc}.") from None
+
+    def log_removed() -> None:
+        job.log_removed = True
+
+    session.spills.add(job.log_path, in_use=lambda: job.running, on_remove=log_removed)
+    meta: dict[str, object] = {"backgroundTaskId": job.id, "logPath": str(job.log_path), "cwd": str(cwd)}
+    _keep_within_budget(session, job.log_path, notes, meta)
     text = (
         f"Command running in background with ID: {job.id}. Output is being written to: {job.log_path}. "
         f'Read new output with BashOutput (bash_id "{job.id}"); stop it with KillShell (shell_id "{job.id}").'
     )
     if notes:
         text += "\n\n" + "\n".join(notes)
-    return ToolOutput(text, meta={"backgroundTaskId": job.id, "logPath": str(job.log_path), "cwd": str(cwd)})
+    return ToolOutput(text, meta=meta)
 
 
 def _stamps(paths: Iterable[Path]) -> dict[Path, int | None]:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 from pydantic import Field
 
 from mcp_codetools.errors import (
@@ -22,8 +24,9 @@ from mcp_codetools.files.editing import (
     check_read_state,
     create_file,
     created_message,
-    load_file,
+    load_existing,
     recheck_unchanged,
+    refuse_hard_links,
 )
 from mcp_codetools.files.refusals import missing_file_error
 from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
@@ -37,7 +40,15 @@ class EditInput(ToolInput):
     replace_all: bool = Field(default=False, description="Replace every occurrence (default: exactly one).")
 
 
-class EditTool(Tool[EditInput]):
+@dataclass(frozen=True, slots=True)
+class Replacement:
+    """What validate_input found: the file as loaded and checked, and where old_string is in it."""
+
+    loaded: Loaded
+    matches: list[matching.Match]
+
+
+class EditTool(Tool[EditInput, Replacement | None]):
     name = "Edit"
     title = "Edit file"
     description = (
@@ -51,19 +62,21 @@ class EditTool(Tool[EditInput]):
     idempotent = False
     path_fields = ("file_path",)
 
-    async def validate_input(self, args: EditInput, ctx: CallContext) -> None:
+    async def validate_input(self, args: EditInput, ctx: CallContext) -> Replacement | None:
+        """Check the edit can be made; None means the file does not exist and old_string is empty: create it."""
         path = ctx.paths["file_path"]
         session = ctx.session
         if args.old_string == args.new_string:
             raise NoChangeError("No changes to make: old_string and new_string are exactly the same.")
-        if not os.path.lexists(path):
-            if args.old_string == "":
-                return
-            raise missing_file_error(path, session.cwd)
-        if path.suffix == ".ipynb":
+        if path.suffix == ".ipynb" and os.path.lexists(path):
             raise NotAFileError("File is a Jupyter Notebook. Use NotebookEdit to change its cells.")
-        loaded = load_file(path, session.workspace)
+        loaded = load_existing(path, session.workspace)
+        if loaded is None:
+            if args.old_string == "":
+                return None
+            raise missing_file_error(path, session.cwd, session.workspace)
         check_read_state(session.ledger, path, loaded)
+        refuse_hard_links(path, loaded, session.settings.hard_links)
         body = loaded.body
         if args.old_string == "":
             if loaded.text.strip():
@@ -75,7 +88,11 @@ class EditTool(Tool[EditInput]):
             old = loaded.convert(args.old_string)
             matches = matching.find_matches(body, old) if old is not None else []
             if not matches:
-                raise OldStringNotFoundError(matching.not_found_message(loaded.text, args.old_string, str(path)))
+                # The closest-region search is bounded but can take a moment: never on the event loop.
+                message = await anyio.to_thread.run_sync(
+                    lambda: matching.not_found_message(loaded.text, args.old_string, str(path))
+                )
+                raise OldStringNotFoundError(message)
             if len(matches) > 1 and not args.replace_all:
                 lines = matching.lines_of(body, [m.start for m in matches[:20]])
                 listed = ", ".join(str(n) for n in lines) + (" …" if len(matches) > 20 else "")
@@ -84,19 +101,17 @@ class EditTool(Tool[EditInput]):
                     f"(at lines {listed}). To replace all occurrences, set replace_all to true. To replace only "
                     "one occurrence, please provide more context to uniquely identify the instance."
                 )
-        ctx.state["matches"] = matches
-        ctx.state["loaded"] = loaded
+        return Replacement(loaded, matches)
 
-    async def call(self, args: EditInput, ctx: CallContext) -> ToolOutput:
+    async def call(self, args: EditInput, ctx: CallContext, replacement: Replacement | None) -> ToolOutput:
         path = ctx.paths["file_path"]
         session = ctx.session
-        loaded: Loaded | None = ctx.state.get("loaded")
-        if loaded is None:
+        if replacement is None:
             size = create_file(path, args.new_string, session.workspace, session.history, session.ledger)
             return ToolOutput(
                 created_message(path, args.new_string), meta={"path": str(path), "type": "create", "bytes": size}
             )
-        matches: list[matching.Match] = ctx.state["matches"]
+        loaded, matches = replacement.loaded, replacement.matches
         body = loaded.body
         new = loaded.convert(matching.adapt_newlines(args.new_string, loaded.fmt.newline))
         if new is None:

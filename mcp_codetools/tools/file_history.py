@@ -9,8 +9,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from mcp_codetools.errors import ExecutionError, FileChangedError, InvalidInputError
-from mcp_codetools.files.editing import read_whole
+from mcp_codetools.errors import ExecutionError, FileChangedError, InvalidInputError, PermissionDeniedError, os_errors
+from mcp_codetools.files.editing import HARD_LINKS_WRITE_THROUGH, read_whole
 from mcp_codetools.files.history import HistoryEntry
 from mcp_codetools.files.stamps import FileStamp, digest_bytes
 from mcp_codetools.files.writes import ensure_parent, write_atomic
@@ -25,7 +25,7 @@ class FileHistoryInput(ToolInput):
     force: bool = Field(default=False, description="restore even if the file changed outside this session.")
 
 
-class FileHistoryTool(Tool[FileHistoryInput]):
+class FileHistoryTool(Tool[FileHistoryInput, None]):
     name = "FileHistory"
     title = "File history (undo)"
     description = (
@@ -45,7 +45,7 @@ class FileHistoryTool(Tool[FileHistoryInput]):
     def is_concurrency_safe(self, args: FileHistoryInput) -> bool:
         return args.action == "list"
 
-    async def call(self, args: FileHistoryInput, ctx: CallContext) -> ToolOutput:
+    async def call(self, args: FileHistoryInput, ctx: CallContext, prepared: None) -> ToolOutput:
         path = ctx.paths.get("file_path")
         if args.action == "list":
             return _list(ctx.session, path)
@@ -118,14 +118,17 @@ def _restore(session: CodeSession, path: Path, number: int, force: bool) -> Tool
             f"{path} changed outside this session since its last Read or write, so restoring version {number} "
             "would overwrite changes nobody here has seen. Read it to look first, or pass force=true."
         )
+    if st is not None and st.st_nlink > 1 and session.settings.hard_links != HARD_LINKS_WRITE_THROUGH:
+        raise PermissionDeniedError(
+            f"Refused: {path} has {st.st_nlink} hard links, so it also has other names, which may lie outside the "
+            "workspace roots. It was left unchanged (the server's hard_links setting decides this)."
+        )
     if current == content:
         return ToolOutput(f"{path} already holds version {number}; nothing was written.", meta={"path": str(path)})
     history.remember(path, current, made_by=f"FileHistory restore of version {number}")
     if content is None:
-        try:
+        with os_errors("write", path):
             os.unlink(path)
-        except OSError as exc:
-            raise ExecutionError(f"Cannot remove {path} to restore version {number}: {exc.strerror}.") from None
         session.ledger.forget(path)
         done = f"Restored version {number} of {path}: the file did not exist then, so it was removed."
     else:

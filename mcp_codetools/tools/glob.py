@@ -23,8 +23,11 @@ from mcp_codetools.search.args import (
     base_args,
     check_search_path,
     display_prefix,
+    dropped_note,
     filter_args,
     name_glob,
+    pin_search_target,
+    still_below,
     unpassable,
     vcs_excludes,
 )
@@ -83,7 +86,11 @@ def split_pattern(pattern: str, folder: Path, session: CodeSession) -> tuple[Pat
         base = session.resolve(joined, field="pattern", for_read=True)
     else:
         base = Path(os.path.normpath(joined))
-        if os.path.realpath(base) != str(base):
+        try:
+            real = os.path.realpath(base)
+        except OSError:  # a link on the way changed while it was read: treat it as a link, not followed
+            return folder, pattern
+        if real != str(base):
             return folder, pattern
     if not os.path.isdir(base):  # False for a name over 255 bytes, where Path.is_dir raises
         return None, glob
@@ -116,7 +123,7 @@ class GlobTool(SearchTool[GlobInput]):
                 f"Path is not a directory: {folder}. Give a folder as path; the pattern matches files in it."
             )
 
-    async def call(self, args: GlobInput, ctx: CallContext) -> ToolOutput:
+    async def call(self, args: GlobInput, ctx: CallContext, prepared: None) -> ToolOutput:
         session = ctx.session
         base, glob = split_pattern(args.pattern, ctx.paths["path"], session)
         if base is None:
@@ -128,8 +135,15 @@ class GlobTool(SearchTool[GlobInput]):
             argv.append("--no-ignore")
         budget = session.settings.max_result_chars - NOTICE_RESERVE
         pager = LinePager(0, MAX_FILES, budget, MAX_LIST_BYTES, sep=b"\0")
-        result = await run_rg(argv, base, pager)
-        total = pager.total
+        # rg runs in the folder's open descriptor: a swap of any folder on the way after the check cannot move it.
+        pinned = pin_search_target(base, session.cwd, session.workspace, kind="Directory")
+        try:
+            result = await run_rg(argv, base, pager, cwd_fd=pinned.fd, confine=pinned)
+            kept = [name for name in pager.kept if still_below(pinned.fd, os.fsdecode(name))]
+        finally:
+            pinned.close()
+        dropped = len(pager.kept) - len(kept)
+        total = pager.total - dropped
         if result.failed and not total:
             if "glob" in result.error_text():
                 raise InvalidInputError(f"Glob could not use the pattern: {result.error_text()}")
@@ -137,8 +151,8 @@ class GlobTool(SearchTool[GlobInput]):
         if not total:
             return ToolOutput("No files found", meta=_meta(0, 0, pager.complete))
         prefix = display_prefix(base, session.cwd)
-        shown, _cut = fit_lines((prefix + name.decode("utf-8", "replace") for name in pager.kept), budget)
-        text = "\n".join(shown)
+        shown, _cut = fit_lines((prefix + name.decode("utf-8", "replace") for name in kept), budget)
+        text = "\n".join(shown) + dropped_note(dropped)
         if len(shown) < total or not pager.complete:
             of = f"{total}" if pager.complete else f"at least {total}"
             text += f"\n(Showing {len(shown)} of {of} matching files; narrow the pattern or path to see the rest.)"

@@ -10,7 +10,6 @@ it in path order (path_order.py); over one file it keeps one page and merely cou
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -21,16 +20,20 @@ from pydantic_core import PydanticCustomError
 
 from mcp_codetools.errors import ExecutionError, InvalidInputError
 from mcp_codetools.search.args import (
+    PinnedTarget,
     base_args,
     check_search_path,
+    dropped_note,
     filter_args,
     is_option_like,
-    target_args,
+    names_below,
+    pin_search_target,
+    rebase_globs,
     unpassable,
     vcs_excludes,
 )
 from mcp_codetools.search.path_order import CONTEXT_SEPARATOR, MATCH_SEPARATOR, FileBlocks, path_key
-from mcp_codetools.search.process import RgResult, run_rg
+from mcp_codetools.search.process import RgResult, run_rg_on
 from mcp_codetools.search.sinks import LineCollector, LinePager, fit_lines, newest_first
 from mcp_codetools.tools.base import CallContext, SearchTool, ToolInput, ToolOutput
 
@@ -127,7 +130,7 @@ class GrepInput(ToolInput):
         return value
 
 
-class GrepTool(SearchTool[GrepInput]):
+class GrepTool(SearchTool[GrepInput, os.stat_result]):
     name = "Grep"
     title = "Search file contents"
     description = (
@@ -141,56 +144,63 @@ class GrepTool(SearchTool[GrepInput]):
     )
     input_model = GrepInput
 
-    async def validate_input(self, args: GrepInput, ctx: CallContext) -> None:
-        check_search_path(ctx.paths["path"], ctx.session.cwd)
+    async def validate_input(self, args: GrepInput, ctx: CallContext) -> os.stat_result:
+        """Check the search path and the pattern; the path's stat goes to call, which needs its kind and size."""
+        target_st = check_search_path(ctx.paths["path"], ctx.session.cwd)
         if "\n" in args.pattern and not args.multiline:
             raise InvalidInputError("The pattern contains a line break; set multiline: true to match across lines.")
+        return target_st
 
-    async def call(self, args: GrepInput, ctx: CallContext) -> ToolOutput:
-        cwd = ctx.session.cwd
-        target = ctx.paths["path"]
-        if _large_named_binary_file(target):
-            # rg skips binary files it meets while walking, but reads a named one to the end (a sparse
-            # 20 GiB file: a minute, unbounded); a large one is refused rather than searched.
-            return ToolOutput(
-                f"Not searched: {target} is a binary file over {BIG_BINARY_BYTES // 2**20} MiB (it holds NUL "
-                "bytes). Grep searches text; use Bash (e.g. `rg -a -c PATTERN FILE`) if you need this one.",
-                meta={"mode": args.output_mode, "binary": True, "numFiles": 0},
-            )
-        # Over a folder rg prints a path on every line; content mode then regroups by file (path_order.py).
-        by_file = args.output_mode == "content" and os.path.isdir(target)
-        argv = build_args(args, target, cwd, by_file=by_file)
-        limit = DEFAULT_HEAD_LIMIT if args.head_limit is None else (args.head_limit or None)
-        page = Page(args.offset, limit, min(MAX_RESULT_CHARS, ctx.session.settings.max_result_chars))
-        if args.output_mode == "content":
-            return await _content(argv, cwd, page, by_file=by_file, context=_context_lines(args) != (0, 0))
-        if args.output_mode == "count":
-            return await _count(argv, cwd, page)
-        return await _files(argv, cwd, page)
+    async def call(self, args: GrepInput, ctx: CallContext, target_st: os.stat_result) -> ToolOutput:
+        # rg gets the checked path as an open descriptor, never as a string a swapped symlink could redirect.
+        pinned = pin_search_target(ctx.paths["path"], ctx.session.cwd, ctx.session.workspace)
+        try:
+            return await _search(args, ctx, pinned)
+        finally:
+            pinned.close()
+
+
+async def _search(args: GrepInput, ctx: CallContext, pinned: PinnedTarget) -> ToolOutput:
+    cwd = ctx.session.cwd
+    target = ctx.paths["path"]
+    if _large_named_binary_file(pinned):
+        # rg skips binary files it meets while walking, but reads a named one to the end (a sparse
+        # 20 GiB file: a minute, unbounded); a large one is refused rather than searched.
+        return ToolOutput(
+            f"Not searched: {target} is a binary file over {BIG_BINARY_BYTES // 2**20} MiB (it holds NUL "
+            "bytes). Grep searches text; use Bash (e.g. `rg -a -c PATTERN FILE`) if you need this one.",
+            meta={"mode": args.output_mode, "binary": True, "numFiles": 0},
+        )
+    # Over a folder rg prints a path on every line; content mode then regroups by file (path_order.py).
+    by_file = args.output_mode == "content" and pinned.is_dir
+    argv = build_args(args, by_file=by_file, glob_base=pinned.shown if pinned.is_dir else "")
+    limit = DEFAULT_HEAD_LIMIT if args.head_limit is None else (args.head_limit or None)
+    page = Page(args.offset, limit, min(MAX_RESULT_CHARS, ctx.session.settings.max_result_chars))
+    if args.output_mode == "content":
+        return await _content(argv, pinned, page, by_file=by_file, context=_context_lines(args) != (0, 0))
+    if args.output_mode == "count":
+        return await _count(argv, pinned, page)
+    return await _files(argv, cwd, pinned, page)
 
 
 BIG_BINARY_BYTES = 64 * 2**20
 
 
-def _large_named_binary_file(target: Path) -> bool:
-    """Whether `target` is a regular file over BIG_BINARY_BYTES whose first bytes hold a NUL (rg's binary test)."""
-    try:
-        st = os.stat(target)
-        if not stat.S_ISREG(st.st_mode) or st.st_size <= BIG_BINARY_BYTES:
-            return False
-        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+def _large_named_binary_file(pinned: PinnedTarget) -> bool:
+    """Whether the target is a regular file over BIG_BINARY_BYTES whose first bytes hold a NUL (rg's binary test)."""
+    if pinned.is_dir or pinned.st.st_size <= BIG_BINARY_BYTES:
         return False
     try:
-        return b"\0" in os.pread(fd, 64 * 1024, 0)
+        return b"\0" in os.pread(pinned.fd, 64 * 1024, 0)
     except OSError:
         return False
-    finally:
-        os.close(fd)
 
 
-def build_args(args: GrepInput, target: Path, cwd: Path, *, by_file: bool) -> list[str]:
-    """rg's argument list: model input only as `--flag=value`, after `-e`, or after `--`."""
+def build_args(args: GrepInput, *, by_file: bool, glob_base: str = "") -> list[str]:
+    """rg's argument list: model input only as `--flag=value` or after `-e`; the pinned target's path follows.
+
+    rg runs in the searched folder, `glob_base` as the model names it: globs are rebased onto it.
+    """
     argv = base_args()
     if args.case_insensitive:
         argv.append("--ignore-case")
@@ -198,7 +208,8 @@ def build_args(args: GrepInput, target: Path, cwd: Path, *, by_file: bool) -> li
         argv += ["--multiline", "--multiline-dotall"]
     if args.type:
         argv.append(f"--type={args.type}")
-    argv += filter_args(split_globs(args.glob))
+    globs = rebase_globs(split_globs(args.glob), glob_base)
+    argv += filter_args(globs) if globs is not None else ["--glob=!*"]  # no glob can match below the folder
     argv += vcs_excludes()
     if args.output_mode == "files_with_matches":
         argv += ["--files-with-matches", "--null"]
@@ -214,7 +225,7 @@ def build_args(args: GrepInput, target: Path, cwd: Path, *, by_file: bool) -> li
         before, after = _context_lines(args)
         if before or after:
             argv += [f"--before-context={before}", f"--after-context={after}"]
-    return [*argv, "-e", args.pattern, "--", *target_args(target, cwd)]
+    return [*argv, "-e", args.pattern, "--"]
 
 
 def _context_lines(args: GrepInput) -> tuple[int, int]:
@@ -294,31 +305,32 @@ def _problem_note(result: RgResult) -> str:
     return f"\n\n(rg reported a problem with some files: {first})"
 
 
-async def _files(argv: list[str], cwd: Path, page: Page) -> ToolOutput:
+async def _files(argv: list[str], cwd: Path, pinned: PinnedTarget, page: Page) -> ToolOutput:
     collect = LineCollector(MAX_LIST_BYTES)
-    result = await run_rg(argv, cwd, collect)
+    result = await run_rg_on(argv, pinned, collect, sep=b"\0")
     names = collect.records()
     if result.failed and not names:
         raise _failure(result)
     names = await newest_first(names, cwd)
-    total = len(names)
+    window, dropped = names_below(pinned, page.window(names))
+    total = len(names) - dropped
     meta: dict[str, object] = {"mode": "files_with_matches"}
     if total == 0:
         text = "No files found" + _problem_note(result)
         return ToolOutput(text, meta={**meta, "numFiles": 0, **page.meta(0, 0, True, False)})
-    shown, cut = page.fit(name.decode("utf-8", "replace") for name in page.window(names))
+    shown, cut = page.fit(name.decode("utf-8", "replace") for name in window)
     plural = "file" if total == 1 else "files"
     header = f"Found {total} {plural}" if collect.complete else f"Found at least {total} {plural}"
     parts = [header, *shown]
     note = page.note("files", len(shown), total, collect.complete, cut)
-    text = "\n".join(parts) + (f"\n\n{note}" if note else "") + _problem_note(result)
+    text = "\n".join(parts) + (f"\n\n{note}" if note else "") + _problem_note(result) + dropped_note(dropped)
     meta.update(numFiles=len(shown), **page.meta(len(shown), total, collect.complete, cut))
     return ToolOutput(text, meta=meta)
 
 
-async def _count(argv: list[str], cwd: Path, page: Page) -> ToolOutput:
+async def _count(argv: list[str], pinned: PinnedTarget, page: Page) -> ToolOutput:
     collect = LineCollector(MAX_LIST_BYTES, sep=b"\n")
-    result = await run_rg(argv, cwd, collect)
+    result = await run_rg_on(argv, pinned, collect)
     records = collect.records()
     if result.failed and not records:
         raise _failure(result)
@@ -332,7 +344,9 @@ async def _count(argv: list[str], cwd: Path, page: Page) -> ToolOutput:
     meta: dict[str, object] = {"mode": "count", "numFiles": files, "numMatches": matches}
     if files == 0:
         return ToolOutput("No matches found" + _problem_note(result), meta={**meta, **page.meta(0, 0, True, False)})
-    shown, cut = page.fit(f"{name.decode('utf-8', 'replace')}:{n}" for name, n in page.window(counts))
+    window = page.window(counts)
+    kept, dropped = names_below(pinned, [name for name, _ in window])
+    shown, cut = page.fit(f"{name.decode('utf-8', 'replace')}:{n}" for name, n in window if name in kept)
     at_least = "" if collect.complete else "at least "
     summary = (
         f"Found {at_least}{matches} total {'occurrence' if matches == 1 else 'occurrences'} "
@@ -340,15 +354,16 @@ async def _count(argv: list[str], cwd: Path, page: Page) -> ToolOutput:
     )
     note = page.note("files", len(shown), files, collect.complete, cut)
     text = "\n".join(shown) + f"\n\n{summary}" + (f"\n{note}" if note else "") + _problem_note(result)
+    text += dropped_note(dropped)
     meta.update(page.meta(len(shown), files, collect.complete, cut))
     return ToolOutput(text, meta=meta)
 
 
-async def _content(argv: list[str], cwd: Path, page: Page, *, by_file: bool, context: bool) -> ToolOutput:
+async def _content(argv: list[str], pinned: PinnedTarget, page: Page, *, by_file: bool, context: bool) -> ToolOutput:
     if by_file:
         blocks = FileBlocks(MAX_COUNT_BYTES, context=context)
         try:
-            result = await run_rg(argv, cwd, blocks)
+            result = await run_rg_on(argv, pinned, blocks)
             blocks.finish()
             kept, cut = await anyio.to_thread.run_sync(blocks.page, page.offset, page.limit, page.budget)
         finally:
@@ -356,7 +371,7 @@ async def _content(argv: list[str], cwd: Path, page: Page, *, by_file: bool, con
         total, complete = blocks.total, blocks.complete
     else:  # one file: rg prints it in order, and one page is kept while the rest is counted
         pager = LinePager(page.offset, page.limit, page.budget, MAX_COUNT_BYTES)
-        result = await run_rg(argv, cwd, pager)
+        result = await run_rg_on(argv, pinned, pager)
         pager.finish()
         kept, cut, total, complete = pager.kept, pager.cut_by_budget, pager.total, pager.complete
     if result.failed and total == 0:

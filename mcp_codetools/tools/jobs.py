@@ -9,16 +9,15 @@ from pydantic import Field
 
 from mcp_codetools.errors import ExecutionError, InvalidInputError
 from mcp_codetools.session import CodeSession
-from mcp_codetools.shell.background import EXTRAS_KEY, Job, JobRegistry
+from mcp_codetools.shell.background import Job, JobRegistry
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
 
 def _find_job(session: CodeSession, job_id: str) -> tuple[JobRegistry, Job]:
-    registry: JobRegistry | None = session.extras.get(EXTRAS_KEY)
-    job = registry.get(job_id) if registry is not None else None
-    if registry is None or job is None:
-        known = registry.describe() if registry is not None else "No background shells were started in this session."
-        raise InvalidInputError(f"No shell found with ID: {job_id}. {known}")
+    registry = session.jobs
+    job = registry.get(job_id)
+    if job is None:
+        raise InvalidInputError(f"No shell found with ID: {job_id}. {registry.describe()}")
     return registry, job
 
 
@@ -56,7 +55,7 @@ class BashOutputTool(Tool[BashOutputInput]):
         # A filtered read runs in a worker thread; alone, it cannot race another read of the same job.
         return not args.filter
 
-    async def call(self, args: BashOutputInput, ctx: CallContext) -> ToolOutput:
+    async def call(self, args: BashOutputInput, ctx: CallContext, prepared: None) -> ToolOutput:
         registry, job = _find_job(ctx.session, args.bash_id)
         pattern = BudgetedFilter(args.filter) if args.filter else None
         status = job.status()
@@ -122,7 +121,7 @@ class KillShellTool(Tool[KillShellInput]):
     destructive = True
     idempotent = False
 
-    async def call(self, args: KillShellInput, ctx: CallContext) -> ToolOutput:
+    async def call(self, args: KillShellInput, ctx: CallContext, prepared: None) -> ToolOutput:
         registry, job = _find_job(ctx.session, args.shell_id)
         if not job.running:
             raise ExecutionError(

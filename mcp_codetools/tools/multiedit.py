@@ -11,7 +11,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_codetools.errors import NotAFileError
 from mcp_codetools.files import matching
-from mcp_codetools.files.editing import Loaded, check_read_state, load_file, recheck_unchanged
+from mcp_codetools.files.editing import (
+    Loaded,
+    check_read_state,
+    load_existing,
+    recheck_unchanged,
+    refuse_hard_links,
+)
 from mcp_codetools.files.multi_edit import EditStep, Planned, plan_edits
 from mcp_codetools.files.refusals import missing_file_error
 from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
@@ -37,7 +43,7 @@ class _Prepared:
     planned: Planned
 
 
-class MultiEditTool(Tool[MultiEditInput]):
+class MultiEditTool(Tool[MultiEditInput, _Prepared]):
     name = "MultiEdit"
     title = "Edit file in several places"
     description = (
@@ -61,22 +67,22 @@ class MultiEditTool(Tool[MultiEditInput]):
         schema["properties"]["edits"]["items"] = item
         return schema
 
-    async def validate_input(self, args: MultiEditInput, ctx: CallContext) -> None:
+    async def validate_input(self, args: MultiEditInput, ctx: CallContext) -> _Prepared:
         path = ctx.paths["file_path"]
         session = ctx.session
-        if not os.path.lexists(path):
-            raise missing_file_error(path, session.cwd)
-        if path.suffix == ".ipynb":
+        if path.suffix == ".ipynb" and os.path.lexists(path):
             raise NotAFileError("File is a Jupyter Notebook. Use NotebookEdit to change its cells.")
-        loaded = load_file(path, session.workspace)
+        loaded = load_existing(path, session.workspace)
+        if loaded is None:
+            raise missing_file_error(path, session.cwd, session.workspace)
         check_read_state(session.ledger, path, loaded)
+        refuse_hard_links(path, loaded, session.settings.hard_links)
         steps = [EditStep(e.old_string, e.new_string, e.replace_all) for e in args.edits]
-        ctx.state["prepared"] = _Prepared(loaded, plan_edits(loaded, steps, str(path)))
+        return _Prepared(loaded, plan_edits(loaded, steps, str(path)))
 
-    async def call(self, args: MultiEditInput, ctx: CallContext) -> ToolOutput:
+    async def call(self, args: MultiEditInput, ctx: CallContext, prepared: _Prepared) -> ToolOutput:
         path = ctx.paths["file_path"]
         session = ctx.session
-        prepared: _Prepared = ctx.state["prepared"]
         loaded, planned = prepared.loaded, prepared.planned
         body = planned.body
         data = loaded.fmt.bom + body if isinstance(body, bytearray) else loaded.to_file(body)

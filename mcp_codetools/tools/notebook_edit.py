@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
 from mcp_codetools.errors import InvalidInputError
-from mcp_codetools.files.editing import Loaded, check_read_state, load_file, recheck_unchanged
+from mcp_codetools.files.editing import (
+    Loaded,
+    check_read_state,
+    load_existing,
+    recheck_unchanged,
+    refuse_hard_links,
+)
 from mcp_codetools.files.refusals import missing_file_error
 from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
@@ -29,7 +35,13 @@ class NotebookEditInput(ToolInput):
     edit_mode: Literal["replace", "insert", "delete"] = Field(default="replace", description="What to do.")
 
 
-class NotebookEditTool(Tool[NotebookEditInput]):
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    loaded: Loaded
+    change: NotebookChange
+
+
+class NotebookEditTool(Tool[NotebookEditInput, _Prepared]):
     name = "NotebookEdit"
     title = "Edit notebook cell"
     description = (
@@ -42,15 +54,16 @@ class NotebookEditTool(Tool[NotebookEditInput]):
     idempotent = False
     path_fields = ("notebook_path",)
 
-    async def validate_input(self, args: NotebookEditInput, ctx: CallContext) -> None:
+    async def validate_input(self, args: NotebookEditInput, ctx: CallContext) -> _Prepared:
         path = ctx.paths["notebook_path"]
         session = ctx.session
         if path.suffix.lower() != ".ipynb":
             raise InvalidInputError(f"{path} is not a Jupyter notebook (.ipynb). Use Edit for other files.")
-        if not os.path.lexists(path):
-            raise missing_file_error(path, session.cwd)
-        loaded = load_file(path, session.workspace)
+        loaded = load_existing(path, session.workspace)
+        if loaded is None:
+            raise missing_file_error(path, session.cwd, session.workspace)
         check_read_state(session.ledger, path, loaded)
+        refuse_hard_links(path, loaded, session.settings.hard_links)
         from mcp_codetools.files.notebook_edit import edit_notebook  # nbformat costs ~0.7 s to import
 
         change = edit_notebook(
@@ -61,13 +74,12 @@ class NotebookEditTool(Tool[NotebookEditInput]):
             cell_type=args.cell_type,
             mode=args.edit_mode,
         )
-        ctx.state["prepared"] = (loaded, change)
+        return _Prepared(loaded, change)
 
-    async def call(self, args: NotebookEditInput, ctx: CallContext) -> ToolOutput:
+    async def call(self, args: NotebookEditInput, ctx: CallContext, prepared: _Prepared) -> ToolOutput:
         path = ctx.paths["notebook_path"]
         session = ctx.session
-        prepared: tuple[Loaded, NotebookChange] = ctx.state["prepared"]
-        loaded, change = prepared
+        loaded, change = prepared.loaded, prepared.change
         refuse_read_only(loaded.st, path)
         recheck_unchanged(path, loaded)
         session.history.remember(path, loaded.data, made_by="NotebookEdit")

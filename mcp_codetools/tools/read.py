@@ -8,10 +8,10 @@ from pathlib import Path
 import anyio
 from pydantic import Field
 
-from mcp_codetools.errors import BinaryFileError, InvalidInputError
+from mcp_codetools.errors import BinaryFileError, InvalidInputError, os_errors, tool_error_from_os
 from mcp_codetools.files.opening import open_regular_for_read
 from mcp_codetools.files.refusals import missing_file_error, unreadable_error
-from mcp_codetools.files.rich import HEAD_BYTES, Kind, RichLimits, read_rich, rich_kind
+from mcp_codetools.files.rich import Kind, RichLimits, read_rich, rich_kind
 from mcp_codetools.files.stamps import FileStamp
 from mcp_codetools.files.text import SAMPLE_BYTES, BinaryContentError, long_line_note, sniff
 from mcp_codetools.files.view import WHOLE_FILE_BYTES, View, read_view
@@ -54,7 +54,7 @@ class ReadTool(Tool[ReadInput]):
     def is_concurrency_safe(self, args: ReadInput) -> bool:
         return True
 
-    async def call(self, args: ReadInput, ctx: CallContext) -> ToolOutput:
+    async def call(self, args: ReadInput, ctx: CallContext, prepared: None) -> ToolOutput:
         path = ctx.paths["file_path"]
         session = ctx.session
         first = max(args.offset or 1, 1)
@@ -62,10 +62,11 @@ class ReadTool(Tool[ReadInput]):
         budget = session.settings.max_result_chars - _NOTICE_RESERVE
 
         if not os.path.lexists(path):
-            raise missing_file_error(path, session.cwd)
+            raise missing_file_error(path, session.cwd, session.workspace)
         fd, st = open_regular_for_read(path, session.workspace, str(path))
         try:
-            head = os.pread(fd, HEAD_BYTES, 0)
+            with os_errors("read", path):
+                head = os.pread(fd, SAMPLE_BYTES, 0)
             kind = rich_kind(path, head)
             if kind is not None or args.pages is not None:
                 return await _read_rich(kind, fd, st, head, path, args, ctx)
@@ -86,7 +87,7 @@ class ReadTool(Tool[ReadInput]):
                     meta={"path": str(path), "unchanged": True},
                 )
             try:
-                fmt = sniff(os.pread(fd, SAMPLE_BYTES, 0), whole=st.st_size <= SAMPLE_BYTES)
+                fmt = sniff(head, whole=st.st_size <= SAMPLE_BYTES)
             except BinaryContentError as exc:
                 raise unreadable_error(path, exc) from None
 
@@ -102,6 +103,8 @@ class ReadTool(Tool[ReadInput]):
                 raise BinaryFileError(
                     f"Cannot read {path}: it is not valid {fmt.encoding.upper()} ({exc.reason})."
                 ) from None
+            except OSError as exc:
+                raise tool_error_from_os(exc, "read", path) from None
         finally:
             os.close(fd)
 
@@ -119,7 +122,18 @@ class ReadTool(Tool[ReadInput]):
                 partial=partial,
             )
         )
-        return ToolOutput(_render(path, view, first, max_lines, args.limit is not None), meta=_meta(path, view))
+        text = _render(path, view, first, max_lines, args.limit is not None) + _links_note(st)
+        return ToolOutput(text, meta=_meta(path, view))
+
+
+def _links_note(st: os.stat_result) -> str:
+    """A file with several hard links has other names, maybe outside the roots: Edit and Write refuse it."""
+    if st.st_nlink <= 1:
+        return ""
+    return (
+        f"\n(Note: this file has {st.st_nlink} hard links: the same file also has other names, which may lie "
+        "outside the workspace. Edit and Write refuse it unless the server allows writing through hard links.)"
+    )
 
 
 async def _read_rich(
@@ -132,20 +146,21 @@ async def _read_rich(
     first = max(args.offset or 1, 1)
     limits = RichLimits.from_settings(session.settings)
     budget = session.settings.max_result_chars - _NOTICE_RESERVE
-    view = await anyio.to_thread.run_sync(
-        lambda: read_rich(
-            kind,
-            fd,
-            st,
-            path,
-            head,
-            pages=args.pages,
-            first=first,
-            max_cells=args.limit,
-            limits=limits,
-            budget=budget,
+    with os_errors("read", path):
+        view = await anyio.to_thread.run_sync(
+            lambda: read_rich(
+                kind,
+                fd,
+                st,
+                path,
+                head,
+                pages=args.pages,
+                first=first,
+                max_cells=args.limit,
+                limits=limits,
+                budget=budget,
+            )
         )
-    )
     stamp = FileStamp(st.st_mtime_ns, st.st_size, view.digest, st.st_ctime_ns)
     ctx.defer(
         lambda: session.ledger.record_read(

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
-
 from pydantic import Field
 
-from mcp_codetools.errors import FileNotReadError, NotAFileError
+from mcp_codetools.errors import FileNotReadError
 from mcp_codetools.files import matching
 from mcp_codetools.files.editing import (
     Loaded,
@@ -14,10 +12,10 @@ from mcp_codetools.files.editing import (
     count_lines,
     create_file,
     created_message,
-    load_file,
+    load_existing,
     recheck_unchanged,
+    refuse_hard_links,
 )
-from mcp_codetools.files.opening import refuse_non_regular
 from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
@@ -27,7 +25,7 @@ class WriteInput(ToolInput):
     content: str = Field(description="The whole new content of the file.")
 
 
-class WriteTool(Tool[WriteInput]):
+class WriteTool(Tool[WriteInput, Loaded | None]):
     name = "Write"
     title = "Write file"
     description = (
@@ -40,18 +38,15 @@ class WriteTool(Tool[WriteInput]):
     idempotent = True
     path_fields = ("file_path",)
 
-    async def validate_input(self, args: WriteInput, ctx: CallContext) -> None:
+    async def validate_input(self, args: WriteInput, ctx: CallContext) -> Loaded | None:
+        """The file as loaded and checked, for call to replace; None when there is none yet: create it."""
         path = ctx.paths["file_path"]
         session = ctx.session
-        if not os.path.lexists(path):
-            return
-        try:
-            st = os.stat(path)
-        except OSError as exc:
-            raise NotAFileError(f"Cannot open {path}: {exc.strerror}") from None
-        refuse_non_regular(st, str(path))
-        loaded = load_file(path, session.workspace)
+        loaded = load_existing(path, session.workspace)
+        if loaded is None:
+            return None
         check_read_state(session.ledger, path, loaded)
+        refuse_hard_links(path, loaded, session.settings.hard_links)
         record = session.ledger.get(path)
         gaps = record.unread_ranges() if record is not None else []
         if gaps:
@@ -60,12 +55,11 @@ class WriteTool(Tool[WriteInput]):
                 f"File has only been read in part: lines {listed} were not read. Writing the whole file would "
                 "replace text you have not seen. Read those lines first, or use Edit to change part of the file."
             )
-        ctx.state["loaded"] = loaded
+        return loaded
 
-    async def call(self, args: WriteInput, ctx: CallContext) -> ToolOutput:
+    async def call(self, args: WriteInput, ctx: CallContext, loaded: Loaded | None) -> ToolOutput:
         path = ctx.paths["file_path"]
         session = ctx.session
-        loaded: Loaded | None = ctx.state.get("loaded")
         if loaded is None:
             size = create_file(path, args.content, session.workspace, session.history, session.ledger)
             return ToolOutput(

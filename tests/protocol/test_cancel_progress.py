@@ -9,41 +9,18 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, MCPError
-from pydantic import Field
 
 from mcp_codetools import pipeline as pipeline_module
 from mcp_codetools.config import Settings
 from mcp_codetools.server import CodeToolsServer
 from mcp_codetools.tools import default_tools
-from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
+from tests.gates import Gates
 
 pytestmark = pytest.mark.anyio
 
 
-class WaitInput(ToolInput):
-    key: str = Field(description="gate name")
-
-
-def waiting_tool(gates: dict[str, anyio.Event], log: list[str]) -> Tool[WaitInput]:
-    class Wait(Tool[WaitInput]):
-        name = "Wait"
-        title = "Wait"
-        description = "Waits for a gate (test tool)."
-        input_model = WaitInput
-
-        async def call(self, args: WaitInput, ctx: CallContext) -> ToolOutput:
-            log.append(f"start {args.key}")
-            try:
-                await gates.setdefault(args.key, anyio.Event()).wait()
-            finally:
-                log.append(f"cleanup {args.key}")
-            return ToolOutput(f"done {args.key}")
-
-    return Wait()
-
-
-def make_app(root: Path, gates: dict[str, anyio.Event], log: list[str]) -> CodeToolsServer:
-    return CodeToolsServer(Settings(roots=(root,)), [*default_tools(), waiting_tool(gates, log)])
+def make_app(root: Path, gates: Gates) -> CodeToolsServer:
+    return CodeToolsServer(Settings(roots=(root,)), [*default_tools(), gates.tool("Wait")])
 
 
 async def wait_for(predicate: Callable[[], bool]) -> None:
@@ -52,25 +29,21 @@ async def wait_for(predicate: Callable[[], bool]) -> None:
             await anyio.lowlevel.checkpoint()
 
 
-async def test_a_timed_out_call_is_cancelled_on_the_server_and_frees_the_slot(root: Path) -> None:
-    gates: dict[str, anyio.Event] = {}
-    log: list[str] = []
+async def test_a_timed_out_call_is_cancelled_on_the_server_and_frees_the_slot(root: Path, gates: Gates) -> None:
     (root / "f.txt").write_text("x\n", encoding="utf-8")
-    async with Client(make_app(root, gates, log).server, mode="legacy") as client:
+    async with Client(make_app(root, gates).server, mode="legacy") as client:
         with pytest.raises(MCPError):
             await client.call_tool("Wait", {"key": "stuck"}, read_timeout_seconds=0.2)
-        await wait_for(lambda: "cleanup stuck" in log)
+        await wait_for(lambda: "cleanup stuck" in gates.log)
         with anyio.fail_after(5):
             result = await client.call_tool("Read", {"file_path": str(root / "f.txt")})
     assert not result.is_error
-    assert log == ["start stuck", "cleanup stuck"]
+    assert gates.log == ["start stuck", "cleanup stuck"]
 
 
-async def test_cancelling_a_queued_call_lets_later_calls_run(root: Path) -> None:
-    gates: dict[str, anyio.Event] = {}
-    log: list[str] = []
+async def test_cancelling_a_queued_call_lets_later_calls_run(root: Path, gates: Gates) -> None:
     results: dict[str, Any] = {}
-    app = make_app(root, gates, log)
+    app = make_app(root, gates)
     async with Client(app.server, mode="legacy") as client:
 
         def queue() -> list[str]:
@@ -85,25 +58,25 @@ async def test_cancelling_a_queued_call_lets_later_calls_run(root: Path) -> None
         with anyio.fail_after(10):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(call, "first")
-                await wait_for(lambda: "start first" in log)
+                await wait_for(lambda: "start first" in gates.log)
                 tg.start_soon(call, "queued", 0.2)
                 await wait_for(lambda: len(queue()) == 2)
                 await wait_for(lambda: "queued" in results)
                 await wait_for(lambda: len(queue()) == 1)  # the server has dropped the cancelled call
                 tg.start_soon(call, "last")
                 await anyio.lowlevel.checkpoint()
-                gates.setdefault("first", anyio.Event()).set()
-                await wait_for(lambda: "start last" in log)
-                gates.setdefault("last", anyio.Event()).set()
+                gates.open("first")
+                await wait_for(lambda: "start last" in gates.log)
+                gates.open("last")
     assert isinstance(results["queued"], MCPError)
-    assert "start queued" not in log
+    assert "start queued" not in gates.log
     assert results["last"].content[0].text == "done last"
 
 
-async def test_progress_notifications_arrive_for_a_long_call(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_progress_notifications_arrive_for_a_long_call(
+    root: Path, gates: Gates, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(pipeline_module, "PROGRESS_INTERVAL_S", 0.01)
-    gates: dict[str, anyio.Event] = {}
-    log: list[str] = []
     seen: list[tuple[float, str | None]] = []
     enough = anyio.Event()
 
@@ -112,10 +85,10 @@ async def test_progress_notifications_arrive_for_a_long_call(root: Path, monkeyp
         if len(seen) >= 2:
             enough.set()
 
-    async with Client(make_app(root, gates, log).server, mode="legacy") as client:
+    async with Client(make_app(root, gates).server, mode="legacy") as client:
         with anyio.fail_after(10):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(lambda: client.call_tool("Wait", {"key": "slow"}, progress_callback=on_progress))
                 await enough.wait()
-                gates.setdefault("slow", anyio.Event()).set()
+                gates.open("slow")
     assert seen[0] == (1.0, "Wait: running")

@@ -2,8 +2,9 @@
 The reliability suite's plumbing: long mode, outcome bookkeeping, and the report written at the end.
 
 Long mode (`--run-slow`, or `MCP_CODETOOLS_RELIABILITY_LONG=1`) makes the suites bigger: more fuzz
-examples, more SIGKILL trials, the 100,000-call soak. `docs/reliability.md` is rewritten when the run
-executed every test module of this folder with nothing deselected (see report.py for the switches).
+examples, more SIGKILL trials, the 100,000-call soak. The report is written only when asked
+(`--reliability-report PATH` or `MCP_CODETOOLS_RELIABILITY_REPORT=PATH`), and only after a run that
+executed every test module of this folder with nothing deselected; a plain run writes no file.
 """
 
 from __future__ import annotations
@@ -16,12 +17,26 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.harness import Arena, no_live_children
-from tests.reliability.report import FIGURES, REPORT_ENV, Figures, long_mode_requested, record_outcome, suite_of
+from tests.reliability.report import (
+    FIGURES,
+    REPORT_OPTION,
+    Figures,
+    long_mode_requested,
+    record_outcome,
+    requested_path,
+    suite_of,
+)
 from tests.reliability.report import write_report as _write_report
 from tests.reliability.workspace import Layout, build
 
 HERE = Path(__file__).resolve().parent
-_state: dict[str, object] = {"selected": set(), "deselected": 0, "started": time.monotonic(), "written": None}
+_state: dict[str, object] = {
+    "selected": set(),
+    "deselected": 0,
+    "started": time.monotonic(),
+    "path": None,
+    "written": None,
+}
 
 
 def _is_ours(nodeid_or_path: str | os.PathLike[str]) -> bool:
@@ -34,6 +49,12 @@ def _is_ours(nodeid_or_path: str | os.PathLike[str]) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     FIGURES.long_mode = bool(config.getoption("--run-slow", default=False)) or long_mode_requested()
     _state["started"] = time.monotonic()
+    try:  # resolved now, against the folder pytest was started in, before any test changes directory
+        _state["path"] = requested_path(
+            config.getoption(REPORT_OPTION, default=None), os.environ, config.invocation_params.dir
+        )
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:
@@ -67,19 +88,21 @@ def _whole_suite_ran() -> bool:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    switch = os.environ.get(REPORT_ENV, "").strip().lower()
-    if switch in ("0", "no", "off", "false") or not FIGURES.outcomes:
-        return
-    if not _whole_suite_ran() and switch != "force":
+    path = _state["path"]
+    if not isinstance(path, Path) or not FIGURES.outcomes or not _whole_suite_ran():
         return
     wall = time.monotonic() - float(_state["started"])  # type: ignore[arg-type]
-    _state["written"] = _write_report(FIGURES, wall_s=wall)
+    _state["written"] = _write_report(FIGURES, wall_s=wall, path=path)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    written = _state.get("written")
+    if _state["path"] is None:
+        return
+    written = _state["written"]
     if written is not None:
         terminalreporter.write_line(f"reliability report written to {written}")
+    else:
+        terminalreporter.write_line("reliability report not written: the run did not execute the whole suite")
 
 
 @pytest.fixture(scope="session")

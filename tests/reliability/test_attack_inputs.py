@@ -11,6 +11,7 @@ Pin a new one the same way.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import resource
 from pathlib import Path
@@ -22,7 +23,7 @@ import pytest
 from mcp_codetools.config import Settings
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
-from mcp_codetools.tools import default_tools
+from mcp_codetools.tools import default_tools, jobs
 from mcp_codetools.tools.base import ToolOutput
 from tests.reliability import procfs
 from tests.reliability.harness import Arena, has_tool, tool_named
@@ -181,8 +182,31 @@ async def test_special_files_are_refused_without_blocking(arena: Arena, name: st
     assert output.is_error, output.text
 
 
-async def test_a_hard_link_to_an_outside_file_is_written_in_place_and_said(arena: Arena) -> None:
-    """Policy (peers 4.7 item 12): the write reaches the shared inode, and the result says so."""
+async def test_a_hard_link_to_an_outside_file_is_refused_and_said(arena: Arena) -> None:
+    """Policy (issue 12): Edit and Write refuse a file with several links; Read says it has them."""
+    shared = arena.layout.outside / "shared.txt"
+    shared.write_text("shared words\n", encoding="utf-8")
+    os.link(shared, arena.layout.root / "hard")
+    arena.before = Arena.outside(arena.layout)
+    read = await arena.call("Read", {"file_path": "hard"})
+    assert "2 hard links" in read.text, read.text
+    edit = await arena.call("Edit", {"file_path": "hard", "old_string": "shared", "new_string": "changed"})
+    assert edit.is_error and "hard links" in edit.text, edit.text
+    write = await arena.call("Write", {"file_path": "hard", "content": "changed\n"})
+    assert write.is_error and "hard links" in write.text, write.text
+    empty = await arena.call("Edit", {"file_path": "hard", "old_string": "", "new_string": "x"})
+    assert empty.is_error
+    assert shared.read_text(encoding="utf-8") == "shared words\n"
+    await arena.check_world("after Edit and Write on a hard link to an outside file")
+
+
+async def test_a_hard_link_is_written_in_place_and_said_when_allowed(
+    arena: Arena, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With hard_links = "write-through" the write reaches the shared inode, and the result says so."""
+    monkeypatch.setattr(
+        arena.session, "settings", dataclasses.replace(arena.session.settings, hard_links="write-through")
+    )
     shared = arena.layout.outside / "shared.txt"
     shared.write_text("shared words\n", encoding="utf-8")
     os.link(shared, arena.layout.root / "hard")
@@ -330,55 +354,69 @@ async def test_errors_about_huge_paths_stay_within_the_budget(arena: Arena, path
     assert output.is_error and len(output.text) <= arena.session.settings.max_result_chars
 
 
-async def test_a_path_of_many_components_is_answered_at_once(arena: Arena) -> None:
-    started = anyio.current_time()
+async def test_a_path_of_many_components_is_refused_before_it_is_resolved(arena: Arena) -> None:
+    # Resolving 300,000 components took O(N^2) on the event loop: the length check must come first.
     output = await arena.call("Read", {"file_path": "x/" * 300_000})
-    assert output.is_error
-    assert anyio.current_time() - started < 1.0, "resolving the path blocked the event loop"
+    assert output.meta["errorCode"] == "invalid_input", output.text
+    assert "a path can be at most 4096 bytes" in output.text
 
 
-async def test_a_non_unique_old_string_in_a_big_file_is_answered_at_once(arena: Arena) -> None:
+async def test_a_non_unique_old_string_in_a_big_file_numbers_only_the_matches_it_lists(arena: Arena) -> None:
+    # Numbering all 23,999 matches cost O(matches x size) (13 s for 64k lines): only the 20 listed are numbered.
     (arena.layout.root / "repeats.txt").write_text("0123456789abcdef\n" * 24_000, encoding="utf-8")
     await arena.call("Read", {"file_path": "repeats.txt", "limit": 1})
-    started = anyio.current_time()
     out = await arena.call("Edit", {"file_path": "repeats.txt", "old_string": "abcdef\n0123", "new_string": "x"})
-    elapsed = anyio.current_time() - started
     assert out.is_error and out.meta["errorCode"] == "old_string_not_unique", out.text
-    assert elapsed < 0.5, f"the refusal took {elapsed:.1f} s"
+    listed = ", ".join(str(n) for n in range(1, 21))
+    assert out.text.startswith(
+        f"Found 23999 matches of the string to replace, but replace_all is false (at lines {listed} …)"
+    )
 
 
 # Pinned by strict xfail tests until fixed (commits 9960200, 0f3ef6a).
 
 
 @pytest.mark.skipif(not has_tool("BashOutput"), reason="BashOutput is not in default_tools() yet")
-async def test_a_backtracking_output_filter_does_not_block_other_calls(arena: Arena) -> None:
-    start = await arena.call("Bash", {"command": "printf 'a%.0s' $(seq 25); echo '!'", "run_in_background": True})
+async def test_a_backtracking_output_filter_ends_by_its_budget_and_does_not_block_other_calls(
+    arena: Arena, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(jobs, "FILTER_BUDGET_S", 0.2)
+    start = await arena.call("Bash", {"command": "printf 'a%.0s' $(seq 40); echo '!'", "run_in_background": True})
     log = Path(start.meta["logPath"])
     with anyio.fail_after(10):
-        while log.stat().st_size < 27:  # noqa: ASYNC110 - bounded wait for the job's output on disk
+        while log.stat().st_size < 42:  # noqa: ASYNC110 - bounded wait for the job's output on disk
             await anyio.sleep(0.01)
-    read_done: list[float] = []
-    began = anyio.current_time()
+    other = CodeSession(Settings(roots=(arena.layout.root,)))  # another client's session on the same event loop
+    answered: list[ToolOutput] = []
+    search = jobs.BudgetedFilter.search
 
-    async def read() -> None:
-        await anyio.sleep(0.05)  # sent while the filter runs
-        await arena.call("Read", {"file_path": "text.txt", "limit": 1})
-        read_done.append(anyio.current_time() - began)
+    def search_after_a_call_of_the_other_session(self: jobs.BudgetedFilter, line: str) -> object:
+        # Runs where the filter runs. From a worker thread, the event loop answers the Read while the filter
+        # waits; on the event loop itself, anyio refuses the call (and the BashOutput call fails).
+        if not answered:
+            args = {"file_path": str(arena.layout.root / "text.txt"), "limit": 1}
+            answered.append(anyio.from_thread.run(arena.pipeline.run, other, "Read", args))
+        return search(self, line)
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(read)
-        await arena.call("BashOutput", {"bash_id": start.meta["backgroundTaskId"], "filter": "(a+)+$"})
-    assert read_done and read_done[0] < 1.0, f"a Read sent after 0.05 s was answered after {read_done[0]:.1f} s"
+    monkeypatch.setattr(jobs.BudgetedFilter, "search", search_after_a_call_of_the_other_session)
+    try:
+        with anyio.fail_after(30):
+            out = await arena.call("BashOutput", {"bash_id": start.meta["backgroundTaskId"], "filter": "(a|aa)+$"})
+    finally:
+        await other.aclose()
+    assert out.meta["errorCode"] == "invalid_input", out.text
+    assert out.text.startswith("The filter took over 0.2 s on this output")
+    assert answered and not answered[0].is_error, answered
 
 
 @pytest.mark.skipif(not has_tool("Grep"), reason="Grep is not in default_tools() yet")
-async def test_grep_of_a_huge_sparse_file_is_answered_quickly(arena: Arena) -> None:
+async def test_grep_of_a_huge_sparse_file_is_declined_without_reading_it(arena: Arena) -> None:
     with open(arena.layout.root / "sparse4g", "wb") as handle:
         handle.truncate(4 * 2**30)
-    started = anyio.current_time()
-    with anyio.move_on_after(3):
-        await arena.call("Grep", {"pattern": "needle", "path": "sparse4g"})
-    assert anyio.current_time() - started < 3, "Grep was still reading the sparse file after 3 s"
+    with anyio.fail_after(30):
+        output = await arena.call("Grep", {"pattern": "needle", "path": "sparse4g"})
+    assert output.meta["binary"] is True and output.meta["numFiles"] == 0, output.meta
+    assert output.text.startswith("Not searched:") and "is a binary file over 64 MiB" in output.text
 
 
 # Bash (peers 4.7 items 29-31, 35): every command ends within its bound and leaves no process behind.
@@ -398,6 +436,14 @@ BASH_CASES = {
     "ANSI and invalid UTF-8": ("printf '\\033[1mbold\\033[0m\\r\\nx\\377\\376y\\n'", None),
     "exit by signal": ("kill -9 $$", None),
 }
+ENDS_BY_ITS_TIMEOUT = {
+    "sleep past the timeout",
+    "nested group",
+    "setsid escapes the group",
+    "yes flood",
+    "random bytes flood",
+}
+LEAVES_A_PROCESS_STOPPED = {"background sleep returns", "grandchild keeps the pipe"}
 
 
 @pytest.mark.skipif(not has_tool("Bash"), reason="the Bash tool is not in default_tools() yet")
@@ -407,12 +453,12 @@ async def test_bash_commands_end_within_their_bound_and_leave_nothing(arena: Are
     args: dict[str, Any] = {"command": command}
     if timeout_ms is not None:
         args["timeout"] = timeout_ms
-    started = anyio.current_time()
-    with anyio.fail_after(30):
+    with anyio.fail_after(30):  # shorter than any of the sleeps: a call that waited for one fails here
         output = await arena.call("Bash", args)
-    elapsed = anyio.current_time() - started
     assert len(output.text) <= arena.session.settings.max_result_chars, f"{len(output.text)} characters"
-    assert elapsed < (timeout_ms or 5_000) / 1000 + 5, f"{case} took {elapsed:.1f} s"
+    assert output.meta["interrupted"] is (case in ENDS_BY_ITS_TIMEOUT), output.text[:300]
+    if case in LEAVES_A_PROCESS_STOPPED:
+        assert "Processes the command left running in the background were stopped" in output.text
     assert "\x1b" not in output.text or case == "ANSI and invalid UTF-8"
     again = await arena.call("Bash", args)
     assert output.is_error == again.is_error, "the same command ended differently twice"

@@ -12,10 +12,12 @@ bind mount. Races are driven by hooks at the exact points (validate_input, write
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import errno
 import os
 import shutil
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,6 +30,7 @@ from mcp_codetools.files import editing as editing_module
 from mcp_codetools.files import writes as fileio
 from mcp_codetools.tools import edit as edit_module
 from mcp_codetools.tools import write as write_module
+from tests.reliability.deep import hop_link, listing, make_deep
 from tests.reliability.harness import Arena
 from tests.reliability.report import Figures
 from tests.reliability.workspace import Layout, temp_leftovers
@@ -157,6 +160,9 @@ async def test_a_hard_linked_file_written_in_place_is_intact_when_the_write_cann
 ) -> None:
     """In-place writes (several hard links) are protected up to the first byte: open and space reservation."""
     path = target(arena, hard_link=True)
+    monkeypatch.setattr(
+        arena.session, "settings", dataclasses.replace(arena.session.settings, hard_links="write-through")
+    )
     await arena.call("Read", {"file_path": path.name})
     faulty = FaultyOS(point, code)
     monkeypatch.setattr(fileio, "os", faulty)
@@ -331,10 +337,11 @@ async def test_a_change_between_the_check_and_the_write_is_caught(
     original = tool_class.validate_input
     theirs: list[tuple[str, bytes | str]] = []
 
-    async def check_then_change(self: Any, args: Any, ctx: Any) -> None:
-        await original(self, args, ctx)
+    async def check_then_change(self: Any, args: Any, ctx: Any) -> Any:
+        checked = await original(self, args, ctx)
         mutations(arena, path)[change]()
         theirs.append(state_of(path))
+        return checked
 
     monkeypatch.setattr(tool_class, "validate_input", check_then_change)
     output = await arena.call(tool_name, OPERATIONS[tool_name](path.name))
@@ -442,17 +449,22 @@ async def test_a_file_vanishing_between_the_last_stat_and_the_re_read_is_an_erro
     await arena.call("Read", {"file_path": path.name})
     original = edit_module.EditTool.validate_input
 
-    async def check_then_touch(self: Any, args: Any, ctx: Any) -> None:
-        await original(self, args, ctx)
+    async def check_then_touch(self: Any, args: Any, ctx: Any) -> Any:
+        checked = await original(self, args, ctx)
         path.write_bytes(ORIGINAL.encode() + b"more\n")  # the stamp differs, so the re-read happens
+        return checked
 
-    def vanished(*args: Any, **kwargs: Any) -> Any:  # and the file is gone by the time it is opened
+    opened: list[Path] = []
+
+    def vanished(path: Path, *args: Any, **kwargs: Any) -> Any:  # and the file is gone by the time it is opened
+        opened.append(path)
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
 
     monkeypatch.setattr(edit_module.EditTool, "validate_input", check_then_touch)
-    monkeypatch.setattr(editing_module, "open", vanished, raising=False)
+    monkeypatch.setattr(editing_module, "open_beneath", vanished)
     output = await arena.pipeline.run(arena.session, "Edit", OPERATIONS["Edit"](path.name))
     figures.count(suite, calls=1, faults=1)
+    assert opened, "the re-read did not happen"
     assert output.is_error and output.meta.get("errorCode") != "internal_error", output.text
 
 
@@ -481,3 +493,143 @@ async def test_a_folder_swapped_before_mkdir_cannot_create_folders_outside(
     figures.count(suite, faults=1)
     assert output.is_error
     assert not (outside / "newdir").exists(), "a folder was created outside the roots"
+
+
+RACE_ROUNDS = 20
+"""Rounds of the extended swap loop per variant (each round is RACE_CALLS calls); --run-slow runs ten times more."""
+SECRET_NAME = "secret-name.txt"
+FLIPPER = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+a, b, stop, fifo = (os.fsencode(p) for p in sys.argv[1:5])
+flips = 0
+report = None
+while not os.path.exists(stop):
+    if libc.renameat2(-100, a, -100, b, 2) != 0:
+        sys.exit(f"renameat2 failed: {ctypes.get_errno()}")
+    flips += 1
+    if report is None:
+        report = os.open(fifo, os.O_WRONLY)  # the test waits on the other end: the swapper is running
+        os.write(report, b"started\\n")
+os.write(report, f"flips {flips}\\n".encode())
+"""
+
+
+def race_calls(i: int) -> list[tuple[str, dict[str, Any]]]:
+    """One round of the extended loop: every tool that opens a path below `a`, Grep and Glob in every mode."""
+    return [
+        ("Read", {"file_path": "a/b/f"}),
+        ("Write", {"file_path": f"a/b/new{i}.txt", "content": "x\n"}),
+        ("Write", {"file_path": f"a/b/dir{i}/deeper/new.txt", "content": "x\n"}),
+        ("Edit", {"file_path": "a/b/f", "old_string": "inside", "new_string": f"inside {i}"}),
+        ("Edit", {"file_path": f"a/b/e{i}.txt", "old_string": "", "new_string": "created\n"}),
+        ("Read", {"file_path": "a/b/secret-nam.txt"}),  # a miss: the "Did you mean" hint lists the folder
+        ("Grep", {"pattern": "secret|inside", "path": "a", "output_mode": "content"}),
+        ("Grep", {"pattern": "secret|inside", "path": "a/b/f", "output_mode": "content"}),
+        ("Grep", {"pattern": "secret|inside", "path": "a/b", "output_mode": "files_with_matches"}),
+        ("Grep", {"pattern": "secret|inside", "path": "a", "output_mode": "count"}),
+        ("Glob", {"pattern": "**/*", "path": "a"}),
+        ("Glob", {"pattern": "a/b/*.txt"}),
+        # From the root: rg walks into a/ by path while it flips (the sandbox keeps rg below the root).
+        ("Grep", {"pattern": "secret|inside", "output_mode": "content"}),
+        ("Grep", {"pattern": "secret|inside"}),
+        ("Glob", {"pattern": "**/*.txt"}),
+    ]
+
+
+RACE_CALLS = len(race_calls(0))
+
+
+@pytest.mark.skipif(_libc is None, reason="needs renameat2(RENAME_EXCHANGE) (Linux 3.15+, glibc 2.28+)")
+@pytest.mark.parametrize("swapper", ["thread", "background Bash job"])
+@pytest.mark.parametrize("depth", ["shallow", "deep"])
+async def test_a_folder_flipping_to_a_link_never_lets_any_tool_out(
+    arena: Arena, figures: Figures, suite: str, tmp_path_factory: pytest.TempPathFactory, depth: str, swapper: str
+) -> None:
+    """issue 12: root/a flips between a folder and a link out (to a folder > PATH_MAX deep, where /proc
+    cannot name what was opened) while Read, Write, Edit, Grep and Glob run on paths below it."""
+    root = arena.layout.root
+    real = root / "a"
+    (real / "b").mkdir(parents=True)
+    (real / "b" / "f").write_text("inside\n", encoding="utf-8")
+    link = root / "a.link"
+    outside_files = {"b/f": "top secret far away\n", f"b/{SECRET_NAME}": "top secret far away\n"}
+    if depth == "deep":
+        far = tmp_path_factory.mktemp("deep")  # beside the arena: its snapshot could not walk this deep
+        _bottom, names = make_deep(far, files=outside_files)
+        hop_link(link, far / "hop", far, names)
+        before_far = listing(far, names)
+    else:
+        far, names = arena.layout.outside / "flip", []
+        for relative, text in outside_files.items():
+            (far / relative).parent.mkdir(parents=True, exist_ok=True)
+            (far / relative).write_text(text, encoding="utf-8")
+        link.symlink_to(far)
+        before_far = []
+    arena.before = Arena.outside(arena.layout)
+    stop = threading.Event()
+    flips = 0
+    job: str | None = None
+    aside = tmp_path_factory.mktemp("swapper")  # the swapper's own files, beside the arena's snapshot
+    stop_file = aside / "stop"
+
+    def flipper() -> None:
+        nonlocal flips
+        while not stop.is_set():
+            exchange(real, link)
+            flips += 1
+
+    thread = threading.Thread(target=flipper, daemon=True)
+    if swapper == "thread":
+        thread.start()
+    else:
+        script = aside / "flipper.py"
+        script.write_text(FLIPPER, encoding="utf-8")
+        fifo = aside / "flipper.fifo"
+        os.mkfifo(fifo)
+        report = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        started = await arena.call(
+            "Bash",
+            {
+                "command": f"{sys.executable} {script} {real} {link} {stop_file} {fifo}",
+                "run_in_background": True,
+                "description": "flip a folder and a link",
+            },
+        )
+        assert not started.is_error, started.text
+        job = str(started.meta["backgroundTaskId"])
+        with anyio.fail_after(30):
+            await anyio.wait_readable(report)  # the swapper writes to the FIFO after its first flip
+    rounds = RACE_ROUNDS * (10 if figures.long_mode else 1)
+    calls = 0
+    try:
+        with anyio.fail_after(600):
+            for i in range(rounds):
+                for name, args in race_calls(i):
+                    output = await arena.call(name, args)  # asserts: no secret text, no internal error
+                    calls += 1
+                    assert SECRET_NAME not in output.text, f"{name} {args} named an outside file: {output.text}"
+    finally:
+        stop.set()
+        stop_file.touch()
+        if thread.is_alive():
+            thread.join(10)
+    if job is not None:
+        said = b""
+        with anyio.fail_after(30):
+            while True:
+                await anyio.wait_readable(report)
+                chunk = os.read(report, 1024)
+                said += chunk
+                if not chunk:
+                    break
+        os.close(report)
+        await arena.call("KillShell", {"shell_id": job})
+        flips = int(said.split(b"flips", 1)[1].split()[0]) if b"flips" in said else 0
+    figures.count(suite, faults=calls)
+    figures.measure(f"swap loop ({depth} target, {swapper}): calls raced / leaks", f"{calls} / 0")
+    figures.measure(f"swap loop ({depth} target, {swapper}): folder/link flips", flips)
+    assert flips > 0, "the swapper never ran"
+    await arena.check_world(f"after the {depth} swap loop with a {swapper}")
+    if depth == "deep":
+        assert listing(far, names) == before_far, "something was written in the deep folder outside"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import resource
-import time
 from pathlib import Path
 
 import anyio
@@ -31,12 +30,15 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+# The commands below would run for 30 s or more: a call that returns inside the bound of its
+# `fail_after` did not wait for them, and the process state shows they were killed.
+
+
 async def test_timeout_kills_the_whole_group(call: Caller, root: Path) -> None:
-    started = time.monotonic()
-    out = await call.fails(
-        "Bash", {"command": "echo $$ > pgid; echo tick; sleep 30 & sleep 31 & sleep 32", "timeout": 300}
-    )
-    assert time.monotonic() - started < 2
+    with anyio.fail_after(10):
+        out = await call.fails(
+            "Bash", {"command": "echo $$ > pgid; echo tick; sleep 30 & sleep 31 & sleep 32", "timeout": 300}
+        )
     assert out.text.startswith("Command timed out after 300ms\ntick\n\nThe command and every process it started")
     assert out.meta["interrupted"] is True
     assert live_in_group(int((root / "pgid").read_text())) == []
@@ -48,12 +50,11 @@ def test_timeout_durations_read_naturally(ms: int, shown: str) -> None:
 
 
 async def test_processes_that_ignore_term_are_killed_after_the_grace(call: Caller, root: Path) -> None:
-    started = time.monotonic()
     command = "trap '' TERM; echo $$ > pgid; sleep 30 & sleep 30"
-    out = await call.fails("Bash", {"command": command, "timeout": 300})
-    assert "timed out" in out.text
+    with anyio.fail_after(10):
+        out = await call.fails("Bash", {"command": command, "timeout": 300})
+    assert out.text.startswith("Command timed out after 300ms")
     assert live_in_group(int((root / "pgid").read_text())) == []
-    assert time.monotonic() - started < 3
 
 
 async def test_a_process_that_left_the_group_is_killed_on_timeout(call: Caller, root: Path) -> None:
@@ -62,18 +63,17 @@ async def test_a_process_that_left_the_group_is_killed_on_timeout(call: Caller, 
 
 
 async def test_grandchild_holding_the_pipe_does_not_hang_the_call(call: Caller, root: Path) -> None:
-    started = time.monotonic()
-    out = await call("Bash", {"command": "sleep 300 & echo $! > pid; echo started"})
-    assert time.monotonic() - started < 1.5
+    with anyio.fail_after(10):
+        out = await call("Bash", {"command": "sleep 300 & echo $! > pid; echo started"})
     assert not out.is_error
     assert out.text.startswith("started\n\nProcesses the command left running in the background were stopped")
     assert not alive(int((root / "pid").read_text()))
 
 
 async def test_list_with_a_background_part_returns_with_both_outputs(call: Caller) -> None:
-    started = time.monotonic()
-    out = await call("Bash", {"command": "echo A && sleep 300 & echo B"})
-    assert time.monotonic() - started < 1.5
+    with anyio.fail_after(10):
+        out = await call("Bash", {"command": "echo A && sleep 300 & echo B"})
+    assert not out.is_error and out.meta["interrupted"] is False
     assert sorted(out.text.split("\n")[:2]) == ["A", "B"]
     assert "were stopped" in out.text
 

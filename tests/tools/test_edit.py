@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
 
 import pytest
 
+from mcp_codetools.config import Settings
+from mcp_codetools.pipeline import Pipeline
+from mcp_codetools.session import CodeSession
 from tests.conftest import Caller
+from tests.tools.io_spy import file_io
 
 pytestmark = pytest.mark.anyio
 
@@ -115,14 +120,78 @@ async def test_change_between_check_and_write_is_caught(
     await call.ok("Read", {"file_path": str(f)})
     original = edit_module.EditTool.validate_input
 
-    async def validate_then_someone_writes(self: object, args: object, ctx: object) -> None:
-        await original(self, args, ctx)  # type: ignore[arg-type]
+    async def validate_then_someone_writes(self: object, args: object, ctx: object) -> object:
+        checked = await original(self, args, ctx)  # type: ignore[arg-type]
         f.write_text("v1 changed behind our back\n", encoding="utf-8")
+        return checked
 
     monkeypatch.setattr(edit_module.EditTool, "validate_input", validate_then_someone_writes)
     out = await call.fails("Edit", {"file_path": str(f), "old_string": "v1", "new_string": "v2"})
     assert out.text.startswith("File has been unexpectedly modified")
     assert f.read_text(encoding="utf-8") == "v1 changed behind our back\n"
+
+
+async def test_edit_loads_the_file_once_and_looks_again_only_before_writing(
+    call: Caller, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """validate_input's load reaches call: no second open, and at most a stat to resolve, to open, and the last look."""
+    f = root / "once.txt"
+    f.write_text("v1\n", encoding="utf-8")
+    await call.ok("Read", {"file_path": str(f)})
+    with file_io(f, monkeypatch) as io:
+        await call.ok("Edit", {"file_path": str(f), "old_string": "v1", "new_string": "v2"})
+    # One open loads it; the last look before writing is an open beneath the root (no symlink can redirect it)
+    # and an fstat, which reads the content again only when the stamp changed.
+    assert io.opens == 2 and io.looks <= 2, io
+    assert f.read_text(encoding="utf-8") == "v2\n"
+
+
+async def test_a_file_touched_after_the_check_is_read_again_and_edited_when_unchanged(
+    call: Caller, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_codetools.tools import edit as edit_module
+
+    f = root / "touched.txt"
+    f.write_text("v1\n", encoding="utf-8")
+    await call.ok("Read", {"file_path": str(f)})
+    original = edit_module.EditTool.validate_input
+
+    async def validate_then_touch(self: object, args: object, ctx: object) -> object:
+        checked = await original(self, args, ctx)  # type: ignore[arg-type]
+        st = os.stat(f)
+        os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+        return checked
+
+    monkeypatch.setattr(edit_module.EditTool, "validate_input", validate_then_touch)
+    with file_io(f, monkeypatch) as io:
+        await call.ok("Edit", {"file_path": str(f), "old_string": "v1", "new_string": "v2"})
+    assert io.opens == 2, "a changed stamp is settled by the content, read once more"
+    assert f.read_text(encoding="utf-8") == "v2\n"
+
+
+@pytest.mark.parametrize("tool_name", ["Edit", "Write"])
+async def test_an_io_error_while_loading_is_an_error_result_that_says_so(
+    call: Caller, root: Path, monkeypatch: pytest.MonkeyPatch, tool_name: str
+) -> None:
+    from mcp_codetools.files import editing
+
+    f = root / "eio.txt"
+    f.write_text("v1\n", encoding="utf-8")
+    await call.ok("Read", {"file_path": str(f)})
+
+    class FailingReads:
+        def __getattr__(self, name: str) -> object:
+            return getattr(os, name)
+
+        def read(self, fd: int, size: int) -> bytes:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(editing, "os", FailingReads())
+    args = {"old_string": "v1", "new_string": "v2"} if tool_name == "Edit" else {"content": "v2\n"}
+    out = await call.fails(tool_name, {"file_path": str(f), **args})
+    assert out.meta["errorCode"] == "execution_failed"
+    assert out.text == f"Cannot read {f}: {os.strerror(errno.EIO)}"
+    assert f.read_text(encoding="utf-8") == "v1\n"
 
 
 async def test_whitespace_and_quote_mismatch_shows_the_region(call: Caller, root: Path) -> None:
@@ -166,16 +235,44 @@ async def test_mode_bits_are_kept_and_history_remembers(call: Caller, root: Path
     assert not [p for p in root.iterdir() if p.name.endswith(".tmp")]
 
 
-async def test_hard_linked_file_is_written_in_place(call: Caller, root: Path) -> None:
+async def test_hard_linked_file_is_refused_by_default_and_read_says_so(call: Caller, root: Path, outside: Path) -> None:
+    """issue 12: a hard link to an outside file must not carry Edit or Write outside the roots."""
+    secret = outside / "secret.txt"
+    link = root / "h"
+    os.link(secret, link)
+    read = await call.ok("Read", {"file_path": str(link)})
+    assert "2 hard links" in read
+    edit = await call.fails("Edit", {"file_path": str(link), "old_string": "top", "new_string": "changed"})
+    assert edit.meta["errorCode"] == "permission_denied"
+    assert "hard links" in edit.text and "MCP_CODETOOLS_HARD_LINKS=write-through" in edit.text
+    write = await call.fails("Write", {"file_path": str(link), "content": "changed\n"})
+    assert write.meta["errorCode"] == "permission_denied"
+    assert secret.read_text(encoding="utf-8") == "top secret\n"
+
+
+async def test_hard_linked_file_is_written_in_place_when_allowed(root: Path, pipeline: Pipeline) -> None:
     f = root / "a.txt"
     f.write_text("shared\n", encoding="utf-8")
     other = root / "b.txt"
     os.link(f, other)
     inode = f.stat().st_ino
-    text = await read_and_edit(call, f, "shared", "changed")
+    session = CodeSession(Settings(roots=(root,), hard_links="write-through"))
+    try:
+        text = await read_and_edit(Caller(pipeline, session), f, "shared", "changed")
+    finally:
+        await session.aclose()
     assert "2 hard links" in text
     assert f.stat().st_ino == inode
     assert other.read_text(encoding="utf-8") == "changed\n"
+
+
+def test_hard_links_setting_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCP_CODETOOLS_HARD_LINKS", "write-through")
+    assert Settings.from_env(["."]).hard_links == "write-through"
+    monkeypatch.setenv("MCP_CODETOOLS_HARD_LINKS", "write-thru")  # a typo keeps the safe default
+    assert Settings.from_env(["."]).hard_links == "refuse"
+    monkeypatch.delenv("MCP_CODETOOLS_HARD_LINKS")
+    assert Settings.from_env(["."]).hard_links == "refuse"
 
 
 async def test_read_only_file_is_refused_and_unchanged(call: Caller, root: Path) -> None:

@@ -222,15 +222,6 @@ async def test_patterns_and_paths_starting_with_a_dash_are_globs_and_folders(cal
     assert await glob(call, "*.txt", path="-dir") == ["-dir/a.txt"]
 
 
-@pytest.mark.parametrize(("field", "value"), [("pattern", "*\x00"), ("path", "\x00"), ("path", "\udcff\ud800")])
-async def test_values_no_program_argument_can_hold_are_refused(
-    call: Caller, root: Path, field: str, value: str
-) -> None:
-    output = await call.fails("Glob", {"pattern": "*", field: value})
-    assert output.meta["errorCode"] == "invalid_input"
-    assert f"The parameter `{field}` is invalid" in output.text
-
-
 async def test_missing_rg_is_a_clear_error(call: Caller, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(search, "find_rg", lambda: None)
     output = await call.fails("Glob", {"pattern": "*"})

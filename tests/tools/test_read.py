@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 from pathlib import Path
@@ -261,3 +262,24 @@ async def test_the_sessions_own_scratch_folder_is_readable_but_not_writable(call
     out = await call.fails("Edit", {"file_path": str(saved), "old_string": "full", "new_string": "x"})
     assert out.meta["errorCode"] == "permission_denied"
     assert saved.read_text(encoding="utf-8") == "full output\n"
+
+
+@pytest.mark.parametrize("small", [True, False], ids=["sample", "large view"])
+async def test_an_io_error_while_reading_is_an_error_result_that_says_so(
+    call: Caller, root: Path, monkeypatch: pytest.MonkeyPatch, small: bool
+) -> None:
+    f = lines_file(root / "f.txt", 10 if small else 600_000)
+    real_pread = os.pread
+    calls = 0
+
+    def failing_pread(fd: int, size: int, offset: int) -> bytes:
+        nonlocal calls
+        calls += 1
+        if small or calls > 1:  # the large file: the sample read works, the view's read fails
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return real_pread(fd, size, offset)
+
+    monkeypatch.setattr(os, "pread", failing_pread)
+    out = await call.fails("Read", {"file_path": str(f)})
+    assert out.meta["errorCode"] == "execution_failed"
+    assert out.text == f"Cannot read {f}: {os.strerror(errno.EIO)}"

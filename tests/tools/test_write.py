@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Caller
+from tests.tools.io_spy import file_io
 
 pytestmark = pytest.mark.anyio
 
@@ -32,6 +33,21 @@ async def test_existing_file_needs_a_read_and_no_change_since(call: Caller, root
     assert "updated successfully" in text
     assert f.read_text(encoding="utf-8") == "new\n"
     assert call.session.history.versions(f) == [b"changed\n"]
+
+
+async def test_write_loads_the_file_once_and_looks_again_only_before_writing(
+    call: Caller, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """validate_input's load reaches call: no second open, and at most a stat to resolve, to open, and the last look."""
+    f = root / "once.txt"
+    f.write_text("v1\n", encoding="utf-8")
+    await call.ok("Read", {"file_path": str(f)})
+    with file_io(f, monkeypatch) as io:
+        await call.ok("Write", {"file_path": str(f), "content": "v2\n"})
+    # One open loads it; the last look before writing is an open beneath the root (no symlink can redirect it)
+    # and an fstat, which reads the content again only when the stamp changed.
+    assert io.opens == 2 and io.looks <= 2, io
+    assert f.read_text(encoding="utf-8") == "v2\n"
 
 
 async def test_partly_read_file_cannot_be_overwritten(call: Caller, root: Path) -> None:

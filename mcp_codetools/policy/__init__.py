@@ -1,0 +1,2 @@
+"""The permission step: rules in Claude Code's syntax (`rules`), what a Bash command runs (`commands`), the
+decision (`engine`), where the policy comes from (`config`) and hooks (`hooks`)."""

