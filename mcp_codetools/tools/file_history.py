@@ -12,6 +12,7 @@ from pydantic import Field
 from mcp_codetools.errors import ExecutionError, FileChangedError, InvalidInputError, PermissionDeniedError, os_errors
 from mcp_codetools.files.editing import HARD_LINKS_WRITE_THROUGH, read_whole
 from mcp_codetools.files.history import HistoryEntry
+from mcp_codetools.files.opening import open_parent_dir
 from mcp_codetools.files.stamps import FileStamp, digest_bytes
 from mcp_codetools.files.writes import ensure_parent, write_atomic
 from mcp_codetools.session import CodeSession
@@ -127,8 +128,14 @@ def _restore(session: CodeSession, path: Path, number: int, force: bool) -> Tool
         return ToolOutput(f"{path} already holds version {number}; nothing was written.", meta={"path": str(path)})
     history.remember(path, current, made_by=f"FileHistory restore of version {number}")
     if content is None:
-        with os_errors("write", path):
-            os.unlink(path)
+        # Through a descriptor of the folder checked inside the roots, like every write: a folder on the
+        # way swapped for a symlink cannot carry the removal outside them.
+        dfd = open_parent_dir(path, session.workspace, str(path))
+        try:
+            with os_errors("write", path):
+                os.unlink(path.name, dir_fd=dfd)
+        finally:
+            os.close(dfd)
         session.ledger.forget(path)
         done = f"Restored version {number} of {path}: the file did not exist then, so it was removed."
     else:
