@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_codetools.errors import NotAFileError
@@ -78,7 +79,10 @@ class MultiEditTool(Tool[MultiEditInput, _Prepared]):
         check_read_state(session.ledger, path, loaded)
         refuse_hard_links(path, loaded, session.settings.hard_links)
         steps = [EditStep(e.old_string, e.new_string, e.replace_all) for e in args.edits]
-        return _Prepared(loaded, plan_edits(loaded, steps, str(path)))
+        # Scanning a large file per edit, and the bounded closest-region search when one misses, take a
+        # moment: never on the event loop (as Edit's search).
+        planned = await anyio.to_thread.run_sync(plan_edits, loaded, steps, str(path))
+        return _Prepared(loaded, planned)
 
     async def call(self, args: MultiEditInput, ctx: CallContext, prepared: _Prepared) -> ToolOutput:
         path = ctx.paths["file_path"]
