@@ -48,13 +48,27 @@ PreparedT = TypeVar("PreparedT", default=Any)
 """What `validate_input` hands to `call`; a tool that prepares nothing leaves it out and takes `None`."""
 
 
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    """An image for the model: encoded bytes and their MIME type (server.py turns it into image content)."""
+
+    data: bytes
+    mime_type: str
+
+
 @dataclass
 class ToolOutput:
-    """What a call produced: text for the model, details for machines, and whether it failed."""
+    """What a call produced: text for the model, details for machines, and whether it failed.
+
+    Images follow the text, in order; a tool that mixes text and images puts the text that belongs
+    after an image into `trailing`, keyed by the image's index.
+    """
 
     text: str
     meta: dict[str, Any] = field(default_factory=dict)
     is_error: bool = False
+    images: list[ImagePart] = field(default_factory=list)
+    trailing: dict[int, str] = field(default_factory=dict)
 
 
 async def _no_progress(progress: float, total: float | None, message: str | None) -> None:
