@@ -20,6 +20,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import anyio
+import anyio.to_thread
+
 from mcp_codetools.config import Settings
 from mcp_codetools.files.history import FileHistory
 from mcp_codetools.files.ledger import ReadLedger
@@ -138,6 +141,7 @@ class CodeSession:
             await runner.stop_remaining(None, self.process_marker)
         except Exception:
             logger.exception("stopping the session's remaining processes failed")
+        await anyio.to_thread.run_sync(self.history.close)  # its background writes go into the scratch folder
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None

@@ -89,8 +89,11 @@ def test_history_spills_to_disk_and_keeps_its_bounds(tmp_path: Path) -> None:
         history.remember(path, bytes([65 + i]) * 1000, made_by="Edit")
     kept = history.entries(path)
     assert [e.number for e in kept] == [3, 4, 5] and history.dropped == 2
+    assert history.versions(path)[-1] == b"E" * 1000, "a version still being written is read from memory"
+    history.flush()
     assert sorted(p.name for p in spill.iterdir()) == ["00000003.bin", "00000004.bin", "00000005.bin"]
     assert history.versions(path)[0] == b"C" * 1000
+    history.close()
     history.remember(path, b"x" * 10_000)  # larger than the whole bound: listed, not kept
     assert history.entries(path)[-1].kept is False
     count = FileHistory(lambda: tmp_path / "other", max_entries=2)
