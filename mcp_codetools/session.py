@@ -48,7 +48,7 @@ class CodeSession:
         self.workspace = Workspace(settings.roots)
         self.cwd: Path = self.workspace.roots[0]
         self.ledger = ReadLedger()
-        self.history = FileHistory()
+        self.history = FileHistory(settings.history_max_bytes, settings.history_max_entries)
         self.line_index = LineIndexCache()
         self.spills = SpillBudget(settings.spill_budget_bytes)
         self.process_marker = runner.Marker.new(runner.SESSION_VAR)

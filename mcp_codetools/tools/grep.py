@@ -174,8 +174,9 @@ async def _search(args: GrepInput, ctx: CallContext, pinned: PinnedTarget) -> To
     # Over a folder rg prints a path on every line; content mode then regroups by file (path_order.py).
     by_file = args.output_mode == "content" and pinned.is_dir
     argv = build_args(args, by_file=by_file, glob_base=pinned.shown if pinned.is_dir else "")
-    limit = DEFAULT_HEAD_LIMIT if args.head_limit is None else (args.head_limit or None)
-    page = Page(args.offset, limit, min(MAX_RESULT_CHARS, ctx.session.settings.max_result_chars))
+    settings = ctx.session.settings
+    limit = settings.grep_head_limit if args.head_limit is None else (args.head_limit or None)
+    page = Page(args.offset, limit, min(settings.grep_max_result_chars, settings.max_result_chars))
     if args.output_mode == "content":
         return await _content(argv, pinned, page, by_file=by_file, context=_context_lines(args) != (0, 0))
     if args.output_mode == "count":
