@@ -129,6 +129,16 @@ class _RuleIndex:
                         return next(r for r in group if _matches_under(r, path, base)), path
         return None
 
+    def hit_path(self, tool: str, path: str) -> Rule | None:
+        """The first path rule covering a read of `path` by `tool` (rules without a path are not asked)."""
+        for rule_tool, bases, pattern, group in self.paths:
+            if tool == rule_tool or tool in RULE_FAMILIES.get(rule_tool, ()):
+                for base in bases:
+                    rel = relative(path, base)
+                    if rel is not None and pattern.match(rel):
+                        return next(r for r in group if _matches_under(r, path, base))
+        return None
+
     def allows_commands(self, commands: Sequence[SimpleCommand]) -> bool:
         return self.bash is not None and all(self.bash.match(c.text) for c in commands)
 
@@ -227,6 +237,11 @@ class Policy:
             return Decision("allow", f"acceptEdits mode ({self.mode_source})")
         subject = facts.command if facts.command is not None else ", ".join(writes)
         return Decision("ask", f"no rule allows it ({self.mode} mode, {self.mode_source})", None, subject)
+
+    def hides(self, tool: str, path: str) -> bool:
+        """Whether a deny rule covers reading `path` (absolute, real) with `tool`: Grep and Glob leave it out."""
+        deny = self._index[0]
+        return deny.hit_path(tool, path) is not None
 
     def _accepted_edit(self, rule: Rule, tool: str, writes: list[str]) -> bool:
         """acceptEdits answers ask rules about file edits inside the roots (not protected paths)."""

@@ -215,3 +215,11 @@ def test_plan_mode_says_so() -> None:
 def test_malformed_rules_are_refused(text: str) -> None:
     with pytest.raises(RuleSyntaxError):
         parse_rule(text, "deny", source="test", base=ROOT)
+
+
+def test_hides_answers_for_single_paths_under_a_search() -> None:
+    policy = policy_for(Case("x", read(f"{P}/a"), "allow", deny=["Read(.env)", "Read(./secrets/**)", "Edit(*.py)"]))
+    assert policy.hides("Grep", f"{P}/sub/.env")
+    assert policy.hides("Glob", f"{P}/secrets/deep/key")
+    assert not policy.hides("Grep", f"{P}/src/a.py"), "an Edit rule does not hide a file from reads"
+    assert not policy.hides("Glob", f"{P}/README.md")
