@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -198,7 +198,24 @@ PLACES: dict[str, Place] = {
 }
 """Every setting but `roots` (flags only: the project file is found through them)."""
 
-_FIELD_INFO: dict[str, FieldInfo] = Settings.__pydantic_fields__  # type: ignore[attr-defined]
+
+def _field_info(name: str) -> FieldInfo:
+    """The pydantic field of a setting, a dotted name reaching into a nested settings dataclass."""
+    owner: Any = Settings
+    *outer, leaf = name.split(".")
+    for part in outer:
+        owner = owner.__pydantic_fields__[part].annotation
+    info: FieldInfo = owner.__pydantic_fields__[leaf]
+    return info
+
+
+def setting_value(settings: Settings, name: str) -> Any:
+    value: Any = settings
+    for part in name.split("."):
+        value = getattr(value, part)
+    return value
+
+
 _BY_KEY = {(p.section, p.key): name for name, p in PLACES.items()}
 SECTIONS = tuple(dict.fromkeys(p.section for p in PLACES.values()))
 _PATH_FIELDS = frozenset({"audit_log"})
@@ -275,7 +292,7 @@ def load_settings(
     root_paths = tuple(Path(r) for r in roots) if roots else None
     base = Settings() if root_paths is None else _validated(Settings(), {"roots": root_paths}, {"roots": "--root flag"})
     values: dict[str, Any] = {}
-    sources = {f.name: DEFAULT_SOURCE for f in fields(Settings)}
+    sources = {"roots": DEFAULT_SOURCE} | dict.fromkeys(PLACES, DEFAULT_SOURCE)
     if root_paths is not None:
         sources["roots"] = "--root flag"
     files: list[Path] = []
@@ -288,7 +305,7 @@ def load_settings(
     _take(base, values, sources, _env_values(env))
     given = {name: value for name, value in (flags or {}).items() if value is not None}
     _take(base, values, sources, {name: (value, f"{PLACES[name].flag} flag") for name, value in given.items()})
-    settings = replace(base, **values)
+    settings = _with(base, values)
     _check_together(settings, sources)
     return LoadedSettings(settings, sources, tuple(files))
 
@@ -301,7 +318,7 @@ def check_file(path: Path) -> list[str]:
         values: dict[str, Any] = {}
         sources: dict[str, str] = {}
         _take(Settings(), values, sources, _file_values(table, path))
-        _check_together(replace(Settings(), **values), {n: sources.get(n, DEFAULT_SOURCE) for n in PLACES})
+        _check_together(_with(Settings(), values), {n: sources.get(n, DEFAULT_SOURCE) for n in PLACES})
     except ConfigError as exc:
         return [str(exc)]
     return []
@@ -350,19 +367,41 @@ def _take(base: Settings, values: dict[str, Any], sources: dict[str, str], found
     where = {name: source for name, (_, source) in found.items()}
     checked = _validated(base, {name: value for name, (value, _) in found.items()}, where)
     for name in found:
-        values[name] = getattr(checked, name)
+        values[name] = setting_value(checked, name)
         sources[name] = where[name]
+
+
+def _with(base: Settings, values: Mapping[str, Any]) -> Settings:
+    """`base` with `values` (dotted names reach into nested settings such as `sandbox.enabled`), validated.
+
+    Raises:
+        ValidationError: a value is bad; its `loc` is the dotted name.
+    """
+    top: dict[str, Any] = {}
+    nested: dict[str, dict[str, Any]] = {}
+    for name, value in values.items():
+        outer, _, inner = name.partition(".")
+        if inner:
+            nested.setdefault(outer, {})[inner] = value
+        else:
+            top[name] = value
+    for outer, inner_values in nested.items():
+        top[outer] = replace(getattr(base, outer), **inner_values)
+    return replace(base, **top)
 
 
 def _validated(base: Settings, values: Mapping[str, Any], sources: Mapping[str, str]) -> Settings:
     """`base` with `values`, refusing a bad one with the source it came from."""
     try:
-        return replace(base, **values)
+        return _with(base, values)
     except ValidationError as exc:
         problems = []
+        prefix = {name.partition(".")[2]: name for name in values if "." in name}
         for err in exc.errors(include_url=False):
             loc = err.get("loc") or ("",)
-            source = sources.get(str(loc[0]), str(loc[0]))
+            name = str(loc[0])
+            name = name if name in sources else prefix.get(name, name)
+            source = sources.get(name, name)
             message = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
             problems.append(f"{source}: {message} (got {err.get('input')!r})")
         raise ConfigError("; ".join(problems)) from None
@@ -394,7 +433,7 @@ def describe(loaded: LoadedSettings) -> list[str]:
     """The effective settings, one per line, each with where its value came from."""
     lines = [f"roots = {_shown(loaded.settings.roots)}  # {loaded.sources['roots']}"]
     for name, place in PLACES.items():
-        value = _shown(getattr(loaded.settings, name))
+        value = _shown(setting_value(loaded.settings, name))
         lines.append(f"{place.section}.{place.key} = {value}  # {loaded.sources[name]}")
     return lines
 
@@ -407,8 +446,8 @@ def markdown_reference() -> str:
     ]
     defaults = Settings(roots=(Path("."),))
     for name, place in PLACES.items():
-        info = _FIELD_INFO[name]
-        default = _shown(getattr(defaults, name))
+        info = _field_info(name)
+        default = _shown(setting_value(defaults, name))
         flag = f"`{place.flag}`" if place.flag else ""
         out.append(f"| `[{place.section}] {place.key}` | `{place.env}` | {flag} | `{default}` | {info.description} |")
     return "\n".join(out) + "\n"
