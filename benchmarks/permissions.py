@@ -5,21 +5,31 @@
    Target: < 0.05 ms per call with 100 rules.
 2. `bash -c 'echo hi'` run under the sandbox (each backend that works here) against the same command run
    plainly, p50 over alternating runs. Target: sandboxed p50 < 15 ms.
+3. The Bash tool's `echo hi` through the whole pipeline (classifier, runner, cwd report, leftover scan),
+   one session per variant (sandbox off, each backend), calls alternating between them.
+
+The machine's load average is printed with the numbers: on a shared machine they move with it.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import resource
 import statistics
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
+from mcp_codetools.config import Settings
+from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.policy.engine import CallFacts, Policy
 from mcp_codetools.policy.rules import Behaviour, parse_rule
+from mcp_codetools.session import CodeSession
 from mcp_codetools.shell.sandbox import SandboxSettings, SandboxUnavailable, probe
+from mcp_codetools.tools import default_tools
 
 ROOT = Path("/ws/proj")
 
@@ -57,10 +67,42 @@ def per_call_ms(policy: Policy, facts: CallFacts, rounds: int) -> float:
     return best
 
 
-def spawn_ms(argv: list[str], env: dict[str, str]) -> float:
+def spawn_ms(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall ms and the CPU ms (user + system) the command and its children used."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL, check=True)
-    return (time.perf_counter() - start) * 1000
+    wall = (time.perf_counter() - start) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+    return wall, cpu
+
+
+async def tool_p50s(root: Path, calls: int) -> dict[str, float]:
+    """p50 ms of the Bash tool's `echo hi` per variant, calls alternating between the variants' sessions."""
+    pipeline = Pipeline(default_tools())
+    sessions = {"off": CodeSession(Settings(roots=(root,)))}
+    for kind in ("bwrap", "landlock"):
+        sandbox = SandboxSettings(enabled=True, backend=kind)
+        try:
+            probe(sandbox)
+        except SandboxUnavailable:
+            continue
+        sessions[kind] = CodeSession(Settings(roots=(root,), sandbox=sandbox))
+    samples: dict[str, list[float]] = {name: [] for name in sessions}
+    try:
+        for session in sessions.values():  # warm-up: the first call sets up the scratch folder and masks
+            await pipeline.run(session, "Bash", {"command": "echo hi"})
+        for _ in range(calls):
+            for name, session in sessions.items():
+                start = time.perf_counter()
+                out = await pipeline.run(session, "Bash", {"command": "echo hi"})
+                samples[name].append((time.perf_counter() - start) * 1000)
+                assert out.text == "hi", out.text
+    finally:
+        for session in sessions.values():
+            await session.aclose()
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def main() -> int:
@@ -81,20 +123,30 @@ def main() -> int:
     variants: dict[str, tuple[list[str], dict[str, str]]] = {"plain": (command, dict(os.environ))}
     for kind in ("bwrap", "landlock"):
         try:
-            sandbox = probe(SandboxSettings(enabled=True, backend=kind))  # type: ignore[arg-type]
+            sandbox = probe(SandboxSettings(enabled=True, backend=kind))
         except SandboxUnavailable as exc:
             print(f"  {kind}: not available ({exc})")
             continue
         variants[kind] = sandbox.wrap(command, cwd=root, writable=[root], env=dict(os.environ))
     samples: dict[str, list[float]] = {name: [] for name in variants}
+    cpu: dict[str, float] = dict.fromkeys(variants, 0.0)
     for _ in range(args.spawns):
         for name, (argv, env) in variants.items():
-            samples[name].append(spawn_ms(argv, env))
+            wall, used = spawn_ms(argv, env)
+            samples[name].append(wall)
+            cpu[name] += used / args.spawns
     plain = statistics.median(samples["plain"])
     for name, values in samples.items():
         p50 = statistics.median(values)
         target = "   (target < 15)" if name != "plain" else ""
-        print(f"  {name:<9} p50 {p50:6.2f} ms   ({p50 / plain:.1f}x plain){target}")
+        print(f"  {name:<9} p50 {p50:6.2f} ms   ({p50 / plain:.1f}x plain)   CPU {cpu[name]:5.2f} ms/run{target}")
+
+    print(f"\nBash tool `echo hi` through the pipeline, p50 over {args.spawns} alternating calls:")
+    tool = asyncio.run(tool_p50s(root, args.spawns))
+    for name, p50 in tool.items():
+        print(f"  sandbox {name:<9} p50 {p50:6.2f} ms   ({p50 / tool['off']:.1f}x off)")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"\nload average (1, 5, 15 min): {load} on {os.cpu_count()} cores")
     os.rmdir(root)
     return 0
 

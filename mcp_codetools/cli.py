@@ -8,9 +8,17 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from mcp_codetools import __version__
-from mcp_codetools.config import LoadedSettings, load_settings
+from mcp_codetools.config import LoadedSettings, Settings
+from mcp_codetools.roots import loaded_settings_from
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _log_level(raw: str) -> str:
+    return raw.strip().upper()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -23,7 +31,7 @@ def _parser() -> argparse.ArgumentParser:
         "--root",
         action="append",
         metavar="DIR",
-        help="a workspace root the tools may use (repeatable; default: the current directory)",
+        help="a workspace root the tools may use (repeatable; default: the current directory, never /)",
     )
     parser.add_argument(
         "--config",
@@ -42,32 +50,73 @@ def _parser() -> argparse.ArgumentParser:
         choices=("default", "acceptEdits", "plan", "bypassPermissions"),
         help="permission mode (default: `default`, or permissions.default_mode in a config file)",
     )
-    parser.add_argument("--log-level", default=os.environ.get("MCP_CODETOOLS_LOG_LEVEL", "WARNING"))
+    parser.add_argument(
+        "--log-level",
+        type=_log_level,
+        choices=LOG_LEVELS,
+        metavar="LEVEL",
+        help=f"one of {', '.join(LOG_LEVELS)} (default WARNING, or MCP_CODETOOLS_LOG_LEVEL)",
+    )
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     parser.add_argument("--host", help="HTTP: address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, help="HTTP: port (default 8765)")
-    parser.add_argument(
-        "--check", type=Path, metavar="FILE", help="with `config`: validate FILE and exit (non-zero on problems)"
+    parser.add_argument("--port", type=int, help="HTTP: port (default 8765; 0 picks a free one)")
+    sandbox = parser.add_argument_group("Bash sandbox")
+    sandbox.add_argument(
+        "--sandbox", action="store_true", default=None, help="run Bash in an OS sandbox (MCP_CODETOOLS_SANDBOX=1)"
     )
-    parser.add_argument(
-        "--markdown", action="store_true", help="with `config`: print the configuration reference as Markdown"
+    sandbox.add_argument(
+        "--sandbox-network", action="store_true", default=None, help="let sandboxed commands use the network"
     )
+    sandbox.add_argument("--sandbox-backend", choices=("auto", "bwrap", "landlock"), help="default: auto")
+    config = parser.add_argument_group("config command")
+    config.add_argument("--check", type=Path, metavar="FILE", help="validate FILE and exit (non-zero on problems)")
+    config.add_argument("--markdown", action="store_true", help="print the configuration reference as Markdown")
     parser.add_argument("command", nargs="?", choices=("serve", "doctor", "config"), default="serve")
     return parser
 
 
+def flag_values(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings given as flags, by setting name (None: not given)."""
+    return {
+        "max_concurrency": args.max_concurrency,
+        "http_host": args.host,
+        "http_port": args.port,
+        "sandbox.enabled": args.sandbox,
+        "sandbox.network": args.sandbox_network,
+        "sandbox.backend": args.sandbox_backend,
+    }
+
+
 def _load(args: argparse.Namespace) -> LoadedSettings:
-    flags = {"max_concurrency": args.max_concurrency, "http_host": args.host, "http_port": args.port}
-    return load_settings(args.root, config_file=args.config, flags=flags)
+    return loaded_settings_from(args.root, config_file=args.config, flags=flag_values(args))
+
+
+def _sandbox_works(settings: Settings) -> bool:
+    """Probe the sandbox once, at start-up; when it was asked for and cannot work, say why and refuse."""
+    from mcp_codetools.shell.sandbox import SandboxUnavailable, prepared
+
+    try:
+        sandbox = prepared(settings.sandbox)
+    except SandboxUnavailable as exc:
+        print(f"mcp-codetools: {exc}", file=sys.stderr)
+        return False
+    if sandbox is not None:
+        logging.getLogger(__name__).info("Bash sandbox: %s", sandbox.describe())
+        for note in sandbox.notes:
+            logging.getLogger(__name__).warning("Bash sandbox: %s", note)
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    level = args.log_level
+    if level is None:
+        level = _log_level(os.environ.get("MCP_CODETOOLS_LOG_LEVEL", "WARNING"))
+        if level not in LOG_LEVELS:
+            parser.error(f"MCP_CODETOOLS_LOG_LEVEL: invalid choice: {level!r} (choose from {', '.join(LOG_LEVELS)})")
     logging.basicConfig(
-        stream=sys.stderr,
-        level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr, level=getattr(logging, level), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     if (args.check or args.markdown) and args.command != "config":
         parser.error("--check and --markdown go with the `config` command")
@@ -78,25 +127,37 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "config":
         return _config_command(args)
     try:
-        loaded = _load(args)
+        settings = _load(args).settings
+        if not _sandbox_works(settings):
+            return 1
         from mcp_codetools.policy.config import load_gate
         from mcp_codetools.server import CodeToolsServer
 
-        settings = loaded.settings
-        gate = load_gate(settings.roots, config_file=args.config, mode_flag=args.permission_mode)
+        gate = load_gate(
+            settings.roots,
+            config_file=args.config,
+            mode_flag=args.permission_mode,
+            sandboxed_bash=settings.sandbox.enabled,
+        )
         app = CodeToolsServer(settings, gate=gate)
     except ValueError as exc:
         print(f"mcp-codetools: {exc}", file=sys.stderr)
         return 2
-    import anyio
-
     if args.transport == "http":
         from mcp_codetools.http_server import serve_http
 
-        serve_http(app, settings.http_host, settings.http_port)
-        return 0
+        return serve_http(app, settings.http_host, settings.http_port)
+    import anyio
+
     from mcp_codetools.transport import serve_stdio
 
+    if sys.stdin.isatty():
+        print(
+            "mcp-codetools: waiting for an MCP client on stdin (an MCP client starts this server itself; "
+            "see --help, or `mcp-codetools doctor` to check the install; Ctrl-D quits)",
+            file=sys.stderr,
+            flush=True,
+        )
     try:
         anyio.run(serve_stdio, app.server)
     except KeyboardInterrupt:

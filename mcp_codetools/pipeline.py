@@ -160,7 +160,9 @@ async def check_permission(tool: Tool[Any], args: ToolInput, ctx: CallContext, g
     ctx.paths.update(resolve_paths(tool, args, ctx))
     if gate is not None:
         facts = tool.permission_facts(args, ctx)
-        await gate.check(facts, _hook_input(args), session_id=ctx.session.id, ask=ctx.ask)
+        # The arguments are copied for hooks only when there are hooks: a 50 MB Write would pay twice.
+        tool_input = _hook_input(args) if gate.hooks else {}
+        await gate.check(facts, tool_input, session_id=ctx.session.id, ask=ctx.ask)
 
 
 def _hook_input(args: ToolInput) -> dict[str, Any]:

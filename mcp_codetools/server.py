@@ -10,9 +10,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import mcp_types as types
+from mcp import MCPError
 from mcp.server import Server
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from opentelemetry import trace
 
 from mcp_codetools import __version__
@@ -22,6 +26,7 @@ from mcp_codetools.files.paths import Workspace
 from mcp_codetools.pipeline import META_KEY, Pipeline
 from mcp_codetools.policy.gate import AnswerNeeded, PermissionGate
 from mcp_codetools.session import CodeSession
+from mcp_codetools.session_registry import SessionEnded, SessionRegistry
 from mcp_codetools.tools import Tool, default_tools
 from mcp_codetools.tools.base import ProgressFn, ToolOutput
 
@@ -73,7 +78,7 @@ def to_call_result(output: ToolOutput) -> types.CallToolResult:
 
 
 class CodeToolsServer:
-    """The server and the sessions it serves: one per connection (on stdio, the process)."""
+    """The server and the sessions it serves: one per HTTP session (`Mcp-Session-Id`); on stdio, the process."""
 
     def __init__(
         self, settings: Settings, tools: list[Tool[Any]] | None = None, gate: PermissionGate | None = None
@@ -82,7 +87,10 @@ class CodeToolsServer:
         self.settings = settings
         self.pipeline = Pipeline(tools if tools is not None else default_tools(), gate)
         self._definitions = [tool_definition(tool) for tool in self.pipeline.tools.values()]
-        self._sessions: dict[int, CodeSession] = {}
+        self._local: CodeSession | None = None
+        self.http_sessions = SessionRegistry(settings)
+        self.serves_http = False
+        """Set by the HTTP server before it starts: the lifespan then closes idle HTTP sessions."""
         self.server: Server[Any] = Server(
             "mcp-codetools",
             version=__version__,
@@ -96,36 +104,56 @@ class CodeToolsServer:
             # The SDK's OpenTelemetry middleware opens a span per request even when nothing records it:
             # 0.05-0.15 ms of a 0.6 ms Read. It stays when a tracer provider is installed.
             self.server.middleware = [m for m in self.server.middleware if type(m).__name__ != OTEL_MIDDLEWARE]
+        self.server.middleware.append(_handshake_era_over_http)
 
     @asynccontextmanager
     async def _lifespan(self, _: Server[Any]) -> AsyncIterator[dict[str, Any]]:
         try:
-            yield {}
+            async with anyio.create_task_group() as tg:
+                if self.serves_http:
+                    tg.start_soon(self.http_sessions.run_reaper)
+                yield {}
+                tg.cancel_scope.cancel()
         finally:
             await self.aclose()
 
     async def aclose(self) -> None:
-        sessions, self._sessions = list(self._sessions.values()), {}
-        for session in sessions:
-            await session.aclose()
+        local, self._local = self._local, None
+        if local is not None:
+            await local.aclose()
+        await self.http_sessions.aclose()
+
+    def live_sessions(self) -> list[CodeSession]:
+        """Every CodeSession open now (the process's own, and one per live HTTP session)."""
+        local = [self._local] if self._local is not None else []
+        return local + self.http_sessions.live()
 
     def session_for(self, ctx: ServerRequestContext[Any]) -> CodeSession:
-        # The SDK has no public per-connection state in 2.3; its Connection object is the identity of a
-        # client connection (legacy stdio and HTTP sessions). Requests without one share a session.
-        connection = getattr(ctx.session, "_connection", None)
-        key = id(connection) if connection is not None and connection.session_id is not None else 0
-        session = self._sessions.get(key)
-        if session is None:
-            session = CodeSession(self.settings)
-            self._sessions[key] = session
-            if connection is not None and key:
-                connection.exit_stack.push_async_callback(self._drop_session, key)
-        return session
+        """The CodeSession a request belongs to, found through public SDK API only.
 
-    async def _drop_session(self, key: int) -> None:
-        session = self._sessions.pop(key, None)
-        if session is not None:
-            await session.aclose()
+        Over HTTP the key is the `Mcp-Session-Id` header of the request (`ctx.request` is the HTTP request
+        there): it is the SDK's own identity for a handshake session, minted at `initialize` (128 random
+        bits), the one thing every later request of that client carries, and answered with 404 by the SDK
+        once the session is gone; its end (DELETE, idle) is seen by the HTTP layer, which closes the
+        CodeSession. `ctx.session._connection` named the same thing through a private attribute. Per-request objects
+        (`ctx.session` is a new `ServerSession` for every request) cannot be keys, and 2026-07-28 requests
+        carry no client identity at all (see `_handshake_era_over_http`). Without an HTTP request (stdio,
+        or an in-process client) one process serves one client, so the process has one session.
+        """
+        request = ctx.request
+        if request is None:
+            if self._local is None:
+                self._local = CodeSession(self.settings)
+            return self._local
+        key = request.headers.get(MCP_SESSION_ID_HEADER)
+        if not key:
+            raise MCPError(code=types.INVALID_REQUEST, message="this server needs an MCP session (Mcp-Session-Id)")
+        try:
+            return self.http_sessions.session(key)
+        except SessionEnded:
+            raise MCPError(
+                code=types.INVALID_REQUEST, message="this MCP session has ended; start a new one (initialize)"
+            ) from None
 
     async def _on_list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -143,6 +171,28 @@ class CodeToolsServer:
         except AnswerNeeded as needed:
             return input_required(needed.question)
         return to_call_result(output)
+
+
+async def _handshake_era_over_http(ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
+    """Over HTTP, refuse the stateless 2026-07-28 era so that clients open a handshake session.
+
+    A 2026-07-28 HTTP request has no session: it carries the protocol version, client name/version and
+    capabilities, nothing that tells two clients apart (two copies of one program send the same
+    envelope). The other candidates fail too: the TCP connection is pooled and re-opened by HTTP
+    clients (concurrent calls of one client arrive on several connections; httpx drops an idle one after
+    5 s), and one bearer token is shared by every client that holds it. The read ledger, working
+    directory and background jobs need a per-client session, so over HTTP this server speaks the
+    handshake era, which has one. The refusal is the spec's `UnsupportedProtocolVersion` naming the
+    versions served; clients that auto-negotiate (the SDK's `Client(url)`) fall back to `initialize`.
+    Over stdio the process is the session, so 2026-07-28 is served there.
+    """
+    if ctx.request is not None and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        raise MCPError(
+            code=types.UNSUPPORTED_PROTOCOL_VERSION,
+            message="over HTTP this server needs a session: use the initialize handshake (2025-11-25)",
+            data={"supported": list(HANDSHAKE_PROTOCOL_VERSIONS), "requested": ctx.protocol_version},
+        )
+    return await call_next(ctx)
 
 
 def _progress_of(ctx: ServerRequestContext[Any]) -> ProgressFn | None:

@@ -27,6 +27,7 @@ from mcp_codetools.files.paths import Workspace
 from mcp_codetools.files.view import LineIndexCache
 from mcp_codetools.shell import runner
 from mcp_codetools.shell.background import JobRegistry
+from mcp_codetools.shell.sandbox import Confinement, prepared
 from mcp_codetools.shell.spills import SpillBudget
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ class CodeSession:
         self._jobs: JobRegistry | None = None
         self._closers: list[Closer] = []
         self._scratch: Path | None = None
+        self._confinement: Confinement | None = None
         self._dispatcher: Dispatcher | None = None
 
     @property
@@ -84,6 +86,26 @@ class CodeSession:
             self._scratch = Path(tempfile.mkdtemp(prefix="mcp-codetools-")).resolve()
             self.workspace.add_readable(self._scratch)
         return self._scratch
+
+    @property
+    def confinement(self) -> Confinement | None:
+        """The sandbox this session's commands run in (None when it is off), set up on first use.
+
+        Writable: the roots and the scratch folder; TMPDIR (Landlock, where /tmp is not writable) is a
+        folder inside the scratch folder. The backend was probed once for the process (at start-up).
+
+        Raises:
+            SandboxUnavailable: the sandbox is on and no backend works here.
+        """
+        sandbox = prepared(self.settings.sandbox)
+        if sandbox is None:
+            return None
+        if self._confinement is None:
+            tmpdir = self.scratch_dir / "tmp"
+            tmpdir.mkdir(mode=0o700, exist_ok=True)
+            writable = (*self.workspace.roots, self.scratch_dir)
+            self._confinement = Confinement.for_session(sandbox, writable, tmpdir)
+        return self._confinement
 
     def resolve(self, raw: str, *, field: str = "file_path", for_read: bool = False) -> Path:
         """A path confined to the roots; `for_read` also admits the session's own scratch folder."""

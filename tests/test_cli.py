@@ -44,3 +44,44 @@ def test_concurrency_limit_comes_from_the_environment(monkeypatch: pytest.Monkey
     monkeypatch.setenv("MCP_CODETOOLS_MAX_TOOL_USE_CONCURRENCY", "lots")
     with pytest.raises(ConfigError, match="MCP_CODETOOLS_MAX_TOOL_USE_CONCURRENCY.*'lots'"):
         Settings.from_env()
+
+
+def test_doctor_checks_the_given_roots_as_the_server_does(tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing")
+    served = subprocess.run(
+        [*server_command(), "--root", missing],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    doctor = subprocess.run(
+        [*server_command(), "--root", missing, "doctor"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert served.returncode == 2
+    message = served.stderr.strip()
+    assert doctor.returncode == 1, doctor.stdout
+    assert "everything works" not in doctor.stdout
+    assert f"[FAIL] roots: {message}" in doctor.stdout
+
+
+def test_doctor_runs_the_installed_console_script(tmp_path: Path) -> None:
+    script = Path(sys.executable).parent / "mcp-codetools"
+    if not script.exists():
+        pytest.skip("no console script installed beside this Python")
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_codetools", "doctor"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"Server: {script} --root" in done.stdout

@@ -17,6 +17,7 @@ from mcp_codetools.cli import main
 from mcp_codetools.config import (
     PLACES,
     ConfigError,
+    SandboxSettings,
     Settings,
     check_file,
     load_settings,
@@ -156,7 +157,8 @@ def test_settings_stay_constructible_with_keywords_and_refuse_bad_ones() -> None
 
 
 def test_every_setting_has_a_place_and_a_description() -> None:
-    names = {name for name in Settings.__dataclass_fields__ if name != "roots"}
+    names = {name for name in Settings.__dataclass_fields__ if name not in ("roots", "sandbox")}
+    names |= {f"sandbox.{name}" for name in SandboxSettings.__dataclass_fields__}
     assert names == set(PLACES)
     assert "| `[limits] max_concurrency` |" in markdown_reference()
 
@@ -319,3 +321,19 @@ def test_an_unwritable_audit_log_never_fails_a_call(tmp_path: Path, caplog: pyte
     log.write({"a": 1})
     log.write({"a": 2})
     assert sum("cannot write the audit log" in r.message for r in caplog.records) == 1
+
+
+def test_nested_sandbox_settings_come_from_files_env_and_flags(
+    xdg: Path, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(root / "mcp-codetools.toml", '[sandbox]\nenabled = true\nmask = ["~/.vault"]\nbackend = "bwrap"\n')
+    monkeypatch.setenv("MCP_CODETOOLS_SANDBOX_ENV", "CI, GOPATH")
+    loaded = load_settings([str(root)], flags={"sandbox.backend": "landlock"})
+    assert loaded.settings.sandbox == SandboxSettings(
+        enabled=True, backend="landlock", mask=("~/.vault",), env=("CI", "GOPATH")
+    )
+    assert loaded.sources["sandbox.enabled"] == f"{root / 'mcp-codetools.toml'} [sandbox] enabled"
+    assert loaded.sources["sandbox.backend"] == "--sandbox-backend flag"
+    write(root / "mcp-codetools.toml", '[sandbox]\nenv = ["CI", "A-B"]\n')
+    with pytest.raises(ConfigError, match=r"\[sandbox\] env: 'A-B' are not variable names"):
+        load_settings([str(root)])

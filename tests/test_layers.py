@@ -8,6 +8,7 @@ layer never import each other both ways):
     files/, search/, shell/, dispatcher, audit   each needs only the layer below
     policy/                                 permission rules, modes, hooks (reads Bash commands with shell/)
     session                                 holds the ledger, history, cwd, jobs and the dispatcher
+    session_registry, roots                 one session per MCP session id; which folders are served
     tools/                                  one module per tool; tools/base.py is what they share
     pipeline
     elicit                                  asking the user through the client (speaks MCP)
@@ -35,6 +36,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"files", "search", "shell", "dispatcher", "audit"}),
     frozenset({"policy"}),
     frozenset({"session"}),
+    frozenset({"session_registry", "roots"}),
     frozenset({"tools"}),
     frozenset({"pipeline"}),
     frozenset({"elicit"}),

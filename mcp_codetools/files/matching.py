@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, AnyStr
 
-from mcp_codetools.files.text import number_lines
+from mcp_codetools.files.text import CUT_MARK, MAX_LINE_CHARS, clip_line, number_lines
 
 _LINE_PREFIX = re.compile(r"^\s*\d+(\t|\u2192|:\s?)")
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00b4": "'", "`": "`"})
@@ -248,10 +248,35 @@ def window(
             break
         found = text.find(nl, after_end + 1)
         after_end = len(text) if found == -1 else found
-    before = decode(text[before_start:region_start]).split("\n")[:-1] if region_start > before_start else []
-    after = decode(text[region_end + 1 : after_end]).split("\n") if after_end > region_end + 1 else []
-    region = decode(text[region_start:region_end]).split("\n")
+    before = _lines(text, before_start, region_start, decode)[:-1] if region_start > before_start else []
+    after = _lines(text, region_end + 1, after_end, decode) if after_end > region_end + 1 else []
+    if after and after[-1] == "" and after_end == len(text) and text.endswith(nl):
+        after.pop()  # the final newline ends the last line; it does not start another
+    region = _lines(text, region_start, region_end, decode)
     return Window(first_region_line - len(before), before, region, after)
+
+
+_LONG_LINE_UNITS = MAX_LINE_CHARS * 4 + 16
+"""Enough of a line, in bytes or characters, to show its first MAX_LINE_CHARS characters."""
+
+
+def _lines(text: AnyStr, start: int, end: int, decode: Callable[[AnyStr], str]) -> list[str]:
+    """`text[start:end]` split at newlines and decoded, a long line cut before it is decoded or copied whole."""
+    nl = _lit(text, "\n")
+    lines: list[str] = []
+    pos = start
+    while True:
+        stop = text.find(nl, pos, end)
+        stop = end if stop == -1 else stop
+        if stop - pos > _LONG_LINE_UNITS:
+            unit = "bytes" if isinstance(text, bytes) else "characters"
+            head = decode(text[pos : pos + _LONG_LINE_UNITS])[:MAX_LINE_CHARS]
+            lines.append(f"{head}{CUT_MARK} {stop - pos} {unit} in all]")
+        else:
+            lines.append(decode(text[pos:stop]))
+        if stop >= end:
+            return lines
+        pos = stop + 1
 
 
 def snippet(win: Window) -> str:
@@ -261,11 +286,13 @@ def snippet(win: Window) -> str:
 
 def structured_patch(old: Window, new: Window) -> dict[str, object]:
     """One hunk in the shape clients know (`oldStart`, `oldLines`, `newStart`, `newLines`, `lines`)."""
+    # Lines are cut like Read's before they are prefixed: a 50 MB line would otherwise be copied at each step
+    # and ride in the result's metadata.
     body = (
-        [" " + line for line in old.before]
-        + ["-" + line for line in old.region]
-        + ["+" + line for line in new.region]
-        + [" " + line for line in old.after]
+        [" " + clip_line(line) for line in old.before]
+        + ["-" + clip_line(line) for line in old.region]
+        + ["+" + clip_line(line) for line in new.region]
+        + [" " + clip_line(line) for line in old.after]
     )
     return {
         "oldStart": old.first_line,

@@ -121,10 +121,16 @@ def for_display(text: str) -> str:
     return _SURROGATES.sub("\ufffd", text)
 
 
+CUT_MARK = "… [line cut:"
+_ALREADY_CUT = re.compile(r"… \[line cut: \d+ (?:characters|bytes) in all\]\Z")
+
+
 def clip_line(line: str) -> str:
     if len(line) <= MAX_LINE_CHARS:
         return line
-    return f"{line[:MAX_LINE_CHARS]}… [line cut: {len(line)} characters in all]"
+    if len(line) <= MAX_LINE_CHARS + 64 and _ALREADY_CUT.search(line, MAX_LINE_CHARS):
+        return line  # cut before it was decoded (matching.window), with the whole line's length
+    return f"{line[:MAX_LINE_CHARS]}{CUT_MARK} {len(line)} characters in all]"
 
 
 def number_line(number: int, line: str) -> str:

@@ -90,12 +90,19 @@ class CommandParts:
     notes: tuple[str, ...] = field(default=())
 
 
-@functools.lru_cache(maxsize=256)
 def split_command(command: str) -> CommandParts:
+    if len(command) > MAX_PARSED_CHARS:  # not parsed, and not cached: the cache would keep it alive
+        return _TOO_LONG
+    return _split_command(command)
+
+
+_TOO_LONG = CommandParts((), (), False, ("too long to analyse",))
+
+
+@functools.lru_cache(maxsize=256)
+def _split_command(command: str) -> CommandParts:
     if not command.strip():
         return CommandParts((), (), True)
-    if len(command) > MAX_PARSED_CHARS:
-        return CommandParts((), (), False, ("too long to analyse",))
     import bashlex
 
     # bashlex does not parse the `time` keyword; blanking it (same length, so positions hold) loses nothing

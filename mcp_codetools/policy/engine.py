@@ -24,6 +24,7 @@ from typing import Literal
 
 from mcp_codetools.policy.commands import SimpleCommand, split_command
 from mcp_codetools.policy.rules import EDIT_TOOLS, RULE_FAMILIES, Behaviour, Rule, command_regex, path_regex, relative
+from mcp_codetools.shell.classify import MAX_PARSED_CHARS
 
 Mode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
 MODES: tuple[Mode, ...] = ("default", "acceptEdits", "plan", "bypassPermissions")
@@ -197,7 +198,8 @@ class Policy:
         if facts.command is not None:
             parts = split_command(facts.command)
             commands, complete = parts.commands, parts.complete
-            raw = "" if complete else " ".join(facts.command.split())  # unparsed: rules see the raw text too
+            # Unparsed: rules see the raw text too (a huge one as it is, not copied into words and back).
+            raw = "" if complete else _normalized(facts.command)
             targets = [*parts.write_targets, *(t for c in commands for t in _written_operands(c.unwrapped()))]
             writes += [_bash_path(t, facts.cwd) for t in targets]
         deny, ask, allow = self._index
@@ -254,6 +256,10 @@ class Policy:
     def _inside_roots(self, paths: list[str]) -> bool:
         roots = [str(r) for r in self.roots]
         return bool(paths) and all(any(relative(p, r) is not None for r in roots) for p in paths)
+
+
+def _normalized(command: str) -> str:
+    return command if len(command) > MAX_PARSED_CHARS else " ".join(command.split())
 
 
 def _bash_path(target: str, cwd: Path | None) -> str:

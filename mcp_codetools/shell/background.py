@@ -34,6 +34,7 @@ import anyio
 
 from mcp_codetools.shell import procs, runner
 from mcp_codetools.shell.capture import DEFAULT_CAP, OutputCapture
+from mcp_codetools.shell.sandbox import Confinement
 from mcp_codetools.shell.spills import size_text
 
 logger = logging.getLogger(__name__)
@@ -64,6 +65,8 @@ class Job:
     leftovers_stopped: bool = False
     log_removed: bool = False
     """Removed (after the job finished) to keep within the session's spill budget."""
+    pid_namespace: bool = False
+    """Runs in a sandbox's own PID namespace (see `runner.namespace_teardown`)."""
     done: anyio.Event = field(default_factory=anyio.Event)
     task: asyncio.Task[None] | None = None
 
@@ -107,8 +110,17 @@ class JobRegistry:
         self.jobs: dict[str, Job] = {}
         self._next = 0
 
-    def start(self, command: str, *, cwd: Path, env: dict[str, str], log_dir: Path) -> Job:
-        """Start a job with its log in `log_dir`; raises OSError when it cannot start."""
+    def start(
+        self, command: str, *, cwd: Path, env: dict[str, str], log_dir: Path, confinement: Confinement | None = None
+    ) -> Job:
+        """Start a job with its log in `log_dir` (in `confinement`'s sandbox when given).
+
+        Called on the event loop's thread (it creates the watcher task there), which is also the thread
+        a sandboxed job must be spawned from (see `runner.require_loop_thread`).
+
+        Raises:
+            OSError: it cannot start.
+        """
         self._next += 1
         job_id = f"bash_{self._next}"
         log_path = log_dir / f"{job_id}.log"
@@ -116,11 +128,14 @@ class JobRegistry:
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
             forks = procs.fork_count()
-            proc = runner.spawn(command, cwd=cwd, env=runner.with_marker(env, marker), output_fd=fd)
+            proc = runner.spawn(
+                command, cwd=cwd, env=runner.with_marker(env, marker), output_fd=fd, confinement=confinement
+            )
         finally:
             os.close(fd)
         marker = marker.started(proc.pid, forks)
         job = Job(job_id, command, proc, runner.ExitWatcher(proc), log_path, marker)
+        job.pid_namespace = confinement is not None and confinement.pid_namespace
         self.jobs[job_id] = job
         job.task = asyncio.get_running_loop().create_task(self._watch(job), name=f"watch {job_id}")
         return job
@@ -143,6 +158,8 @@ class JobRegistry:
                     await runner.stop(job.proc, job.watcher, job.marker)
                     break
             job.proc.poll()
+            if job.pid_namespace:
+                await runner.namespace_teardown(job.proc.pid, job.marker)
             job.leftovers_stopped = await runner.stop_remaining(job.proc.pid, job.marker)
         except Exception:
             logger.exception("watching background job %s failed", job.id)

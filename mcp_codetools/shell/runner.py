@@ -18,6 +18,11 @@ How a command runs:
   exits, the pipe is drained until end of file for at most `DRAIN_S`, then anything still alive in
   its group or carrying the call's marker is stopped.
 
+With the sandbox on (`shell.sandbox`), the process started is bwrap or the Landlock launcher, with bash
+inside it: the group, the markers (on the sandbox's environment allow-list) and the cwd pipe (an
+inherited fd) all carry through, and /proc shows bwrap's PID-namespace processes under their host pids,
+so the scans below find them as they find any other.
+
 Every exit path stops the command the same way: SIGTERM to the group, to descendants that left it (found
 in /proc while bash is alive) and to every process carrying the call's marker (`setsid -f`, double-forked
 daemons), SIGKILL after `TERM_GRACE_S`, then reap. On cancellation this runs in a shielded scope, so a
@@ -50,6 +55,7 @@ import anyio
 
 from mcp_codetools.shell import procs
 from mcp_codetools.shell.capture import OutputCapture
+from mcp_codetools.shell.sandbox import Confinement
 
 BASH = shutil.which("bash") or "/bin/bash"
 TERM_GRACE_S = 1.0
@@ -142,14 +148,27 @@ def with_marker(env: Mapping[str, str], marker: Marker) -> dict[str, str]:
 
 
 def spawn(
-    command: str, *, cwd: Path, env: Mapping[str, str], output_fd: int, cwd_fd: int | None = None
+    command: str,
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    output_fd: int,
+    cwd_fd: int | None = None,
+    confinement: Confinement | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start `command`; its group id is its pid. With `cwd_fd`, bash reports its final cwd there.
 
+    With a `confinement`, bash runs inside the sandbox (bwrap or the Landlock launcher is the process
+    started, and bash its descendant: the group, the markers and the cwd pipe all carry through).
+
     Raises:
         OSError: the cwd is gone, the command is too long for an argument, bash is missing.
+        RuntimeError: a sandboxed spawn outside the event loop's thread (see `require_loop_thread`).
     """
     argv = [BASH, "-c", command] if cwd_fd is None else [BASH, "-c", _WRAPPER.format(fd=cwd_fd), "bash", command]
+    if confinement is not None:
+        require_loop_thread()
+        argv, env = confinement.wrap(argv, cwd=cwd, env=env)
     return subprocess.Popen(
         argv,
         stdin=subprocess.DEVNULL,
@@ -162,6 +181,22 @@ def spawn(
     )
 
 
+def require_loop_thread() -> None:
+    """Refuse to start a sandboxed command from a thread that may end before it.
+
+    bwrap's `--die-with-parent` is a parent-death signal, and Linux sends it when the *thread* that forked
+    the process exits, not the process: a command spawned from a worker thread (which anyio retires when
+    idle) would be killed mid-run. The event loop's thread lives as long as the server.
+    """
+    try:
+        anyio.get_current_task()
+    except Exception:
+        raise RuntimeError(
+            "a sandboxed command must be started from the event loop's thread: bwrap's --die-with-parent "
+            "would kill it when a shorter-lived thread exits"
+        ) from None
+
+
 async def run(
     command: str,
     *,
@@ -170,6 +205,7 @@ async def run(
     timeout_s: float,
     capture: OutputCapture,
     progress: Progress | None = None,
+    confinement: Confinement | None = None,
 ) -> RunResult:
     """Run `command` to its end or its timeout, capturing output; never leaves a process running."""
     marker = Marker.new(CALL_VAR)
@@ -178,7 +214,9 @@ async def run(
     try:
         try:
             forks = procs.fork_count()
-            proc = spawn(command, cwd=cwd, env=with_marker(env, marker), output_fd=out_w, cwd_fd=cwd_w)
+            proc = spawn(
+                command, cwd=cwd, env=with_marker(env, marker), output_fd=out_w, cwd_fd=cwd_w, confinement=confinement
+            )
         finally:
             os.close(out_w)
             os.close(cwd_w)
@@ -188,7 +226,10 @@ async def run(
         started = time.monotonic()
         watcher = ExitWatcher(proc)
         try:
-            timed_out, leftovers = await _supervise(proc, watcher, marker, out_r, capture, timeout_s, progress, started)
+            namespace = confinement is not None and confinement.pid_namespace
+            timed_out, leftovers = await _supervise(
+                proc, watcher, marker, out_r, capture, timeout_s, progress, started, namespace
+            )
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await stop(proc, watcher, marker)
@@ -217,6 +258,7 @@ async def _supervise(
     timeout_s: float,
     progress: Progress | None,
     started: float,
+    namespace: bool = False,
 ) -> tuple[bool, bool]:
     """Wait for exit or timeout while pumping output; returns (timed_out, leftovers_stopped)."""
     eof = anyio.Event()
@@ -226,6 +268,8 @@ async def _supervise(
         exited = await _wait_with_progress(watcher, capture, started + timeout_s, progress, started)
         if exited:
             proc.poll()
+            if namespace:
+                await namespace_teardown(proc.pid, marker)
             remaining = await Leftovers.find(proc.pid, marker)
             if remaining:
                 # Leftovers keep the pipe open, so end of file will not come: give what they are about to
@@ -344,6 +388,22 @@ async def stop(proc: subprocess.Popen[bytes], watcher: ExitWatcher, marker: Mark
     signal_pids(strays, signal.SIGKILL)
 
 
+async def namespace_teardown(pgid: int, marker: Marker) -> None:
+    """Wait (bounded) for a sandbox's PID namespace to be gone after its wrapper exited.
+
+    The command is the namespace's first process (`--as-pid-1`), and the kernel finishes that process's
+    exit only once everything else in the namespace is dead, so normally nothing is left to see and this
+    costs one signal-0 probe. Were bwrap to report before that (as it does with its own init process in
+    the namespace), what is seen is the teardown, not leftovers: waiting keeps a finished command from
+    being reported as having left processes. Anything still there after the bound is stopped as usual.
+    """
+    remaining = await Leftovers.find(pgid, marker)
+    if remaining:
+        await remaining.gone_within(KILL_WAIT_S)
+        for carrier in remaining.carriers:
+            carrier.close()
+
+
 async def stop_remaining(pgid: int | None, marker: Marker | None) -> bool:
     """After the group leader is reaped: stop what is alive in the group or carries `marker`. True if any was."""
     remaining = await Leftovers.find(pgid, marker)
@@ -450,14 +510,14 @@ class Leftovers:
         """TERM, the grace period, then KILL for what is left, including carriers started meanwhile."""
         try:
             self._send(signal.SIGTERM)
-            gone = await self._gone_within(TERM_GRACE_S)
+            gone = await self.gone_within(TERM_GRACE_S)
             for _ in range(RESCAN_ROUNDS):
                 late = await self._late_carriers()
                 if gone and not late:
                     return
                 self.carriers.extend(late)
                 self._send(signal.SIGKILL)
-                gone = await self._gone_within(KILL_WAIT_S)
+                gone = await self.gone_within(KILL_WAIT_S)
         finally:
             for carrier in self.carriers:
                 carrier.close()
@@ -477,7 +537,7 @@ class Leftovers:
             return True
         return not all(carrier.exited() for carrier in self.carriers)
 
-    async def _gone_within(self, seconds: float) -> bool:
+    async def gone_within(self, seconds: float) -> bool:
         deadline = time.monotonic() + seconds
         delay = 0.005
         while self._alive():

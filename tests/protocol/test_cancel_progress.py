@@ -47,7 +47,7 @@ async def test_cancelling_a_queued_call_lets_later_calls_run(root: Path, gates: 
     async with Client(app.server, mode="legacy") as client:
 
         def queue() -> list[str]:
-            return [label for session in app._sessions.values() for _, label, _, _ in session.dispatcher.snapshot()]
+            return [label for session in app.live_sessions() for _, label, _, _ in session.dispatcher.snapshot()]
 
         async def call(key: str, timeout: float | None = None) -> None:
             try:

@@ -71,10 +71,14 @@ def test_the_network_is_unreachable(sandbox: Sandbox, tmp_path: Path) -> None:
             server.accept()  # nothing is queued: the connection never arrived
 
 
-def test_the_environment_is_an_allow_list(sandbox: Sandbox, tmp_path: Path) -> None:
-    done = run(sandbox, tmp_path, "printenv SECRET_TOKEN; echo path=$PATH")
+def test_the_environment_is_an_allow_list(sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", f"/opt/mcp-codetools-test-bin:{os.environ['PATH']}")
+    monkeypatch.setenv("MCP_CODETOOLS_CALL", "call-marker")
+    done = run(sandbox, tmp_path, "printenv SECRET_TOKEN; echo path=$PATH; echo marker=$MCP_CODETOOLS_CALL")
     assert "s3cret" not in done.stdout
-    assert "path=/" in done.stdout
+    # the allow-list itself gets through (bash would invent a default PATH, so look for ours)
+    assert "path=/opt/mcp-codetools-test-bin:" in done.stdout
+    assert "marker=call-marker" in done.stdout, "the process markers must reach the command"
 
 
 def test_bwrap_masks_credential_folders(tmp_path: Path, outside: Path) -> None:
@@ -128,7 +132,7 @@ def _processes_tagged(tag: str) -> list[int]:
 def test_landlock_refuses_to_run_a_command_it_cannot_confine(tmp_path: Path) -> None:
     backend("landlock")
     marker = tmp_path / "ran"
-    launcher = [sys.executable, "-I", "-m", LANDLOCK_LAUNCHER, "--write", str(tmp_path / "missing")]
+    launcher = [*LANDLOCK_LAUNCHER, "--write", str(tmp_path / "missing")]
     done = subprocess.run([*launcher, "--", "touch", str(marker)], capture_output=True, text=True, timeout=TIMEOUT_S)
     assert done.returncode == 126 and "was not run" in done.stderr
     assert not marker.exists()
@@ -141,3 +145,69 @@ def test_an_unknown_backend_machine_is_refused_with_a_reason(monkeypatch: pytest
     monkeypatch.setattr(module, "landlock_abi", lambda: 0)
     with pytest.raises(SandboxUnavailable, match="no backend works"):
         probe(SandboxSettings(enabled=True))
+
+
+def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_codetools.config import Settings
+
+    monkeypatch.setenv("MCP_CODETOOLS_SANDBOX", "1")
+    monkeypatch.setenv("MCP_CODETOOLS_SANDBOX_NETWORK", "yes")
+    monkeypatch.setenv("MCP_CODETOOLS_SANDBOX_BACKEND", "Landlock")
+    monkeypatch.setenv("MCP_CODETOOLS_SANDBOX_MASK", "~/.vault, /srv/keys,,")
+    monkeypatch.setenv("MCP_CODETOOLS_SANDBOX_ENV", "CI, GOPATH")
+    assert Settings.from_env(["/tmp"]).sandbox == SandboxSettings(
+        enabled=True, network=True, backend="landlock", mask=("~/.vault", "/srv/keys"), env=("CI", "GOPATH")
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "said"),
+    [
+        ("MCP_CODETOOLS_SANDBOX", "maybe", "not an on/off value"),
+        ("MCP_CODETOOLS_SANDBOX_NETWORK", "2", "not an on/off value"),
+        ("MCP_CODETOOLS_SANDBOX_BACKEND", "docker", "not a sandbox backend"),
+        ("MCP_CODETOOLS_SANDBOX_ENV", "CI,A-B", "not variable names"),
+    ],
+)
+def test_bad_settings_are_refused_not_defaulted(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, said: str
+) -> None:
+    from mcp_codetools.config import Settings
+
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError, match=said):
+        Settings.from_env(["/tmp"])
+
+
+def test_the_flags_set_the_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_codetools import cli
+    from mcp_codetools.config import load_settings
+
+    for name in ("MCP_CODETOOLS_SANDBOX", "MCP_CODETOOLS_SANDBOX_NETWORK", "MCP_CODETOOLS_SANDBOX_BACKEND"):
+        monkeypatch.delenv(name, raising=False)
+    args = cli._parser().parse_args(["--sandbox", "--sandbox-network", "--sandbox-backend", "landlock"])
+    settings = load_settings(["/tmp"], flags=cli.flag_values(args), read_files=False).settings
+    assert settings.sandbox == SandboxSettings(enabled=True, network=True, backend="landlock")
+    with pytest.raises(SystemExit):
+        cli._parser().parse_args(["--sandbox-backend", "docker"])
+
+
+def test_a_bad_environment_value_stops_the_server_with_a_message(tmp_path: Path) -> None:
+    env = {**os.environ, "MCP_CODETOOLS_SANDBOX": "perhaps"}
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_codetools", "--root", str(tmp_path)],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "environment variable MCP_CODETOOLS_SANDBOX: not an on/off value" in done.stderr
+    assert "'perhaps'" in done.stderr
+
+
+def test_a_symlinked_root_is_bound_by_its_real_path(sandbox: Sandbox, tmp_path: Path, outside: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    link = outside / "link"  # outside /tmp: bwrap's private /tmp would hide a link kept there
+    link.symlink_to(real)
+    done = run(sandbox, link, f"echo via-link > {link}/a.txt && echo via-real > {real}/b.txt")
+    assert done.returncode == 0, done.stderr
+    assert (real / "a.txt").read_text() == "via-link\n" and (real / "b.txt").read_text() == "via-real\n"

@@ -363,3 +363,26 @@ async def test_write_through_a_parent_swapped_after_the_check_is_refused(
     out = await call.fails("Write", {"file_path": str(swap_after_check / "new.txt"), "content": "x"})
     assert out.meta["errorCode"] == "permission_denied"
     assert not (outside / "d_out" / "new.txt").exists()
+
+
+async def test_a_huge_replaced_line_is_cut_in_the_result_and_its_patch(call: Caller, root: Path) -> None:
+    """A one-line 3 MB edit: the file gets every byte, the result and the structured patch only a cut line."""
+    f = root / "one-line.txt"
+    f.write_text("head\n", encoding="utf-8")
+    await call.ok("Read", {"file_path": str(f)})
+    out = await call("Edit", {"file_path": str(f), "old_string": "head", "new_string": "N" * 3_000_000})
+    assert not out.is_error, out.text
+    assert f.read_text(encoding="utf-8") == "N" * 3_000_000 + "\n"
+    assert "[line cut: 3000000 bytes in all]" in out.text and len(out.text) < 5_000
+    patch_lines = out.meta["structuredPatch"][0]["lines"]
+    assert max(len(line) for line in patch_lines) < 2_100
+
+
+async def test_the_result_shows_no_line_after_the_final_newline(call: Caller, root: Path) -> None:
+    f = root / "three.txt"
+    f.write_text("one\ntwo\nthree\n", encoding="utf-8")
+    await call.ok("Read", {"file_path": str(f)})
+    out = await call("Edit", {"file_path": str(f), "old_string": "two", "new_string": "TWO"})
+    assert out.text.endswith("1\tone\n2\tTWO\n3\tthree"), out.text
+    assert out.meta["structuredPatch"][0]["lines"] == [" one", "-two", "+TWO", " three"]
+    assert out.meta["structuredPatch"][0]["oldLines"] == 3

@@ -1,0 +1,120 @@
+"""
+The live `CodeSession`s of the HTTP server, one per `Mcp-Session-Id`, and when each one ends.
+
+A session ends when its client deletes it (HTTP DELETE), when it idles out, or when the server stops;
+ending it closes the `CodeSession`, which kills its jobs. Idle means what the SDK's session manager
+means by it, measured on the same requests: no HTTP request for the session in flight (an open GET
+stream counts as one) for `session_idle_timeout_s`. The SDK is given the same period, so the SDK's
+transport and our state end together; whichever notices first, the id is then refused.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import anyio
+
+from mcp_codetools.config import Settings
+from mcp_codetools.session import CodeSession
+
+logger = logging.getLogger(__name__)
+
+ENDED_KEYS_KEPT = 4096
+"""How many ended session ids are remembered and refused (the SDK forgets them too; this covers the race)."""
+
+
+class SessionEnded(LookupError):
+    """A request named a session that has already ended."""
+
+
+@dataclass
+class _Entry:
+    idle_since: float
+    busy: int = 0
+    session: CodeSession | None = field(default=None)
+
+
+class SessionRegistry:
+    """CodeSessions by session id, with the activity that keeps each one alive."""
+
+    def __init__(self, settings: Settings, clock: Callable[[], float] = time.monotonic) -> None:
+        self.settings = settings
+        self.idle_timeout_s = settings.session_idle_timeout_s
+        self._clock = clock
+        self._entries: dict[str, _Entry] = {}
+        self._ended: OrderedDict[str, None] = OrderedDict()
+
+    def __len__(self) -> int:
+        return sum(1 for entry in self._entries.values() if entry.session is not None)
+
+    def live(self) -> list[CodeSession]:
+        return [entry.session for entry in self._entries.values() if entry.session is not None]
+
+    def has_ended(self, key: str) -> bool:
+        return key in self._ended
+
+    @contextmanager
+    def activity(self, key: str) -> Iterator[None]:
+        """One HTTP request for session `key` is in flight for the duration."""
+        entry = self._entries.get(key)
+        if entry is None:
+            entry = self._entries[key] = _Entry(idle_since=self._clock())
+        entry.busy += 1
+        try:
+            yield
+        finally:
+            entry.busy -= 1
+            entry.idle_since = self._clock()
+            if entry.busy == 0 and entry.session is None and self._entries.get(key) is entry:
+                del self._entries[key]  # no state was ever made: nothing to keep (also unknown ids)
+
+    def session(self, key: str) -> CodeSession:
+        """The session's CodeSession, made on first use. Raises `SessionEnded` for an ended session."""
+        if key in self._ended:
+            raise SessionEnded(key)
+        entry = self._entries.get(key)
+        if entry is None:
+            entry = self._entries[key] = _Entry(idle_since=self._clock())
+        if entry.session is None:
+            entry.session = CodeSession(self.settings)
+            logger.info("session %s: opened", key[:16])
+        return entry.session
+
+    async def end(self, key: str, reason: str) -> None:
+        """End session `key` for good: refuse its id from now on and close its CodeSession."""
+        self._ended[key] = None
+        while len(self._ended) > ENDED_KEYS_KEPT:
+            self._ended.popitem(last=False)
+        entry = self._entries.pop(key, None)
+        if entry is not None and entry.session is not None:
+            logger.info("session %s: closed (%s)", key[:16], reason)
+            with anyio.CancelScope(shield=True):
+                await entry.session.aclose()
+
+    def idle_keys(self) -> list[str]:
+        now = self._clock()
+        return [
+            key
+            for key, entry in self._entries.items()
+            if entry.busy == 0 and now - entry.idle_since >= self.idle_timeout_s
+        ]
+
+    async def reap_idle(self) -> None:
+        for key in self.idle_keys():
+            await self.end(key, f"idle for {self.idle_timeout_s:g} s")
+
+    async def run_reaper(self) -> None:
+        """Close idle sessions until cancelled (the server's lifespan runs this)."""
+        interval = min(max(self.idle_timeout_s / 4, 0.01), 30.0)
+        while True:
+            await anyio.sleep(interval)
+            await self.reap_idle()
+
+    async def aclose(self) -> None:
+        for key in list(self._entries):
+            await self.end(key, "server stopping")

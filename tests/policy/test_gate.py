@@ -1,0 +1,42 @@
+"""The gate's own choices: the sandbox answers unmatched Bash questions, never a rule's; asking is awaited."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mcp_codetools.errors import PermissionDeniedError
+from mcp_codetools.policy.engine import CallFacts, Policy
+from mcp_codetools.policy.gate import PermissionGate, Question
+from mcp_codetools.policy.rules import parse_rule
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path("/ws/proj")
+MAKE = CallFacts("Bash", False, command="make", cwd=ROOT)
+
+
+async def test_a_sandboxed_command_no_rule_matches_runs_without_a_question() -> None:
+    gate = PermissionGate(Policy(roots=(ROOT,), ask_unmatched=True), sandboxed_bash=True)
+    await gate.check(MAKE, {}, session_id="s", ask=None)
+
+
+async def test_without_the_sandbox_the_same_command_needs_an_answer() -> None:
+    gate = PermissionGate(Policy(roots=(ROOT,), ask_unmatched=True))
+    with pytest.raises(PermissionDeniedError, match="cannot be asked"):
+        await gate.check(MAKE, {}, session_id="s", ask=None)
+
+
+async def test_the_sandbox_does_not_answer_an_ask_rule() -> None:
+    rule = parse_rule("Bash(make *)", "ask", source="cfg.toml", base=ROOT)
+    gate = PermissionGate(Policy(roots=(ROOT,), ask=(rule,)), sandboxed_bash=True)
+    asked: list[Question] = []
+
+    async def ask(question: Question) -> bool:
+        asked.append(question)
+        return False
+
+    with pytest.raises(PermissionDeniedError, match="declined"):
+        await gate.check(MAKE, {}, session_id="s", ask=ask)
+    assert len(asked) == 1 and "Bash(make *)" in asked[0].message

@@ -1,0 +1,184 @@
+"""
+HTTP sessions: every client gets its own CodeSession, on every protocol version a client may open with,
+and a session that ends (DELETE) or idles out is closed with its jobs. Over real HTTP on loopback.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.protocol.http_peer import ACCEPT, HttpServer, http_server, open_raw_session, raw_call, sse_json
+
+pytestmark = pytest.mark.anyio
+
+
+def processes_with(marker: str) -> list[int]:
+    """Live processes whose command line carries `marker`."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as handle:
+                cmdline = handle.read()
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                state = handle.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and state not in (b"Z", b"X"):
+            found.append(int(name))
+    return found
+
+
+async def wait_for(condition: object, seconds: float = 20) -> None:
+    assert callable(condition)
+    with anyio.fail_after(seconds):
+        while not condition():  # noqa: ASYNC110 - bounded poll of /proc
+            await anyio.sleep(0.05)
+
+
+def marker() -> str:
+    """A sleep duration no other process uses, so /proc tells whether this test's job still runs."""
+    return f"7{uuid.uuid4().int % 10**6:06d}.5"
+
+
+@pytest.fixture
+def server(root: Path) -> object:
+    with http_server(root, env={"MCP_CODETOOLS_SESSION_IDLE_TIMEOUT_S": "1"}) as running:
+        yield running
+
+
+def text(result: object) -> str:
+    return "\n".join(getattr(block, "text", "") for block in getattr(result, "content", []))
+
+
+async def check_isolation(a: Client, b: Client, root: Path) -> str:
+    """A reads a file, moves its cwd and starts a job; B must see none of it. Returns A's job marker."""
+    f = root / "only-a-read-me.txt"
+    f.write_text("one\n", encoding="utf-8")
+    (root / "sub").mkdir(exist_ok=True)
+    assert text(await a.call_tool("Read", {"file_path": str(f)})) == "1\tone"
+    assert not (await a.call_tool("Bash", {"command": "cd sub"})).is_error
+    mark = marker()
+    started = await a.call_tool("Bash", {"command": f"sleep {mark}", "run_in_background": True})
+    assert not started.is_error, text(started)
+    job = started.meta["codetools/result"]["backgroundTaskId"] if started.meta else "bash_1"
+
+    edit = await b.call_tool("Edit", {"file_path": str(f), "old_string": "one", "new_string": "two"})
+    assert edit.is_error and "has not been read" in text(edit), "B edited a file only A had read"
+    assert text(await b.call_tool("Bash", {"command": "pwd"})).strip() == str(root), "B inherited A's cwd"
+    peek = await b.call_tool("BashOutput", {"bash_id": job})
+    assert peek.is_error and mark not in text(peek), "B can see A's job"
+    kill = await b.call_tool("KillShell", {"shell_id": job})
+    assert kill.is_error, "B killed A's job"
+    assert processes_with(mark), "A's job must still run"
+    assert text(await a.call_tool("Bash", {"command": "pwd"})).strip() == str(root / "sub")
+    return mark
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_two_clients_have_separate_sessions_and_leaving_closes_one(
+    server: HttpServer, root: Path, mode: str
+) -> None:
+    """`auto` is the SDK's default `Client(url)`, which opens with the newest protocol (2026-07-28)."""
+    with anyio.fail_after(60):
+        async with Client(server.url, mode=mode) as b:  # type: ignore[arg-type]
+            async with Client(server.url, mode=mode) as a:  # type: ignore[arg-type]
+                mark = await check_isolation(a, b, root)
+            # A has left (the client deletes its session): its session is closed and its job killed.
+            await wait_for(lambda: not processes_with(mark))
+            assert not (await b.call_tool("Bash", {"command": "true"})).is_error, "B's session goes on"
+
+
+async def test_the_newest_protocol_over_http_is_told_to_use_a_session(server: HttpServer) -> None:
+    """A 2026-07-28 request carries nothing that tells two clients apart, so it is refused with the versions served."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    headers = {**ACCEPT, "mcp-protocol-version": "2026-07-28", "mcp-method": "server/discover"}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}
+    async with httpx2.AsyncClient(timeout=30) as http:
+        answer = await http.post(server.url, headers=headers, json=body)
+    error = sse_json(answer)["error"]
+    assert error["code"] == -32022
+    assert "2025-11-25" in error["data"]["supported"] and "2026-07-28" not in error["data"]["supported"]
+    assert "mcp-session-id" not in answer.headers
+
+
+async def test_the_default_client_negotiates_a_session(server: HttpServer) -> None:
+    with anyio.fail_after(30):
+        async with Client(server.url) as client:
+            assert client.protocol_version == "2025-11-25"
+
+
+async def test_a_vanished_client_idles_out_and_its_jobs_are_killed(server: HttpServer, root: Path) -> None:
+    mark = marker()
+    async with httpx2.AsyncClient(timeout=30) as http:
+        key = await open_raw_session(http, server.url)
+        started = await raw_call(http, server.url, key, "Bash", {"command": f"sleep {mark}", "run_in_background": True})
+        assert "backgroundTaskId" in started.text, started.text
+        assert processes_with(mark)
+        # The client neither deletes the session nor keeps a stream open; after 1 s idle it is closed.
+        await wait_for(lambda: not processes_with(mark))
+        again = await raw_call(http, server.url, key, "Bash", {"command": "true"})
+        assert again.status_code == 404, again.text
+
+
+async def test_get_without_a_session_mints_no_session_id(server: HttpServer) -> None:
+    async with httpx2.AsyncClient(timeout=30) as http:
+        answer = await http.get(server.url, headers={"accept": "text/event-stream"})
+        deleted = await http.delete(server.url)
+    assert answer.status_code == 400 and "mcp-session-id" not in answer.headers
+    assert deleted.status_code == 400 and "mcp-session-id" not in deleted.headers
+
+
+def test_the_server_says_where_it_listens(server: HttpServer) -> None:
+    assert server.first_line.startswith("mcp-codetools: serving MCP over HTTP at http://127.0.0.1:")
+    assert "no token required" in server.first_line
+
+
+async def test_refused_requests_are_logged_at_info(root: Path) -> None:
+    token = "s3cret-token"
+    with http_server(root, "--log-level", "INFO", env={"MCP_CODETOOLS_HTTP_TOKEN": token}) as running:
+        assert "a bearer token is required" in running.first_line
+        async with httpx2.AsyncClient(timeout=30) as http:
+            unauthorized = await http.post(
+                running.url, headers=ACCEPT, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}
+            )
+            bad_host = await http.post(
+                running.url,
+                headers={**ACCEPT, "authorization": f"Bearer {token}", "host": "evil.example"},
+                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            )
+            bad_origin = await http.post(
+                running.url,
+                headers={**ACCEPT, "authorization": f"Bearer {token}", "origin": "http://evil.example"},
+                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            )
+        assert (unauthorized.status_code, bad_host.status_code, bad_origin.status_code) == (401, 421, 403)
+        await wait_for(lambda: running.stderr_text().count("INFO mcp_codetools.http_server: refused") >= 3, 10)
+        log = running.stderr_text()
+    assert f"INFO {logging.getLogger('mcp_codetools.http_server').name}: refused POST /mcp" in log
+    for status in (": 401", ": 421", ": 403"):
+        assert status in log, log
+    assert token not in log
+
+
+async def test_a_bearer_client_keeps_its_own_session(root: Path) -> None:
+    token = "another-token"
+    with http_server(root, env={"MCP_CODETOOLS_HTTP_TOKEN": token}) as running:
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        with anyio.fail_after(30):
+            async with Client(streamable_http_client(running.url, http_client=http)) as client:
+                assert client.protocol_version == "2025-11-25"
+                assert not (await client.call_tool("Bash", {"command": "true"})).is_error
