@@ -48,6 +48,9 @@ class CodeSession:
         """Names the session to hooks and in the audit log; not a secret, and not the process marker."""
         self.workspace = Workspace(settings.roots)
         self.cwd: Path = self.workspace.roots[0]
+        self.roots_wanted = True
+        """The client's roots are to be asked for before the next call (at the start, and after it says they
+        changed)."""
         self.ledger = ReadLedger()
         self.history = FileHistory(settings.history_max_bytes, settings.history_max_entries)
         self.line_index = LineIndexCache()
