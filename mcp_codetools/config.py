@@ -168,9 +168,38 @@ class Settings:
         ),
     ] = "refuse"
     history_max_bytes: Annotated[
-        int, Field(ge=0, description="Bytes of earlier file contents one session keeps (the file history).")
-    ] = 8 << 20
-    history_max_entries: Annotated[int, Field(ge=0, description="Earlier file versions one session keeps.")] = 64
+        int,
+        Field(
+            ge=0,
+            description="Bytes of earlier file versions one session keeps (the file history, kept on disk in "
+            "the session's scratch folder).",
+        ),
+    ] = 256 * 1024 * 1024
+    history_max_entries: Annotated[int, Field(ge=0, description="Earlier file versions one session keeps.")] = 200
+    image_max_side: Annotated[
+        int, Field(ge=1, description="Read shows an image no larger than this on its longest side (pixels).")
+    ] = 1568
+    image_max_pixels: Annotated[
+        int,
+        Field(
+            ge=1,
+            description="Read shows an image no larger than this in area (pixels); beyond this or "
+            "`image_max_side` it is scaled down, aspect ratio kept.",
+        ),
+    ] = 1_150_000
+    image_max_bytes: Annotated[
+        int, Field(ge=1024, description="An encoded image above this size is encoded again, smaller.")
+    ] = 512 * 1024
+    result_max_images: Annotated[
+        int, Field(ge=0, description="Images one Read result may carry (notebook outputs, scanned PDF pages).")
+    ] = 8
+    pdf_max_pages: Annotated[int, Field(ge=1, description="Pages one Read of a PDF may ask for.")] = 20
+    pdf_pages_without_range: Annotated[
+        int, Field(ge=1, description="A longer PDF read without `pages` answers with an overview instead of text.")
+    ] = 10
+    notebook_output_chars: Annotated[
+        int, Field(ge=100, description="Characters of one notebook cell output shown before it is cut.")
+    ] = 4000
     http_host: Annotated[str, Field(min_length=1, description="HTTP transport: the address to listen on.")] = (
         "127.0.0.1"
     )
@@ -266,6 +295,13 @@ PLACES: dict[str, Place] = {
     "hard_links": _place("hard_links", "files"),
     "history_max_bytes": _place("history_max_bytes", "files"),
     "history_max_entries": _place("history_max_entries", "files"),
+    "image_max_side": _place("image_max_side", "read"),
+    "image_max_pixels": _place("image_max_pixels", "read"),
+    "image_max_bytes": _place("image_max_bytes", "read"),
+    "result_max_images": _place("result_max_images", "read"),
+    "pdf_max_pages": _place("pdf_max_pages", "read"),
+    "pdf_pages_without_range": _place("pdf_pages_without_range", "read"),
+    "notebook_output_chars": _place("notebook_output_chars", "read"),
     "http_host": _place("http_host", "http", "host", flag="--host"),
     "http_port": _place("http_port", "http", "port", flag="--port"),
     "session_idle_timeout_s": _place("session_idle_timeout_s", "http"),

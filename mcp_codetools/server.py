@@ -5,6 +5,7 @@ MCP types appear.
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -67,12 +68,18 @@ def tool_definition(tool: Tool[Any]) -> types.Tool:
 
 
 def to_call_result(output: ToolOutput) -> types.CallToolResult:
-    """The one place a tool's output becomes an MCP result: the text as content, the details under META_KEY.
+    """The one place a tool's output becomes an MCP result: text and images as content, details under META_KEY.
 
     Whether it is an error was decided before (a ToolError in the pipeline, an exit code in Bash's output).
     """
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=output.text)]
+    for index, image in enumerate(output.images):
+        data = base64.b64encode(image.data).decode("ascii")
+        content.append(types.ImageContent(type="image", data=data, mime_type=image.mime_type))
+        if index in output.trailing:
+            content.append(types.TextContent(type="text", text=output.trailing[index]))
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=output.text)],
+        content=content,
         is_error=output.is_error,
         _meta={META_KEY: output.meta},
     )

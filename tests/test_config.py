@@ -145,7 +145,7 @@ def test_the_defaults_are_the_limits_the_tools_had() -> None:
     assert s.glob_max_files == glob.MAX_FILES
     assert (s.bash_default_timeout_ms, s.bash_max_timeout_ms) == (bash.DEFAULT_TIMEOUT_MS, bash.MAX_TIMEOUT_MS)
     assert s.bash_output_chars == bash.OUTPUT_CAP
-    assert (s.history_max_bytes, s.history_max_entries) == (8 * 1024 * 1024, 64)
+    assert (s.history_max_bytes, s.history_max_entries) == (256 * 1024 * 1024, 200)
 
 
 def test_settings_stay_constructible_with_keywords_and_refuse_bad_ones() -> None:
