@@ -1,16 +1,18 @@
-"""Command line: `mcp-codetools` serves MCP over stdio (or HTTP); `mcp-codetools doctor` checks the install."""
+"""Command line: `mcp-codetools` serves MCP over stdio (or HTTP); `doctor` checks the install; `config` shows
+the effective settings and where each came from, or checks a config file."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 import os
 import sys
+from pathlib import Path
+from typing import Any
 
 from mcp_codetools import __version__
-from mcp_codetools.config import Settings
-from mcp_codetools.roots import settings_from
+from mcp_codetools.config import LoadedSettings, Settings
+from mcp_codetools.roots import loaded_settings_from
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -32,6 +34,12 @@ def _parser() -> argparse.ArgumentParser:
         help="a workspace root the tools may use (repeatable; default: the current directory, never /)",
     )
     parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="a TOML config file, read after the user's and the project's (see the README's configuration reference)",
+    )
+    parser.add_argument(
         "--max-concurrency",
         type=int,
         metavar="N",
@@ -50,25 +58,37 @@ def _parser() -> argparse.ArgumentParser:
         help=f"one of {', '.join(LOG_LEVELS)} (default WARNING, or MCP_CODETOOLS_LOG_LEVEL)",
     )
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
-    parser.add_argument("--host", default="127.0.0.1", help="HTTP: address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8765, help="HTTP: port (default 8765; 0 picks a free one)")
+    parser.add_argument("--host", help="HTTP: address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="HTTP: port (default 8765; 0 picks a free one)")
     sandbox = parser.add_argument_group("Bash sandbox")
-    sandbox.add_argument("--sandbox", action="store_true", help="run Bash in an OS sandbox (MCP_CODETOOLS_SANDBOX=1)")
-    sandbox.add_argument("--sandbox-network", action="store_true", help="let sandboxed commands use the network")
+    sandbox.add_argument(
+        "--sandbox", action="store_true", default=None, help="run Bash in an OS sandbox (MCP_CODETOOLS_SANDBOX=1)"
+    )
+    sandbox.add_argument(
+        "--sandbox-network", action="store_true", default=None, help="let sandboxed commands use the network"
+    )
     sandbox.add_argument("--sandbox-backend", choices=("auto", "bwrap", "landlock"), help="default: auto")
-    parser.add_argument("command", nargs="?", choices=("serve", "doctor"), default="serve")
+    config = parser.add_argument_group("config command")
+    config.add_argument("--check", type=Path, metavar="FILE", help="validate FILE and exit (non-zero on problems)")
+    config.add_argument("--markdown", action="store_true", help="print the configuration reference as Markdown")
+    parser.add_argument("command", nargs="?", choices=("serve", "doctor", "config"), default="serve")
     return parser
 
 
-def _with_sandbox_flags(settings: Settings, args: argparse.Namespace) -> Settings:
-    sandbox = settings.sandbox
-    if args.sandbox:
-        sandbox = dataclasses.replace(sandbox, enabled=True)
-    if args.sandbox_network:
-        sandbox = dataclasses.replace(sandbox, network=True)
-    if args.sandbox_backend:
-        sandbox = dataclasses.replace(sandbox, backend=args.sandbox_backend)
-    return dataclasses.replace(settings, sandbox=sandbox)
+def flag_values(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings given as flags, by setting name (None: not given)."""
+    return {
+        "max_concurrency": args.max_concurrency,
+        "http_host": args.host,
+        "http_port": args.port,
+        "sandbox.enabled": args.sandbox,
+        "sandbox.network": args.sandbox_network,
+        "sandbox.backend": args.sandbox_backend,
+    }
+
+
+def _load(args: argparse.Namespace) -> LoadedSettings:
+    return loaded_settings_from(args.root, config_file=args.config, flags=flag_values(args))
 
 
 def _sandbox_works(settings: Settings) -> bool:
@@ -98,21 +118,27 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         stream=sys.stderr, level=getattr(logging, level), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    if (args.check or args.markdown) and args.command != "config":
+        parser.error("--check and --markdown go with the `config` command")
     if args.command == "doctor":
         from mcp_codetools.doctor import run_doctor
 
         return run_doctor(args.root)
+    if args.command == "config":
+        return _config_command(args)
     try:
-        settings = settings_from(args.root)
-        if args.max_concurrency is not None:
-            settings = dataclasses.replace(settings, max_concurrency=max(1, args.max_concurrency))
-        settings = _with_sandbox_flags(settings, args)
+        settings = _load(args).settings
         if not _sandbox_works(settings):
             return 1
         from mcp_codetools.policy.config import load_gate
         from mcp_codetools.server import CodeToolsServer
 
-        gate = load_gate(settings.roots, mode_flag=args.permission_mode, sandboxed_bash=settings.sandbox.enabled)
+        gate = load_gate(
+            settings.roots,
+            config_file=args.config,
+            mode_flag=args.permission_mode,
+            sandboxed_bash=settings.sandbox.enabled,
+        )
         app = CodeToolsServer(settings, gate=gate)
     except ValueError as exc:
         print(f"mcp-codetools: {exc}", file=sys.stderr)
@@ -120,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.transport == "http":
         from mcp_codetools.http_server import serve_http
 
-        return serve_http(app, args.host, args.port)
+        return serve_http(app, settings.http_host, settings.http_port)
     import anyio
 
     from mcp_codetools.transport import serve_stdio
@@ -136,4 +162,35 @@ def main(argv: list[str] | None = None) -> int:
         anyio.run(serve_stdio, app.server)
     except KeyboardInterrupt:
         pass
+    return 0
+
+
+def _config_command(args: argparse.Namespace) -> int:
+    from mcp_codetools.config import check_file, describe, markdown_reference
+    from mcp_codetools.policy.config import check_policy_file, load_policy_config
+
+    if args.markdown:
+        print(markdown_reference(), end="")
+        return 0
+    if args.check is not None:
+        problems = check_file(args.check)
+        problems += [p for p in check_policy_file(args.check) if p not in problems]
+        for problem in problems:
+            print(problem)
+        if not problems:
+            print(f"{args.check}: ok")
+        return 1 if problems else 0
+    try:
+        loaded = _load(args)
+        policy = load_policy_config(loaded.settings.roots, config_file=args.config, mode_flag=args.permission_mode)
+    except ValueError as exc:
+        print(f"mcp-codetools: {exc}", file=sys.stderr)
+        return 2
+    print("# The effective configuration; after each value, where it came from.")
+    print("# Files read: " + (", ".join(str(path) for path in loaded.files) or "none"))
+    for line in describe(loaded):
+        print(line)
+    print(f'permissions.default_mode = "{policy.mode}"  # {policy.mode_source}')
+    counts = ", ".join(f"{len(getattr(policy, kind))} {kind}" for kind in ("allow", "deny", "ask"))
+    print(f"# permission rules: {counts}")
     return 0

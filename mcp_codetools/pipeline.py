@@ -27,6 +27,8 @@ from typing import Any
 import anyio
 from pydantic import ValidationError
 
+from mcp_codetools.audit import audit_log_for
+from mcp_codetools.audit import record as audit_record
 from mcp_codetools.dispatcher import Ticket
 from mcp_codetools.errors import ErrorCode, InvalidInputError, ToolError
 from mcp_codetools.policy.gate import AnswerNeeded, Asker, PermissionGate
@@ -83,6 +85,19 @@ class Pipeline:
             "runMs": round(total_ms - queued_ms, 3),
         }
         logger.debug("call #%d %s: queued %.2f ms, ran %.2f ms", ticket.seq, name, queued_ms, total_ms - queued_ms)
+        audit = audit_log_for(session.settings)
+        if audit is not None:
+            code = output.meta.get("errorCode")
+            audit.write(
+                audit_record(
+                    session=session.id,
+                    tool=name,
+                    arguments=arguments,
+                    error_code=code if isinstance(code, str) else None,
+                    is_error=output.is_error,
+                    duration_ms=total_ms,
+                )
+            )
         return output
 
     async def _run(

@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from mcp_codetools.config import Settings
+from mcp_codetools.config import LoadedSettings, Settings, load_settings
 from mcp_codetools.files.paths import Workspace
 
 
-def settings_from(roots: list[str] | None) -> Settings:
-    """The settings the server runs with; raises ValueError with the message to show.
+def loaded_settings_from(
+    roots: list[str] | None, *, config_file: Path | None = None, flags: Mapping[str, Any] | None = None
+) -> LoadedSettings:
+    """The settings the server runs with, from every source, and where each value came from.
 
     Without `--root` the current directory is the workspace, except `/` (the whole disk, almost never
     meant: refused) and the home folder (allowed, with a warning). An explicit `--root /` is honoured.
+
+    Raises:
+        ValueError: the roots or a setting are refused (`ConfigError` names the source); the message to show.
     """
     if not roots:
         cwd = Path.cwd().resolve()
@@ -28,6 +35,11 @@ def settings_from(roots: list[str] | None) -> Settings:
                 "pass --root DIR to confine the tools to a project",
                 file=sys.stderr,
             )
-    settings = Settings.from_env(roots)
-    Workspace(settings.roots)  # the check the server makes at start, with its message
-    return settings
+    loaded = load_settings(roots, config_file=config_file, flags=flags)
+    Workspace(loaded.settings.roots)  # the check the server makes at start, with its message
+    return loaded
+
+
+def settings_from(roots: list[str] | None) -> Settings:
+    """`loaded_settings_from` without flags or `--config`: what `doctor` checks."""
+    return loaded_settings_from(roots).settings

@@ -24,18 +24,27 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcp_codetools.config import PROJECT_FILE, ConfigError, config_files, read_toml, user_config_file
 from mcp_codetools.policy.engine import MODES, PROTECTED_PATHS, Mode, Policy
 from mcp_codetools.policy.gate import PermissionGate
 from mcp_codetools.policy.hooks import HookConfigError, Hooks, parse_hooks
 from mcp_codetools.policy.rules import Behaviour, Rule, RuleSyntaxError, parse_rule
 
-PROJECT_FILE = "mcp-codetools.toml"
+__all__ = [
+    "PROJECT_FILE",
+    "PolicyConfig",
+    "PolicyConfigError",
+    "check_policy_file",
+    "load_gate",
+    "load_policy_config",
+    "user_config_file",
+]
+
 CLAUDE_FILES = (".claude/settings.json", ".claude/settings.local.json")
 MODE_ENV = "MCP_CODETOOLS_PERMISSION_MODE"
 
@@ -46,11 +55,6 @@ _PERMISSION_KEYS = frozenset(
 
 class PolicyConfigError(ValueError):
     """A config file or value the server refuses to start with; the message names the file and the key."""
-
-
-def user_config_file() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "mcp-codetools" / "config.toml"
 
 
 @dataclass
@@ -107,19 +111,20 @@ def load_policy_config(
     """
     env = os.environ if environ is None else environ
     config = PolicyConfig()
+    # The same files, in the same order, read the same way as the server's settings (`config.config_files`).
+    (user, _), *later = config_files(roots, config_file, env)
     if read_user_file:
-        _apply_toml(config, user_config_file(), required=False)
-    project = roots[0] / PROJECT_FILE if roots else None
-    project_table = _read_toml(project, required=False) if project is not None else None
+        _apply_toml(config, user, required=False)
+    tables = [(path, _read_toml(path, required=required)) for path, required in later]
+    project_table = tables[0][1] if roots else None  # the project file comes first when there is a root
     claude_wanted = bool((project_table or {}).get("permissions", {}).get("claude_settings", config.claude_settings))
     if claude_wanted:
         for root in roots:
             for name in CLAUDE_FILES:
                 _apply_claude(config, root / name)
-    if project is not None and project_table is not None:
-        _apply_table(config, project_table, project)
-    if config_file is not None:
-        _apply_toml(config, config_file, required=True)
+    for path, table in tables:
+        if table is not None:
+            _apply_table(config, table, path)
     if env.get(MODE_ENV):
         config.mode = _mode(env[MODE_ENV], MODE_ENV)
         config.mode_source = f"environment variable {MODE_ENV}"
@@ -131,16 +136,9 @@ def load_policy_config(
 
 def _read_toml(path: Path, *, required: bool) -> dict[str, Any] | None:
     try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except FileNotFoundError:
-        if required:
-            raise PolicyConfigError(f"config file not found: {path}") from None
-        return None
-    except tomllib.TOMLDecodeError as exc:
-        raise PolicyConfigError(f"{path} is not valid TOML: {exc}") from None
-    except OSError as exc:
-        raise PolicyConfigError(f"cannot read {path}: {exc.strerror}") from None
+        return read_toml(path, required=required)
+    except ConfigError as exc:
+        raise PolicyConfigError(str(exc)) from None
 
 
 def _apply_toml(config: PolicyConfig, path: Path, *, required: bool) -> None:
@@ -258,3 +256,14 @@ def load_gate(
     return PermissionGate(
         config.policy(roots), Hooks(groups), unanswered=config.unanswered_ask, sandboxed_bash=sandboxed_bash
     )
+
+
+def check_policy_file(path: Path) -> list[str]:
+    """The problems in one config file's `[permissions]` and `[hooks]` tables (`mcp-codetools config --check`)."""
+    config = PolicyConfig()
+    try:
+        _apply_toml(config, path, required=True)
+        parse_hooks(config.hook_tables())
+    except (PolicyConfigError, HookConfigError) as exc:
+        return [str(exc)]
+    return []

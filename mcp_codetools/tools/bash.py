@@ -110,13 +110,14 @@ class BashTool(Tool[BashInput]):
         if args.run_in_background:
             return _start_job(session, args.command, cwd, env, notes, confinement)
 
-        timeout_ms = args.timeout or DEFAULT_TIMEOUT_MS
-        if timeout_ms > MAX_TIMEOUT_MS:
-            notes.append(f"The timeout of {timeout_ms} ms is above the maximum; it was lowered to {MAX_TIMEOUT_MS} ms.")
-            timeout_ms = MAX_TIMEOUT_MS
+        settings = session.settings
+        timeout_ms = args.timeout or settings.bash_default_timeout_ms
+        if timeout_ms > settings.bash_max_timeout_ms:
+            timeout_ms, asked = settings.bash_max_timeout_ms, timeout_ms
+            notes.append(f"The timeout of {asked} ms is above the maximum; it was lowered to {timeout_ms} ms.")
         before = None if read_only else _stamps(session.ledger.paths())
         file_cap = min(capture_limits.FILE_CAP_BYTES, session.spills.limit_bytes)
-        capture = OutputCapture(OUTPUT_CAP, spill_dir=session.scratch_dir, file_cap=file_cap)
+        capture = OutputCapture(settings.bash_output_chars, spill_dir=session.scratch_dir, file_cap=file_cap)
 
         async def report(elapsed: float, line: str) -> None:
             try:
@@ -163,7 +164,7 @@ class BashTool(Tool[BashInput]):
             if changed:
                 meta["staleReadFiles"] = [str(p) for p in changed]
                 notes.append(_stale_note(changed, cwd))
-        return _result(analysis.last_command, result, capture, timeout_ms, notes, meta)
+        return _result(analysis.last_command, result, capture, timeout_ms, notes, meta, settings.bash_max_timeout_ms)
 
 
 def _result(
@@ -173,6 +174,7 @@ def _result(
     timeout_ms: int,
     notes: list[str],
     meta: dict[str, object],
+    max_timeout_ms: int,
 ) -> ToolOutput:
     """The run as the model reads it; the one place an exit code decides whether the call failed."""
     output = capture.render(_where(capture))
@@ -185,7 +187,7 @@ def _result(
         parts.append(f"Command timed out after {_duration(timeout_ms)}")
         notes.append(
             f"The command and every process it started were stopped. Give a larger timeout (up to "
-            f"{MAX_TIMEOUT_MS} ms), or use run_in_background for long-running commands."
+            f"{max_timeout_ms} ms), or use run_in_background for long-running commands."
         )
     elif code == 0:
         is_error = False

@@ -135,7 +135,7 @@ class GlobTool(SearchTool[GlobInput]):
         if session.settings.glob_no_ignore:
             argv.append("--no-ignore")
         budget = session.settings.max_result_chars - NOTICE_RESERVE
-        pager = LinePager(0, MAX_FILES, budget, MAX_LIST_BYTES, sep=b"\0")
+        pager = LinePager(0, session.settings.glob_max_files, budget, MAX_LIST_BYTES, sep=b"\0")
         # rg runs in the folder's open descriptor: a swap of any folder on the way after the check cannot move it.
         pinned = pin_search_target(base, session.cwd, session.workspace, kind="Directory")
         try:

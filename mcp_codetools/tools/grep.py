@@ -178,8 +178,9 @@ async def _search(args: GrepInput, ctx: CallContext, pinned: PinnedTarget) -> To
     # rg need not read what deny rules hide (the filter below is the judge; these only spare work).
     hidden_globs = ctx.hidden.rg_globs(str(pinned.real)) if ctx.hidden is not None and pinned.is_dir else []
     argv = build_args(args, by_file=by_file, glob_base=pinned.shown if pinned.is_dir else "", excludes=hidden_globs)
-    limit = DEFAULT_HEAD_LIMIT if args.head_limit is None else (args.head_limit or None)
-    page = Page(args.offset, limit, min(MAX_RESULT_CHARS, ctx.session.settings.max_result_chars))
+    settings = ctx.session.settings
+    limit = settings.grep_head_limit if args.head_limit is None else (args.head_limit or None)
+    page = Page(args.offset, limit, min(settings.grep_max_result_chars, settings.max_result_chars))
     # Files a deny rule covers are left out before counting and paging, without a word about them.
     hidden = hidden_names(pinned, ctx.hidden)
     if args.output_mode == "content":

@@ -60,7 +60,7 @@ class ReadTool(Tool[ReadInput]):
         path = ctx.paths["file_path"]
         session = ctx.session
         first = max(args.offset or 1, 1)
-        max_lines = args.limit or DEFAULT_LIMIT
+        max_lines = args.limit or session.settings.read_default_lines
         budget = session.settings.max_result_chars - _NOTICE_RESERVE
 
         if not os.path.lexists(path):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_codetools.config import Settings
+from mcp_codetools.config import ConfigError, Settings
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
 from tests.conftest import Caller
@@ -269,8 +269,9 @@ async def test_hard_linked_file_is_written_in_place_when_allowed(root: Path, pip
 def test_hard_links_setting_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MCP_CODETOOLS_HARD_LINKS", "write-through")
     assert Settings.from_env(["."]).hard_links == "write-through"
-    monkeypatch.setenv("MCP_CODETOOLS_HARD_LINKS", "write-thru")  # a typo keeps the safe default
-    assert Settings.from_env(["."]).hard_links == "refuse"
+    monkeypatch.setenv("MCP_CODETOOLS_HARD_LINKS", "write-thru")  # a typo is refused, naming the variable
+    with pytest.raises(ConfigError, match="MCP_CODETOOLS_HARD_LINKS"):
+        Settings.from_env(["."])
     monkeypatch.delenv("MCP_CODETOOLS_HARD_LINKS")
     assert Settings.from_env(["."]).hard_links == "refuse"
 
