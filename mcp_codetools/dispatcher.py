@@ -1,5 +1,4 @@
-"""
-The ordering rule for one session's calls, carried over from the seed to MCP.
+"""The ordering rule for one session's calls, carried over from the seed to MCP.
 
 Calls are numbered as they arrive. A concurrency-safe call starts once every earlier unsafe call has
 finished, no earlier safe call is still waiting, and fewer than `limit` safe calls are running. Any

@@ -1,5 +1,7 @@
-"""`mcp-codetools doctor`: start the real server over stdio, speak to it with the SDK client, and say plainly
-whether it works."""
+"""`mcp-codetools doctor`: says plainly whether the server works on this machine.
+
+It starts the real server over stdio and speaks to it with the SDK client.
+"""
 
 from __future__ import annotations
 

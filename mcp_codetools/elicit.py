@@ -1,5 +1,4 @@
-"""
-Asking the user to confirm a call, through MCP elicitation, on either protocol era.
+"""Asking the user to confirm a call, through MCP elicitation, on either protocol era.
 
 Up to 2025-11-25 the server sends `elicitation/create` in the middle of the call and waits. From
 2026-07-28 there is no such back-channel: the call ends with `input_required` naming the question, and

@@ -1,5 +1,4 @@
-"""
-Streamable HTTP for remote use: one CodeSession per `Mcp-Session-Id`, a bearer token when not on loopback.
+"""Streamable HTTP for remote use: one CodeSession per `Mcp-Session-Id`, a bearer token when not on loopback.
 
 The SDK serves the protocol; the layer here sees every request first. It refuses a missing or wrong
 token, keeps each session's activity (which decides when it idles out) and closes its CodeSession

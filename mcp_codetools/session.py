@@ -1,5 +1,4 @@
-"""
-`CodeSession`: everything one MCP session remembers between calls.
+"""`CodeSession`: everything one MCP session remembers between calls.
 
 The read ledger (what was read, when, which part), the file history of edits, the working directory
 shared by Bash and relative paths, background jobs, and the budget for output saved to disk. The

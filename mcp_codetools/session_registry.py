@@ -1,5 +1,4 @@
-"""
-The live `CodeSession`s of the HTTP server, one per `Mcp-Session-Id`, and when each one ends.
+"""The live `CodeSession`s of the HTTP server, one per `Mcp-Session-Id`, and when each one ends.
 
 A session ends when its client deletes it (HTTP DELETE), when it idles out, or when the server stops;
 ending it closes the `CodeSession`, which kills its jobs. Idle means what the SDK's session manager

@@ -1,5 +1,4 @@
-"""
-stdio served from the event loop itself, answering malformed input as JSON-RPC requires.
+"""stdio served from the event loop itself, answering malformed input as JSON-RPC requires.
 
 The SDK's default stdio hops to a worker thread for every line read and every write, and drops a line
 it cannot parse without a word. Here the wire descriptors are duplicated and watched by the loop

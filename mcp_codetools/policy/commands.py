@@ -1,5 +1,4 @@
-"""
-A Bash command seen as permission rules see it: the simple commands it runs and the files it redirects to.
+"""A Bash command seen as permission rules see it: the simple commands it runs and the files it redirects to.
 
 Every simple command anywhere in the parse tree counts (after `&&`, `||`, `;`, `|`, newlines, inside
 subshells, `$(…)`, loops and functions), so `npm test && rm -rf /` is two commands, not one that starts

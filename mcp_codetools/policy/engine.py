@@ -1,5 +1,4 @@
-"""
-Deciding one call: deny rules, then the mode, then ask rules and protected paths, then allow rules.
+"""Deciding one call: deny rules, then the mode, then ask rules and protected paths, then allow rules.
 
 Deny wins over ask, ask over allow. A `Read(...)` deny also blocks writing that path (there is no point
 hiding a file that can be overwritten). Bash is matched per simple command: a compound command is

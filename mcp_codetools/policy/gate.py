@@ -1,5 +1,4 @@
-"""
-The permission step as the pipeline runs it: rules and mode, then hooks, then asking the user.
+"""The permission step as the pipeline runs it: rules and mode, then hooks, then asking the user.
 
 Order for one call: the policy decides (deny rules, the mode, ask rules, protected paths, allow rules);
 a deny ends it. PreToolUse hooks run next: a hook's block or deny ends the call, a hook's ask turns an
@@ -55,8 +54,10 @@ Asker = Callable[[Question], Awaitable[bool | None]]
 
 
 class AnswerNeeded(Exception):
-    """Raised by an asker that cannot wait for the answer within this request (2026-07-28: the server returns
-    `input_required`, and the client sends the call again with the answer)."""
+    """Raised by an asker that cannot wait for the answer within this request.
+
+    Under 2026-07-28 the server returns `input_required`, and the client sends the call again with the answer.
+    """
 
     def __init__(self, question: Question) -> None:
         super().__init__(question.message)

@@ -1,5 +1,4 @@
-"""
-PreToolUse and PostToolUse hooks in Claude Code's shape: commands that see each call as JSON and may block it.
+"""PreToolUse and PostToolUse hooks in Claude Code's shape: commands that see each call as JSON and may block it.
 
 A hook gets on stdin `session_id`, `cwd`, `hook_event_name`, `tool_name`, `tool_input` (and, after the
 call, `tool_response`). Exit 0 lets the call go on, and JSON on stdout may carry a permission decision

@@ -1,5 +1,4 @@
-"""
-Permission rules in Claude Code's syntax: `Tool` or `Tool(specifier)`.
+"""Permission rules in Claude Code's syntax: `Tool` or `Tool(specifier)`.
 
 Path specifiers (Read, Edit and the tools they cover) are gitignore-style globs with anchors:
 

@@ -1,5 +1,4 @@
-"""
-Background jobs: commands started with `run_in_background`, owned by the session.
+"""Background jobs: commands started with `run_in_background`, owned by the session.
 
 A job writes straight into a log file in the session's scratch folder (the kernel appends; the server
 holds none of its output in memory), so a job never blocks on a full pipe, whoever reads it and

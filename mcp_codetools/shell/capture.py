@@ -1,5 +1,4 @@
-"""
-Output capture with bounded memory, whatever a command prints.
+"""Output capture with bounded memory, whatever a command prints.
 
 Up to `cap` characters everything is kept. Past it, only the first and last `cap/2` (less room for the
 marker) stay in memory, and the whole stream goes to a spill file in the session's scratch folder, so
@@ -149,7 +148,7 @@ class OutputCapture:
 
 
 def tidy(text: str, *, leading: bool = True) -> str:
-    """Claude Code's clean-up: trailing whitespace and leading blank lines go; `\\r` redraws show their final state."""
+    r"""Claude Code's clean-up: trailing whitespace and leading blank lines go; `\r` redraws show their final state."""
     if "\r" in text:
         text = _CR_AT_END.sub("", _OVERWRITTEN.sub("", text.replace("\r\n", "\n")))
     text = text.rstrip()

@@ -1,5 +1,4 @@
-"""
-The read-only allowlist: which commands, with which arguments, only read.
+"""The read-only allowlist: which commands, with which arguments, only read.
 
 Data first: `ANY_ARGS` holds commands that no argument can turn into a writer or a runner of other
 programs; `RULES` maps the rest to a check over their arguments. A check returns a problem ("" when

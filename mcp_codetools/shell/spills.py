@@ -1,5 +1,4 @@
-"""
-A session's budget for output saved to disk: full command outputs and background jobs' logs.
+"""A session's budget for output saved to disk: full command outputs and background jobs' logs.
 
 Each file has its own cap (1 GiB), but a session can make many; past the budget the oldest files go
 first. A file still being written (a running job's log) is never removed, nor the one the current call

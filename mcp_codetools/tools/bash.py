@@ -1,5 +1,4 @@
-"""
-Bash: run a shell command that cannot hang the call or outlive it, and say plainly what happened.
+"""Bash: run a shell command that cannot hang the call or outlive it, and say plainly what happened.
 
 The process work (group, timeout, capture, cleanup) is in `mcp_codetools.shell.runner`; this module
 turns a run into the text the model reads: the output (head and tail past 30,000 characters, with the
