@@ -45,6 +45,7 @@ class SimpleCommand:
 
     @property
     def text(self) -> str:
+        """The words joined by spaces: what a `Bash(...)` rule's pattern is matched against."""
         return " ".join(self.words)
 
     def unwrapped(self) -> SimpleCommand:
@@ -90,6 +91,7 @@ class CommandParts:
 
 
 def split_command(command: str) -> CommandParts:
+    """The simple commands and write targets of a command line; a huge one is not parsed and counts as incomplete."""
     if len(command) > MAX_PARSED_CHARS:  # not parsed, and not cached: the cache would keep it alive
         return _TOO_LONG
     return _split_command(command)

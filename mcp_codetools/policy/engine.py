@@ -79,6 +79,8 @@ class CallFacts:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
+    """What the policy says about one call: allow, deny or ask, and why."""
+
     behaviour: Behaviour
     reason: str
     """Names the rule or mode that decided, and where it came from (for the model and the log)."""
@@ -189,6 +191,10 @@ class Policy:
         return re.compile(f"^(?:(?:{alternatives})(?:/.*)?|{files})$", re.S)
 
     def decide(self, facts: CallFacts) -> Decision:
+        """Decide one call: deny rules first, then the mode, ask rules, protected paths, allow rules.
+
+        A call no rule allows is asked about unless the mode lets it through.
+        """
         writes = [str(p) for p in facts.write_paths]
         reads = [str(p) for p in facts.read_paths]
         commands: Sequence[SimpleCommand] = ()

@@ -45,6 +45,7 @@ class Question:
 
     @property
     def message(self) -> str:
+        """The question as the user sees it: the tool, what it touches, and why it is asked."""
         what = f"{self.tool}: {self.subject}" if self.subject else self.tool
         return f"Allow this call? {what}\n(Asked because {self.reason}.)"
 

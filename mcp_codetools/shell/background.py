@@ -71,6 +71,7 @@ class Job:
 
     @property
     def running(self) -> bool:
+        """Whether the job's process has not exited yet."""
         return not self.done.is_set()
 
     @property
@@ -98,6 +99,8 @@ class Job:
 
 @dataclass(frozen=True, slots=True)
 class NewOutput:
+    """A job's output since the last read, and how many older unread bytes were skipped to bound it."""
+
     text: str
     skipped_bytes: int
 
@@ -140,6 +143,7 @@ class JobRegistry:
         return job
 
     def get(self, job_id: str) -> Job | None:
+        """The job with `job_id` (surrounding blanks ignored), or None."""
         return self.jobs.get(job_id.strip())
 
     def describe(self) -> str:
@@ -240,7 +244,8 @@ class JobRegistry:
 class LineFilter(Protocol):
     """What BashOutput's `filter` is matched with (a compiled pattern with a time budget)."""
 
-    def search(self, line: str) -> object: ...
+    def search(self, line: str) -> object:
+        """A match object when `line` matches, else None."""
 
 
 def _read_all(handle: BinaryIO, length: int, capture: OutputCapture) -> int:

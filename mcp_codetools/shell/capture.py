@@ -60,9 +60,11 @@ class OutputCapture:
 
     @property
     def truncated(self) -> bool:
+        """Whether more arrived than the cap, so the middle is left out of the text."""
         return self.total_chars > self.cap
 
     def feed(self, data: bytes) -> None:
+        """Add raw output; a character split across reads is decoded once it is whole."""
         self.add_text(self._decoder.decode(data))
 
     def close(self) -> None:
@@ -73,6 +75,7 @@ class OutputCapture:
             self._spill = None
 
     def add_text(self, text: str) -> None:
+        """Add decoded output: kept in the head until it fills, then in a tail bounded to the cap."""
         if not text:
             return
         self.total_chars += len(text)

@@ -48,6 +48,7 @@ class NotReadOnly(Exception):
 
 
 def is_read_only(command: str) -> bool:
+    """Whether every part of `command` only reads, so it may run without a question."""
     return analyze(command).read_only
 
 

@@ -77,6 +77,7 @@ def _allow(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> None:
 
 
 def main(argv: Sequence[str]) -> int:
+    """Parse the options, restrict this process, and exec the command (returns only on failure)."""
     writable: list[str] = []
     deny_network = False
     chdir: str | None = None

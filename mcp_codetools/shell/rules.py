@@ -153,6 +153,8 @@ def version_call(*forms: str) -> Check:
 
 
 def both(first: Check, second: Check) -> Check:
+    """A check that passes only when both do; it reports the first objection."""
+
     def rule(args: Sequence[Word]) -> str:
         return first(args) or second(args)
 

@@ -23,6 +23,8 @@ class _Spill:
 
 @dataclass(frozen=True, slots=True)
 class Removed:
+    """A saved output file the budget removed, and its size."""
+
     path: Path
     size: int
 
@@ -79,6 +81,7 @@ def removal_note(removed: list[Removed], limit_bytes: int) -> str:
 
 
 def size_text(size: int) -> str:
+    """A size in the largest binary unit it reaches (`1.5 MiB`)."""
     for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
         if size >= 1 << shift:
             return f"{size / (1 << shift):.3g} {unit}"
