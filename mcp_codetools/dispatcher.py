@@ -39,6 +39,7 @@ class Ticket:
 
     @property
     def queued_ms(self) -> float:
+        """How long the call waited for its slot, in ms (so far, while it still waits)."""
         end = self.start_time if self.start_time is not None else time.perf_counter()
         return (end - self.arrived) * 1000
 

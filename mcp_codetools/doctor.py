@@ -155,6 +155,7 @@ def _roots_ok(roots: list[str]) -> bool:
 
 
 def run_doctor(roots: list[str] | None) -> int:
+    """Check the environment and the roots, then run Read -> Edit through a real client; 0 when all works."""
     roots = roots or []
     env_ok = _environment(roots)
     env_ok = _roots_ok(roots) and env_ok

@@ -38,6 +38,7 @@ INPUT_REQUIRED_VERSION = "2026-07-28"
 
 
 def can_elicit(ctx: ServerRequestContext[Any]) -> bool:
+    """Whether the client takes form elicitation, so a permission question can be put to the user."""
     capabilities = ctx.session.client_capabilities
     elicitation = capabilities.elicitation if capabilities is not None else None
     # An empty `elicitation: {}` means form mode (the spec's default for older clients).

@@ -61,6 +61,7 @@ class CodeSession:
 
     @property
     def dispatcher(self) -> Dispatcher:
+        """The session's call scheduler, made on first use (imported late: it sits a layer above the session)."""
         if self._dispatcher is None:
             from mcp_codetools.dispatcher import Dispatcher
 
@@ -76,6 +77,7 @@ class CodeSession:
         return self._jobs
 
     def on_close(self, closer: Closer) -> None:
+        """Run `closer` when the session ends, in the order registered."""
         self._closers.append(closer)
 
     @property

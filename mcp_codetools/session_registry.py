@@ -52,9 +52,11 @@ class SessionRegistry:
         return sum(1 for entry in self._entries.values() if entry.session is not None)
 
     def live(self) -> list[CodeSession]:
+        """The sessions open now."""
         return [entry.session for entry in self._entries.values() if entry.session is not None]
 
     def has_ended(self, key: str) -> bool:
+        """Whether `key` named a session that has ended, so a request with it is refused, not given a new one."""
         return key in self._ended
 
     @contextmanager
@@ -96,6 +98,7 @@ class SessionRegistry:
                 await entry.session.aclose()
 
     def idle_keys(self) -> list[str]:
+        """The sessions with no call running that have been idle for the timeout."""
         now = self._clock()
         return [
             key
@@ -104,6 +107,7 @@ class SessionRegistry:
         ]
 
     async def reap_idle(self) -> None:
+        """End every session idle for the timeout."""
         for key in self.idle_keys():
             await self.end(key, f"idle for {self.idle_timeout_s:g} s")
 
@@ -115,5 +119,6 @@ class SessionRegistry:
             await self.reap_idle()
 
     async def aclose(self) -> None:
+        """End every session (the server is stopping)."""
         for key in list(self._entries):
             await self.end(key, "server stopping")

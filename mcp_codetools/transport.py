@@ -47,6 +47,7 @@ METHOD_NOT_FOUND = -32601
 
 
 def error_line(code: int, message: str, request_id: Any = None, data: str | None = None) -> bytes:
+    """One JSON-RPC error response as a stdio line."""
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
