@@ -128,6 +128,23 @@ class Settings:
     """HTTP: a session with no request in flight and no open stream for this long is closed (its jobs killed)."""
     sandbox: SandboxSettings = SandboxSettings()
     """The OS sandbox Bash runs in; `sandbox.enabled` also tells the permission policy that Bash is confined."""
+    image_max_side: int = 1568
+    """Read shows an image no larger than this on its longest side (pixels)..."""
+    image_max_pixels: int = 1_150_000
+    """...and no larger than this in area; beyond either bound it is scaled down, aspect ratio kept."""
+    image_max_bytes: int = 512 * 1024
+    """An encoded image above this size is encoded again, smaller."""
+    result_max_images: int = 8
+    """Images one Read result may carry (notebook outputs, scanned PDF pages)."""
+    pdf_max_pages: int = 20
+    """Pages one Read of a PDF may ask for."""
+    pdf_pages_without_range: int = 10
+    """A longer PDF read without `pages` answers with an overview instead of text."""
+    notebook_output_chars: int = 4000
+    """Characters of one notebook cell output shown before it is cut."""
+    history_max_entries: int = 200
+    history_max_bytes: int = 256 * 1024 * 1024
+    """The file history's bounds; versions are kept on disk in the session's scratch folder."""
 
     @classmethod
     def from_env(cls, roots: list[str] | None = None) -> Settings:

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from mcp_codetools.dispatcher import Ticket
 from mcp_codetools.errors import ErrorCode, InvalidInputError, ToolError
 from mcp_codetools.policy.gate import AnswerNeeded, Asker, PermissionGate
+from mcp_codetools.policy.hiding import Hider
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools.base import CallContext, ProgressFn, Tool, ToolInput, ToolOutput
 
@@ -148,6 +149,7 @@ async def check_permission(tool: Tool[Any], args: ToolInput, ctx: CallContext, g
         # The arguments are copied for hooks only when there are hooks: a 50 MB Write would pay twice.
         tool_input = _hook_input(args) if gate.hooks else {}
         await gate.check(facts, tool_input, session_id=ctx.session.id, ask=ctx.ask)
+        ctx.hidden = Hider.for_tool(gate.policy, tool.name)  # Grep and Glob leave out what deny rules hide
 
 
 def _hook_input(args: ToolInput) -> dict[str, Any]:

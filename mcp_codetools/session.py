@@ -47,8 +47,15 @@ class CodeSession:
         """Names the session to hooks and in the audit log; not a secret, and not the process marker."""
         self.workspace = Workspace(settings.roots)
         self.cwd: Path = self.workspace.roots[0]
+        self.roots_wanted = True
+        """The client's roots are to be asked for before the next call (at the start, and after it says they
+        changed)."""
         self.ledger = ReadLedger()
-        self.history = FileHistory()
+        self.history = FileHistory(
+            lambda: self.scratch_dir / "history",
+            max_bytes=settings.history_max_bytes,
+            max_entries=settings.history_max_entries,
+        )
         self.line_index = LineIndexCache()
         self.spills = SpillBudget(settings.spill_budget_bytes)
         self.process_marker = runner.Marker.new(runner.SESSION_VAR)

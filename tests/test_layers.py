@@ -39,11 +39,11 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"session_registry", "roots"}),
     frozenset({"tools"}),
     frozenset({"pipeline"}),
-    frozenset({"elicit"}),
+    frozenset({"elicit", "client_roots"}),
     frozenset({"server", "transport", "http_server", "manifest"}),
     frozenset({"doctor", "cli", "__main__"}),
 )
-MCP_SPEAKERS = frozenset({"elicit", "server", "transport", "http_server", "manifest", "doctor"})
+MCP_SPEAKERS = frozenset({"elicit", "client_roots", "server", "transport", "http_server", "manifest", "doctor"})
 """Modules that may import the MCP SDK (doctor only to run a client against the server)."""
 SHARED_BY_TOOLS = {f"{PACKAGE}.tools", f"{PACKAGE}.tools.base"}
 

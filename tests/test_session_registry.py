@@ -53,7 +53,7 @@ async def test_ending_closes_the_session_and_refuses_its_id(registry: SessionReg
     async def closer() -> None:
         closed.append("a")
 
-    session.extras.setdefault("closers", []).append(closer)
+    session.on_close(closer)
     clock.now += 61
     await registry.reap_idle()
     assert closed == ["a"] and len(registry) == 0

@@ -12,6 +12,7 @@ from benchmarks.workloads import (
     edit,
     grep,
     result_size,
+    rich_files,
     shell,
     small_read,
 )
@@ -26,6 +27,7 @@ ALL: tuple[ModuleType, ...] = (
     edit,
     shell,
     result_size,
+    rich_files,
 )
 
 

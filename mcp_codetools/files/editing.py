@@ -213,7 +213,7 @@ def create_file(path: Path, content: str, workspace: Workspace, history: FileHis
     data = encode_content(content, "utf-8", "surrogateescape")
     if os.path.lexists(path):
         raise FileChangedError(UNEXPECTEDLY_MODIFIED)
-    history.remember(path, None)
+    history.remember(path, None, made_by="a create (Edit or Write)")
     stamp = write_atomic(path, data, workspace, None)
     ledger.record_write(path, stamp)
     return len(data)

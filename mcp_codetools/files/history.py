@@ -1,31 +1,157 @@
-"""The file history: what files held before each of our writes, bounded in count and bytes."""
+"""
+The file history: what each file held before each of our writes, so a version can be listed and restored.
+
+Contents live on disk in the session's scratch folder (one file per version), not in memory; memory
+holds a small record per version. The history is bounded by count and by bytes; the oldest versions go
+first. A version larger than the byte bound is listed as not kept.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import logging
+import os
+import time
 from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """A file's content just before one of our writes (`replaced_by` names the call that made that write)."""
+
+    number: int
+    path: Path
+    replaced_at: float
+    replaced_by: str
+    size: int | None
+    """None: the file did not exist before that write."""
+    blob: Path | None
+    kept: bool = True
+
+    @property
+    def existed(self) -> bool:
+        return self.size is not None
 
 
 class FileHistory:
-    """The content of files before each of our writes, newest last, bounded in bytes."""
+    """Versions of files before each of our writes, oldest first, spilled to `spill_dir`."""
 
     ENTRY_OVERHEAD = 256
 
-    def __init__(self, max_bytes: int = 8 * 1024 * 1024, max_entries: int = 64) -> None:
+    def __init__(
+        self,
+        spill_dir: Callable[[], Path] | None = None,
+        *,
+        max_bytes: int = 256 * 1024 * 1024,
+        max_entries: int = 200,
+    ) -> None:
+        self._spill_dir = spill_dir
+        self._folder: Path | None = None
         self._max_bytes = max_bytes
         self._max_entries = max_entries
-        self._entries: deque[tuple[Path, bytes | None]] = deque()
+        self._entries: deque[HistoryEntry] = deque()
+        self._memory: dict[int, bytes] = {}
+        """Contents held in memory when there is no spill folder (tests, a session without scratch)."""
         self._bytes = 0
+        self._numbers = itertools.count(1)
+        self.dropped = 0
 
-    def remember(self, path: Path, before: bytes | None) -> None:
-        size = len(before or b"") + self.ENTRY_OVERHEAD
-        if size > self._max_bytes:
-            return
-        self._entries.append((path, before))
-        self._bytes += size
+    def remember(self, path: Path, before: bytes | None, made_by: str = "Edit or Write") -> HistoryEntry:
+        """Record `before` (None: the file did not exist) as the version the call `made_by` replaces."""
+        number = next(self._numbers)
+        size = len(before) if before is not None else None
+        cost = (size or 0) + self.ENTRY_OVERHEAD
+        kept = cost <= self._max_bytes
+        blob: Path | None = None
+        if before is not None and kept:
+            try:
+                blob = self._store(number, before)
+            except OSError as exc:
+                # The write itself must not fail because its undo copy could not be saved.
+                logger.warning("file history: cannot save the version of %s (%s); it is listed as not kept", path, exc)
+                kept = False
+        entry = HistoryEntry(
+            number,
+            path,
+            time.time(),
+            made_by,
+            size,
+            blob,
+            kept,
+        )
+        self._entries.append(entry)
+        self._bytes += cost if kept else self.ENTRY_OVERHEAD
+        self._trim()
+        return entry
+
+    def _store(self, number: int, data: bytes) -> Path | None:
+        folder = self._folder_path()
+        if folder is None:
+            self._memory[number] = data
+            return None
+        blob = folder / f"{number:08d}.bin"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(blob, flags, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        return blob
+
+    def _folder_path(self) -> Path | None:
+        if self._folder is None and self._spill_dir is not None:
+            folder = self._spill_dir()
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._folder = folder
+        return self._folder
+
+    def _trim(self) -> None:
         while self._entries and (self._bytes > self._max_bytes or len(self._entries) > self._max_entries):
-            _, dropped = self._entries.popleft()
-            self._bytes -= len(dropped or b"") + self.ENTRY_OVERHEAD
+            old = self._entries.popleft()
+            self._bytes -= ((old.size or 0) + self.ENTRY_OVERHEAD) if old.kept else self.ENTRY_OVERHEAD
+            self._memory.pop(old.number, None)
+            if old.blob is not None:
+                with contextlib.suppress(OSError):
+                    old.blob.unlink()
+            self.dropped += 1
+
+    def entries(self, path: Path | None = None) -> list[HistoryEntry]:
+        """The versions kept, oldest first (of one file, or of all)."""
+        return [entry for entry in self._entries if path is None or entry.path == path]
+
+    def content(self, entry: HistoryEntry) -> bytes | None:
+        """The bytes of a version (None: the file did not exist).
+
+        Raises:
+            LookupError: the version was not kept, or its spilled copy is gone.
+        """
+        if not entry.existed:
+            return None
+        if not entry.kept:
+            raise LookupError(f"version {entry.number} was larger than the history's byte bound and was not kept")
+        if entry.blob is None:
+            return self._memory[entry.number]
+        try:
+            return entry.blob.read_bytes()
+        except OSError as exc:
+            raise LookupError(f"the saved copy of version {entry.number} cannot be read: {exc.strerror}") from None
 
     def versions(self, path: Path) -> list[bytes | None]:
-        return [before for p, before in self._entries if p == path]
+        """The contents before each write to `path`, oldest first (those still kept)."""
+        out: list[bytes | None] = []
+        for entry in self.entries(path):
+            with contextlib.suppress(LookupError):
+                out.append(self.content(entry))
+        return out
+
+    @property
+    def bytes_kept(self) -> int:
+        return self._bytes

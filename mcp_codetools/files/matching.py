@@ -270,9 +270,11 @@ def _lines(text: AnyStr, start: int, end: int, decode: Callable[[AnyStr], str]) 
         stop = text.find(nl, pos, end)
         stop = end if stop == -1 else stop
         if stop - pos > _LONG_LINE_UNITS:
-            unit = "bytes" if isinstance(text, bytes) else "characters"
+            # Bytes are counted, not characters, for an encoded file: "about" says so (Read's own wording).
+            about = "about " if isinstance(text, bytes) else ""
             head = decode(text[pos : pos + _LONG_LINE_UNITS])[:MAX_LINE_CHARS]
-            lines.append(f"{head}{CUT_MARK} {stop - pos} {unit} in all]")
+            total = stop - pos
+            lines.append(f"{head}{CUT_MARK}{about}{total - MAX_LINE_CHARS} of its {about}{total} characters hidden]")
         else:
             lines.append(decode(text[pos:stop]))
         if stop >= end:

@@ -40,6 +40,8 @@ class Workspace:
         if not resolved:
             raise ValueError("at least one workspace root is required")
         self.roots: tuple[Path, ...] = tuple(resolved)
+        self.configured: tuple[Path, ...] = self.roots
+        """The roots the server was started with; the client's roots come after them and never replace them."""
         self.readable: list[Path] = []
         """Folders the server made itself (full command output, job logs): open to reads only."""
         self._identities: dict[Path, tuple[int, int]] = {}
@@ -53,6 +55,20 @@ class Workspace:
         except OSError:
             return
         self._identities.setdefault(folder, (st.st_dev, st.st_ino))
+
+    def set_client_roots(self, folders: Iterable[Path]) -> list[Path]:
+        """Serve the configured roots plus `folders` (the client's latest roots); returns the folders taken.
+
+        A folder that is not a directory is skipped; an empty list leaves the configured roots alone.
+        """
+        taken: list[Path] = []
+        for folder in folders:
+            real = canonical_root(folder)
+            if real.is_dir() and real not in self.configured and real not in taken:
+                taken.append(real)
+                self._remember(real)
+        self.roots = self.configured + tuple(taken)
+        return taken
 
     def add_readable(self, folder: Path) -> None:
         """Open `folder` to reads only (the server's own output folders)."""

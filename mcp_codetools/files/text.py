@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import codecs
 import re
+import shlex
 from dataclasses import dataclass
 
 SAMPLE_BYTES = 8192
 MAX_LINE_CHARS = 2000
+CUT_MARK = "… [line cut: "
+"""Starts the note on a line cut at MAX_LINE_CHARS; Read counts these to explain how to see the rest."""
 
 _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF8, "utf-8"),
@@ -28,6 +31,7 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
 )
 _CONTROL = bytes(c for c in range(32) if c not in (9, 10, 12, 13, 27))
 _SURROGATES = re.compile("[\ud800-\udfff]")
+_CUT_TAIL = re.compile(r"… \[line cut: (?:about )?(\d+) of its (?:about )?\d+ characters hidden\]$")
 
 
 class BinaryContentError(Exception):
@@ -121,16 +125,29 @@ def for_display(text: str) -> str:
     return _SURROGATES.sub("\ufffd", text)
 
 
-CUT_MARK = "… [line cut:"
-_ALREADY_CUT = re.compile(r"… \[line cut: \d+ (?:characters|bytes) in all\]\Z")
-
-
 def clip_line(line: str) -> str:
     if len(line) <= MAX_LINE_CHARS:
         return line
-    if len(line) <= MAX_LINE_CHARS + 64 and _ALREADY_CUT.search(line, MAX_LINE_CHARS):
-        return line  # cut before it was decoded (matching.window), with the whole line's length
-    return f"{line[:MAX_LINE_CHARS]}{CUT_MARK} {len(line)} characters in all]"
+    if len(line) <= MAX_LINE_CHARS + 80 and _CUT_TAIL.search(line):
+        return line  # already cut before it was decoded whole (matching.window), with the whole line's length
+    return f"{line[:MAX_LINE_CHARS]}{CUT_MARK}{len(line) - MAX_LINE_CHARS} of its {len(line)} characters hidden]"
+
+
+def long_line_note(path: object, numbered: list[str]) -> list[str]:
+    """How to see the hidden part of lines cut at MAX_LINE_CHARS (minified code, one-line JSON), if any were."""
+    cut = [(line, found) for line in numbered if CUT_MARK in line and (found := _CUT_TAIL.search(line))]
+    if not cut:
+        return []
+    hidden = sum(int(found.group(1)) for _, found in cut)
+    number = cut[0][0].split("\t", 1)[0]
+    path = shlex.quote(str(path))
+    lines = f"{len(cut)} line{'s' if len(cut) != 1 else ''} longer than {MAX_LINE_CHARS} characters"
+    return [
+        f"\n[{lines} cut; {hidden:,} characters hidden. To see more of line {number}, use Bash: "
+        f"`sed -n '{number}p' {path} | cut -c{MAX_LINE_CHARS + 1}-{MAX_LINE_CHARS * 3}` for the next part, "
+        f"`sed -n '{number}p' {path} | fold -w {MAX_LINE_CHARS}` for all of it in pieces, or "
+        f"`grep -oE '.{{0,200}}NAME.{{0,200}}' {path}` for the text around NAME.]"
+    ]
 
 
 def number_line(number: int, line: str) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcp_codetools.files.stamps import digest_bytes
-from mcp_codetools.files.text import MAX_LINE_CHARS, TextFormat, number_line
+from mcp_codetools.files.text import CUT_MARK, MAX_LINE_CHARS, TextFormat, number_line
 
 WHOLE_FILE_BYTES = 4 * 1024 * 1024
 DIGEST_MAX_BYTES = 64 * 1024 * 1024
@@ -178,7 +178,8 @@ def _render(number: int, raw: bytes, true_len: int, fmt: TextFormat) -> str:
     if true_len > len(raw):
         line = line[: MAX_LINE_CHARS + 1]
         rendered = number_line(number, line)
-        return rendered.split("… [line cut:")[0] + f"… [line cut: about {true_len} characters in all]"
+        hidden = true_len - MAX_LINE_CHARS
+        return rendered.split(CUT_MARK)[0] + f"{CUT_MARK}about {hidden} of its about {true_len} characters hidden]"
     return number_line(number, line)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 
 SPOOL_BYTES = 4 * 1024 * 1024
@@ -84,6 +85,11 @@ class FileBlocks:
         if self._rest and self.complete:
             self._feed(self._rest + b"\n", len(self._rest) + 1)
         self._rest = b""
+
+    def drop(self, hidden: Callable[[bytes], bool]) -> None:
+        """Leave out the blocks of files `hidden` names (call after `finish`): totals and pages skip them whole."""
+        self._blocks = [block for block in self._blocks if not block.path or not hidden(block.path)]
+        self._current = None
 
     @property
     def total(self) -> int:

@@ -8,7 +8,7 @@ has enough, the runner kills rg at once, so a search never costs more than its r
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import anyio
@@ -165,3 +165,74 @@ class LinePager:
         self.kept_bytes += cost
         if self.limit is not None and len(self.kept) >= self.limit:
             self._taking = False
+
+
+class Unhidden:
+    """A sink that passes on only the records (ended by `sep`) whose name `is_hidden` does not hide, so the
+    sink behind it counts and pages what may be shown.
+
+    The name is the whole record, or what comes before the last `name_end` in it. With `literals` (one
+    of which every hidden name holds), a chunk is searched for them in C, and only the records holding
+    one are asked about: the common chunk passes through untouched. Records are whole when passed on;
+    `flush` passes a last one that had no separator.
+    """
+
+    def __init__(
+        self,
+        sink: Callable[[bytes], bool],
+        is_hidden: Callable[[bytes], bool],
+        sep: bytes,
+        *,
+        literals: Sequence[bytes] | None = None,
+        name_end: bytes | None = None,
+    ) -> None:
+        self.sink = sink
+        self.is_hidden = is_hidden
+        self.sep = sep
+        self.literals = literals
+        self.name_end = name_end
+        self._rest = b""
+
+    def __call__(self, chunk: bytes) -> bool:
+        data = self._rest + chunk if self._rest else chunk
+        end = data.rfind(self.sep) + 1
+        self._rest = data[end:]
+        if not end:
+            return True
+        kept = self._visible(data[:end])
+        return self.sink(kept) if kept else True
+
+    def flush(self) -> None:
+        rest, self._rest = self._rest, b""
+        if rest and not self._hides(rest):
+            self.sink(rest)
+
+    def _hides(self, record: bytes) -> bool:
+        name = record if self.name_end is None else record.rpartition(self.name_end)[0]
+        return self.is_hidden(name)
+
+    def _visible(self, block: bytes) -> bytes:
+        """`block` (whole records) without the hidden ones."""
+        sep = self.sep
+        if self.literals is None:
+            records = block[:-1].split(sep)
+            kept = [record for record in records if not self._hides(record)]
+            return block if len(kept) == len(records) else b"".join(record + sep for record in kept)
+        starts: set[int] = set()
+        for literal in self.literals:
+            at = block.find(literal)
+            while at >= 0:
+                start = block.rfind(sep, 0, at) + 1
+                starts.add(start)
+                at = block.find(literal, block.index(sep, at) + 1)
+        if not starts:
+            return block
+        pieces: list[bytes] = []
+        done = 0
+        for start in sorted(starts):
+            stop = block.index(sep, start) + 1
+            if self._hides(block[start : stop - 1]):
+                pieces.append(block[done:start])
+                done = stop
+        pieces.append(block[done:])
+        return b"".join(pieces)

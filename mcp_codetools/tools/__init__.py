@@ -7,15 +7,30 @@ from typing import Any
 from mcp_codetools.tools.base import Tool
 from mcp_codetools.tools.bash import BashTool
 from mcp_codetools.tools.edit import EditTool
+from mcp_codetools.tools.file_history import FileHistoryTool
 from mcp_codetools.tools.glob import GlobTool
 from mcp_codetools.tools.grep import GrepTool
 from mcp_codetools.tools.jobs import BashOutputTool, KillShellTool
+from mcp_codetools.tools.multiedit import MultiEditTool
+from mcp_codetools.tools.notebook_edit import NotebookEditTool
 from mcp_codetools.tools.read import ReadTool
 from mcp_codetools.tools.write import WriteTool
 
 
 def default_tools() -> list[Tool[Any]]:
-    return [ReadTool(), EditTool(), WriteTool(), GrepTool(), GlobTool(), BashTool(), BashOutputTool(), KillShellTool()]
+    return [
+        ReadTool(),
+        EditTool(),
+        WriteTool(),
+        GrepTool(),
+        GlobTool(),
+        BashTool(),
+        BashOutputTool(),
+        KillShellTool(),
+        MultiEditTool(),
+        NotebookEditTool(),
+        FileHistoryTool(),
+    ]
 
 
 __all__ = ["Tool", "default_tools"]

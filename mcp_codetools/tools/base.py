@@ -20,6 +20,7 @@ from typing_extensions import TypeVar
 
 from mcp_codetools.policy.engine import CallFacts
 from mcp_codetools.policy.gate import Asker
+from mcp_codetools.policy.hiding import Hider
 from mcp_codetools.session import CodeSession
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -47,13 +48,27 @@ PreparedT = TypeVar("PreparedT", default=Any)
 """What `validate_input` hands to `call`; a tool that prepares nothing leaves it out and takes `None`."""
 
 
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    """An image for the model: encoded bytes and their MIME type (server.py turns it into image content)."""
+
+    data: bytes
+    mime_type: str
+
+
 @dataclass
 class ToolOutput:
-    """What a call produced: text for the model, details for machines, and whether it failed."""
+    """What a call produced: text for the model, details for machines, and whether it failed.
+
+    Images follow the text, in order; a tool that mixes text and images puts the text that belongs
+    after an image into `trailing`, keyed by the image's index.
+    """
 
     text: str
     meta: dict[str, Any] = field(default_factory=dict)
     is_error: bool = False
+    images: list[ImagePart] = field(default_factory=list)
+    trailing: dict[int, str] = field(default_factory=dict)
 
 
 async def _no_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -70,6 +85,8 @@ class CallContext:
     changes: list[Callable[[], None]] = field(default_factory=list)
     ask: Asker | None = None
     """Asks the user to confirm the call (through the client); None when nobody can be asked."""
+    hidden: Hider | None = None
+    """Whether a deny rule hides a file (absolute real path) from this tool's listings; None when no rule can."""
 
     def defer(self, change: Callable[[], None]) -> None:
         """Queue a session change; the dispatcher commits it in arrival order."""

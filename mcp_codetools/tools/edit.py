@@ -69,7 +69,7 @@ class EditTool(Tool[EditInput, Replacement | None]):
         if args.old_string == args.new_string:
             raise NoChangeError("No changes to make: old_string and new_string are exactly the same.")
         if path.suffix == ".ipynb" and os.path.lexists(path):
-            raise NotAFileError("File is a Jupyter Notebook. Edit its JSON with Write after reading it.")
+            raise NotAFileError("File is a Jupyter Notebook. Use NotebookEdit to change its cells.")
         loaded = load_existing(path, session.workspace)
         if loaded is None:
             if args.old_string == "":
@@ -121,7 +121,7 @@ class EditTool(Tool[EditInput, Replacement | None]):
         new_body = matching.apply(body, matches, new)
         data = loaded.to_file(new_body)
         refuse_read_only(loaded.st, path)
-        session.history.remember(path, loaded.data)
+        session.history.remember(path, loaded.data, made_by="Edit")
         recheck_unchanged(path, loaded)
         stamp = write_atomic(path, data, session.workspace, loaded.st)
         session.ledger.record_write(path, stamp)

@@ -25,6 +25,7 @@ from mcp_codetools.search.args import (
     display_prefix,
     dropped_note,
     filter_args,
+    hidden_names,
     name_glob,
     pin_search_target,
     still_below,
@@ -32,7 +33,7 @@ from mcp_codetools.search.args import (
     vcs_excludes,
 )
 from mcp_codetools.search.process import run_rg
-from mcp_codetools.search.sinks import LinePager, fit_lines
+from mcp_codetools.search.sinks import LinePager, Unhidden, fit_lines
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools.base import CallContext, SearchTool, ToolInput, ToolOutput
 
@@ -138,7 +139,14 @@ class GlobTool(SearchTool[GlobInput]):
         # rg runs in the folder's open descriptor: a swap of any folder on the way after the check cannot move it.
         pinned = pin_search_target(base, session.cwd, session.workspace, kind="Directory")
         try:
-            result = await run_rg(argv, base, pager, cwd_fd=pinned.fd, confine=pinned)
+            # Files a deny rule covers are left out before the pager counts, without a word about them.
+            if ctx.hidden is not None:
+                argv += ctx.hidden.rg_globs(str(pinned.real))
+            hidden = hidden_names(pinned, ctx.hidden, prefixed=False)
+            unhidden = None if hidden is None else Unhidden(pager, hidden.is_hidden, b"\0", literals=hidden.literals)
+            result = await run_rg(argv, base, unhidden or pager, cwd_fd=pinned.fd, confine=pinned)
+            if unhidden is not None:
+                unhidden.flush()
             kept = [name for name in pager.kept if still_below(pinned.fd, os.fsdecode(name))]
         finally:
             pinned.close()

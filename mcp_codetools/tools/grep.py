@@ -20,11 +20,13 @@ from pydantic_core import PydanticCustomError
 
 from mcp_codetools.errors import ExecutionError, InvalidInputError
 from mcp_codetools.search.args import (
+    HiddenNames,
     PinnedTarget,
     base_args,
     check_search_path,
     dropped_note,
     filter_args,
+    hidden_names,
     is_option_like,
     names_below,
     pin_search_target,
@@ -34,7 +36,7 @@ from mcp_codetools.search.args import (
 )
 from mcp_codetools.search.path_order import CONTEXT_SEPARATOR, MATCH_SEPARATOR, FileBlocks, path_key
 from mcp_codetools.search.process import RgResult, run_rg_on
-from mcp_codetools.search.sinks import LineCollector, LinePager, fit_lines, newest_first
+from mcp_codetools.search.sinks import LineCollector, LinePager, Unhidden, fit_lines, newest_first
 from mcp_codetools.tools.base import CallContext, SearchTool, ToolInput, ToolOutput
 
 DEFAULT_HEAD_LIMIT = 250
@@ -173,14 +175,19 @@ async def _search(args: GrepInput, ctx: CallContext, pinned: PinnedTarget) -> To
         )
     # Over a folder rg prints a path on every line; content mode then regroups by file (path_order.py).
     by_file = args.output_mode == "content" and pinned.is_dir
-    argv = build_args(args, by_file=by_file, glob_base=pinned.shown if pinned.is_dir else "")
+    # rg need not read what deny rules hide (the filter below is the judge; these only spare work).
+    hidden_globs = ctx.hidden.rg_globs(str(pinned.real)) if ctx.hidden is not None and pinned.is_dir else []
+    argv = build_args(args, by_file=by_file, glob_base=pinned.shown if pinned.is_dir else "", excludes=hidden_globs)
     limit = DEFAULT_HEAD_LIMIT if args.head_limit is None else (args.head_limit or None)
     page = Page(args.offset, limit, min(MAX_RESULT_CHARS, ctx.session.settings.max_result_chars))
+    # Files a deny rule covers are left out before counting and paging, without a word about them.
+    hidden = hidden_names(pinned, ctx.hidden)
     if args.output_mode == "content":
-        return await _content(argv, pinned, page, by_file=by_file, context=_context_lines(args) != (0, 0))
+        context = _context_lines(args) != (0, 0)
+        return await _content(argv, pinned, page, by_file=by_file, context=context, hidden=hidden)
     if args.output_mode == "count":
-        return await _count(argv, pinned, page)
-    return await _files(argv, cwd, pinned, page)
+        return await _count(argv, pinned, page, hidden)
+    return await _files(argv, cwd, pinned, page, hidden)
 
 
 BIG_BINARY_BYTES = 64 * 2**20
@@ -196,10 +203,11 @@ def _large_named_binary_file(pinned: PinnedTarget) -> bool:
         return False
 
 
-def build_args(args: GrepInput, *, by_file: bool, glob_base: str = "") -> list[str]:
+def build_args(args: GrepInput, *, by_file: bool, glob_base: str = "", excludes: Sequence[str] = ()) -> list[str]:
     """rg's argument list: model input only as `--flag=value` or after `-e`; the pinned target's path follows.
 
     rg runs in the searched folder, `glob_base` as the model names it: globs are rebased onto it.
+    `excludes` (`--glob=!…`) come last, so they win over the model's globs.
     """
     argv = base_args()
     if args.case_insensitive:
@@ -211,6 +219,7 @@ def build_args(args: GrepInput, *, by_file: bool, glob_base: str = "") -> list[s
     globs = rebase_globs(split_globs(args.glob), glob_base)
     argv += filter_args(globs) if globs is not None else ["--glob=!*"]  # no glob can match below the folder
     argv += vcs_excludes()
+    argv += excludes
     if args.output_mode == "files_with_matches":
         argv += ["--files-with-matches", "--null"]
     elif args.output_mode == "count":
@@ -305,9 +314,11 @@ def _problem_note(result: RgResult) -> str:
     return f"\n\n(rg reported a problem with some files: {first})"
 
 
-async def _files(argv: list[str], cwd: Path, pinned: PinnedTarget, page: Page) -> ToolOutput:
+async def _files(
+    argv: list[str], cwd: Path, pinned: PinnedTarget, page: Page, hidden: HiddenNames | None
+) -> ToolOutput:
     collect = LineCollector(MAX_LIST_BYTES)
-    result = await run_rg_on(argv, pinned, collect, sep=b"\0")
+    result = await _run_unhidden(argv, pinned, collect, b"\0", hidden)
     names = collect.records()
     if result.failed and not names:
         raise _failure(result)
@@ -328,9 +339,9 @@ async def _files(argv: list[str], cwd: Path, pinned: PinnedTarget, page: Page) -
     return ToolOutput(text, meta=meta)
 
 
-async def _count(argv: list[str], pinned: PinnedTarget, page: Page) -> ToolOutput:
+async def _count(argv: list[str], pinned: PinnedTarget, page: Page, hidden: HiddenNames | None) -> ToolOutput:
     collect = LineCollector(MAX_LIST_BYTES, sep=b"\n")
-    result = await run_rg_on(argv, pinned, collect)
+    result = await _run_unhidden(argv, pinned, collect, b"\n", hidden, name_end=b"\0")
     records = collect.records()
     if result.failed and not records:
         raise _failure(result)
@@ -359,12 +370,34 @@ async def _count(argv: list[str], pinned: PinnedTarget, page: Page) -> ToolOutpu
     return ToolOutput(text, meta=meta)
 
 
-async def _content(argv: list[str], pinned: PinnedTarget, page: Page, *, by_file: bool, context: bool) -> ToolOutput:
+async def _run_unhidden(
+    argv: list[str],
+    pinned: PinnedTarget,
+    sink: LineCollector,
+    sep: bytes,
+    hidden: HiddenNames | None,
+    *,
+    name_end: bytes | None = None,
+) -> RgResult:
+    """Run rg into `sink`, leaving out the records of files deny rules hide (before the sink counts them)."""
+    if hidden is None:
+        return await run_rg_on(argv, pinned, sink, sep=sep)
+    unhidden = Unhidden(sink, hidden.is_hidden, sep, literals=hidden.literals, name_end=name_end)
+    result = await run_rg_on(argv, pinned, unhidden, sep=sep)
+    unhidden.flush()
+    return result
+
+
+async def _content(
+    argv: list[str], pinned: PinnedTarget, page: Page, *, by_file: bool, context: bool, hidden: HiddenNames | None
+) -> ToolOutput:
     if by_file:
         blocks = FileBlocks(MAX_COUNT_BYTES, context=context)
         try:
             result = await run_rg_on(argv, pinned, blocks)
             blocks.finish()
+            if hidden is not None:
+                blocks.drop(hidden.is_hidden)
             kept, cut = await anyio.to_thread.run_sync(blocks.page, page.offset, page.limit, page.budget)
         finally:
             blocks.close()

@@ -8,14 +8,15 @@ from pathlib import Path
 import anyio
 from pydantic import Field
 
-from mcp_codetools.errors import BinaryFileError, tool_error_from_os
+from mcp_codetools.errors import BinaryFileError, InvalidInputError, os_errors, tool_error_from_os
 from mcp_codetools.files.opening import open_regular_for_read
 from mcp_codetools.files.refusals import missing_file_error, unreadable_error
+from mcp_codetools.files.rich import Kind, RichLimits, read_rich, rich_kind
 from mcp_codetools.files.stamps import FileStamp
-from mcp_codetools.files.text import SAMPLE_BYTES, BinaryContentError, sniff
+from mcp_codetools.files.text import SAMPLE_BYTES, BinaryContentError, long_line_note, sniff
 from mcp_codetools.files.view import WHOLE_FILE_BYTES, View, read_view
 from mcp_codetools.session import CodeSession
-from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
+from mcp_codetools.tools.base import CallContext, ImagePart, Tool, ToolInput, ToolOutput
 
 DEFAULT_LIMIT = 2000
 _NOTICE_RESERVE = 600
@@ -29,6 +30,9 @@ class ReadInput(ToolInput):
         description="Line number to start at (1-based; 0 reads as 1). Use with limit for large files.",
     )
     limit: int | None = Field(default=None, gt=0, description=f"Number of lines to read (default {DEFAULT_LIMIT}).")
+    pages: str | None = Field(
+        default=None, max_length=200, description='PDF pages, e.g. "3", "1-5", "2,4-6" (at most 20 a call).'
+    )
 
 
 class ReadTool(Tool[ReadInput]):
@@ -38,7 +42,10 @@ class ReadTool(Tool[ReadInput]):
         "Read a text file. Returns lines as `N<TAB>text`, numbered from 1, up to 2000 lines by default; "
         "use offset and limit to page through larger files (a result that would be too long is cut, and says "
         "which offset to read next). Lines over 2000 characters are cut. Read a file before you Edit or "
-        "Write it. Re-reading an unchanged range returns a short notice instead of the same text."
+        "Write it. Re-reading an unchanged range returns a short notice instead of the same text. "
+        "Images (PNG, JPEG, GIF, WebP) are shown as images, scaled down if large. PDFs: text per page "
+        "(pages without text as images); over 10 pages, pass pages. Notebooks (.ipynb): cells with outputs; "
+        "offset and limit count cells."
     )
     input_model = ReadInput
     read_only = True
@@ -60,6 +67,11 @@ class ReadTool(Tool[ReadInput]):
             raise missing_file_error(path, session.cwd, session.workspace)
         fd, st = open_regular_for_read(path, session.workspace, str(path))
         try:
+            with os_errors("read", path):
+                head = os.pread(fd, SAMPLE_BYTES, 0)
+            kind = rich_kind(path, head)
+            if kind is not None or args.pages is not None:
+                return await _read_rich(kind, fd, st, head, path, args, ctx)
             previous = session.ledger.get(path)
             if (
                 previous is not None
@@ -77,11 +89,9 @@ class ReadTool(Tool[ReadInput]):
                     meta={"path": str(path), "unchanged": True},
                 )
             try:
-                fmt = sniff(os.pread(fd, SAMPLE_BYTES, 0), whole=st.st_size <= SAMPLE_BYTES)
+                fmt = sniff(head, whole=st.st_size <= SAMPLE_BYTES)
             except BinaryContentError as exc:
                 raise unreadable_error(path, exc) from None
-            except OSError as exc:
-                raise tool_error_from_os(exc, "read", path) from None
 
             def load() -> View:
                 return read_view(
@@ -128,6 +138,41 @@ def _links_note(st: os.stat_result) -> str:
     )
 
 
+async def _read_rich(
+    kind: Kind | None, fd: int, st: os.stat_result, head: bytes, path: Path, args: ReadInput, ctx: CallContext
+) -> ToolOutput:
+    """Images, PDFs and notebooks: read off the event loop, recorded in the ledger like text."""
+    if kind is None or (kind != "pdf" and args.pages is not None):
+        raise InvalidInputError(f"pages applies to PDF files only; {path} is not a PDF. Use offset and limit.")
+    session = ctx.session
+    first = max(args.offset or 1, 1)
+    limits = RichLimits.from_settings(session.settings)
+    budget = session.settings.max_result_chars - _NOTICE_RESERVE
+    with os_errors("read", path):
+        view = await anyio.to_thread.run_sync(
+            lambda: read_rich(
+                kind,
+                fd,
+                st,
+                path,
+                head,
+                pages=args.pages,
+                first=first,
+                max_cells=args.limit,
+                limits=limits,
+                budget=budget,
+            )
+        )
+    stamp = FileStamp(st.st_mtime_ns, st.st_size, view.digest, st.st_ctime_ns)
+    ctx.defer(
+        lambda: session.ledger.record_read(
+            path, stamp, offset=first, limit=args.limit, first=1, last=0, total_lines=0, partial=not view.complete
+        )
+    )
+    text, images, trailing = view.split()
+    return ToolOutput(text, meta=view.meta, images=[ImagePart(i.data, i.mime_type) for i in images], trailing=trailing)
+
+
 def _mark_served(session: CodeSession, path: Path) -> None:
     record = session.ledger.get(path)
     if record is not None:
@@ -149,6 +194,7 @@ def _render(path: Path, view: View, first: int, max_lines: int, limit_given: boo
         parts.append(f"(Encoding: {note}. Edit and Write keep it.)")
     parts.append("\n".join(view.numbered))
     shown = len(view.numbered)
+    parts.extend(long_line_note(path, view.numbered))
     if view.cut_by_budget:
         parts.append(
             f"\n[Partial view: lines {view.first}-{view.last} of {total}; the rest did not fit in one result. "

@@ -70,7 +70,7 @@ class WriteTool(Tool[WriteInput, Loaded | None]):
         )
         data = loaded.to_file(content)
         refuse_read_only(loaded.st, path)
-        session.history.remember(path, loaded.data)
+        session.history.remember(path, loaded.data, made_by="Write")
         recheck_unchanged(path, loaded)
         stamp = write_atomic(path, data, session.workspace, loaded.st)
         session.ledger.record_write(path, stamp)

@@ -17,7 +17,19 @@ from mcp.client.stdio import StdioServerParameters
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFESTS = REPO / "manifests"
-TOOL_NAMES = ["Read", "Edit", "Write", "Grep", "Glob", "Bash", "BashOutput", "KillShell"]
+TOOL_NAMES = [
+    "Read",
+    "Edit",
+    "Write",
+    "Grep",
+    "Glob",
+    "Bash",
+    "BashOutput",
+    "KillShell",
+    "MultiEdit",
+    "NotebookEdit",
+    "FileHistory",
+]
 NODE_TOOLS = Path(
     os.environ.get("MCP_CODETOOLS_NODE_TOOLS")
     or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mcp-codetools" / "node-tools"

@@ -64,6 +64,14 @@ CALLS: list[tuple[str, dict[str, Any], bool, str]] = [
     ("Bash", {"command": "echo from-bash", "description": "Print a word"}, False, "from-bash"),
     ("BashOutput", {"bash_id": "bash_9"}, True, "No shell found with ID: bash_9"),
     ("KillShell", {"shell_id": "bash_9"}, True, "bash_9"),
+    (
+        "MultiEdit",
+        {"file_path": "src/greet.ts", "edits": [{"old_string": "greet", "new_string": "hello"}]},
+        True,
+        "has not been read yet",
+    ),
+    ("NotebookEdit", {"notebook_path": "nb.ipynb", "new_source": "x = 1"}, True, "does not exist"),
+    ("FileHistory", {"action": "list"}, False, "No file has been changed"),
 ]
 
 

@@ -183,3 +183,16 @@ async def test_the_config_file_cannot_be_rewritten_by_a_tool_call(root: Path) ->
             refused = await client.call_tool("Bash", {"command": "echo '' > mcp-codetools.toml"})
     assert refused.is_error
     assert "deny" in (root / "mcp-codetools.toml").read_text()
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_denied_file_is_silently_absent_from_a_grep(root: Path, mode: str) -> None:
+    app = app_with(root, '[permissions]\ndeny = ["Read(.env)"]\n')
+    (root / "src").mkdir()
+    (root / "src" / ".env").write_text("TOKEN=needle\n")
+    (root / "src" / "app.py").write_text("needle = 1\n")
+    with anyio.fail_after(20):
+        async with Client(app.server, mode=mode) as client:  # type: ignore[arg-type]
+            found = await client.call_tool("Grep", {"pattern": "needle", "output_mode": "content"})
+    assert not found.is_error, text(found)
+    assert text(found) == "src/app.py:1:needle = 1"

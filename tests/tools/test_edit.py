@@ -372,7 +372,7 @@ async def test_a_huge_replaced_line_is_cut_in_the_result_and_its_patch(call: Cal
     out = await call("Edit", {"file_path": str(f), "old_string": "head", "new_string": "N" * 3_000_000})
     assert not out.is_error, out.text
     assert f.read_text(encoding="utf-8") == "N" * 3_000_000 + "\n"
-    assert "[line cut: 3000000 bytes in all]" in out.text and len(out.text) < 5_000
+    assert "[line cut: about 2998000 of its about 3000000 characters hidden]" in out.text and len(out.text) < 5_000
     patch_lines = out.meta["structuredPatch"][0]["lines"]
     assert max(len(line) for line in patch_lines) < 2_100
 

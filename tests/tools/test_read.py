@@ -52,7 +52,7 @@ async def test_long_lines_are_cut_with_a_marker(call: Caller, root: Path) -> Non
     f = root / "long.txt"
     f.write_text("x" * 5000 + "\nshort\n", encoding="utf-8")
     text = await call.ok("Read", {"file_path": str(f)})
-    first, second = text.split("\n")
+    first, second = text.split("\n")[:2]
     assert first.startswith("1\t" + "x" * 2000 + "…")
     assert "5000 characters" in first
     assert second == "2\tshort"

@@ -1,0 +1,85 @@
+"""
+What kind of file a Read faces, judged by its first bytes (and a notebook by its name), and the bounds
+each rich reader works within. Light on purpose: Pillow, PDFium and nbformat are imported only when a
+file needs them, so they add nothing to the server's start-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mcp_codetools.errors import BinaryFileError
+
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
+
+
+@dataclass(frozen=True, slots=True)
+class ImageBounds:
+    max_side: int = 1568
+    max_pixels: int = 1_150_000
+    max_bytes: int = 512 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class PdfLimits:
+    max_pages: int = 20
+    pages_without_range: int = 10
+    max_images: int = 8
+
+
+@dataclass(frozen=True, slots=True)
+class NotebookLimits:
+    output_chars: int = 4000
+    max_images: int = 8
+
+
+def image_kind(head: bytes) -> str | None:
+    """The image format the first bytes announce (png, jpeg, gif, webp), or None."""
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "png"
+    if head.startswith(b"\xff\xd8\xff"):
+        return "jpeg"
+    if head.startswith((b"GIF87a", b"GIF89a")):
+        return "gif"
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "webp"
+    return None
+
+
+_LOOKS_LIKE: tuple[tuple[Callable[[bytes], bool], str], ...] = (
+    (lambda h: h.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html")), "an HTML document"),
+    (lambda h: h.lstrip().startswith(b"<?xml") or b"<svg" in h[:512], "XML or SVG text"),
+    (lambda h: h.lstrip()[:1] in (b"{", b"["), "JSON text"),
+    (lambda h: h.startswith(b"%PDF"), "a PDF document"),
+    (lambda h: h.startswith(b"PK\x03\x04"), "a ZIP archive"),
+    (lambda h: h.startswith(b"\x1f\x8b"), "gzip data"),
+    (lambda h: h.startswith(b"BM"), "a BMP image (not shown: only PNG, JPEG, GIF and WebP are)"),
+    (lambda h: h.startswith((b"II*\x00", b"MM\x00*")), "a TIFF image (not shown: only PNG, JPEG, GIF and WebP are)"),
+)
+
+
+def describe_bytes(head: bytes) -> str:
+    """What a file's first bytes look like, in words, for a refusal."""
+    if not head:
+        return "an empty file"
+    for test, kind in _LOOKS_LIKE:
+        if test(head):
+            return kind
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 3:
+            return f"binary data (starts with bytes {head[:8].hex(' ')})"
+    return "plain text"
+
+
+def not_an_image_error(shown: str, head: bytes) -> BinaryFileError:
+    kind = describe_bytes(head)
+    preview = head[:40].decode("utf-8", "replace").replace("\n", " ").strip()
+    starts = f' (it starts with "{preview}")' if kind != "an empty file" and preview.isprintable() else ""
+    return BinaryFileError(
+        f"{shown} has an image extension, but its bytes are not a PNG, JPEG, GIF or WebP image: it looks like "
+        f"{kind}{starts}. A download may have saved an error or login page instead of the image. Check with "
+        f'Bash `file "{shown}"`, or look at it as text with `head -c 500`.'
+    )

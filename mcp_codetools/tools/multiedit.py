@@ -1,0 +1,111 @@
+"""MultiEdit: several replacements in one file, applied in order, written once or not at all."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio.to_thread
+from pydantic import BaseModel, ConfigDict, Field
+
+from mcp_codetools.errors import NotAFileError
+from mcp_codetools.files import matching
+from mcp_codetools.files.editing import (
+    Loaded,
+    check_read_state,
+    load_existing,
+    recheck_unchanged,
+    refuse_hard_links,
+)
+from mcp_codetools.files.multi_edit import EditStep, Planned, plan_edits
+from mcp_codetools.files.refusals import missing_file_error
+from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
+from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
+
+
+class EditItem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    old_string: str = Field(description="Exact text to replace.")
+    new_string: str = Field(description="Replacement text.")
+    replace_all: bool = Field(default=False, description="Replace every occurrence.")
+
+
+class MultiEditInput(ToolInput):
+    file_path: str = Field(description="Absolute path, or relative to the working directory.")
+    edits: list[EditItem] = Field(min_length=1, description="Edits applied in order, each to the previous result.")
+
+
+@dataclass
+class _Prepared:
+    loaded: Loaded
+    planned: Planned
+
+
+class MultiEditTool(Tool[MultiEditInput, _Prepared]):
+    name = "MultiEdit"
+    title = "Edit file in several places"
+    description = (
+        "Several Edit-style replacements in one file, applied in order, each to the result of the ones before. "
+        "All or nothing: if any edit fails, nothing is written and the error names it (edits[i]). Same rules "
+        "as Edit: Read the file first; old_string must match exactly and once unless replace_all."
+    )
+    input_model = MultiEditInput
+    read_only = False
+    destructive = True
+    idempotent = False
+    path_fields = ("file_path",)
+
+    def input_schema(self) -> dict[str, Any]:
+        # Clients and models read a flat schema best: the edit item is written out in place, not as a $ref.
+        schema = super().input_schema()
+        item = schema.pop("$defs")["EditItem"]
+        item.pop("title", None)
+        for prop in item["properties"].values():
+            prop.pop("title", None)
+        schema["properties"]["edits"]["items"] = item
+        return schema
+
+    async def validate_input(self, args: MultiEditInput, ctx: CallContext) -> _Prepared:
+        path = ctx.paths["file_path"]
+        session = ctx.session
+        if path.suffix == ".ipynb" and os.path.lexists(path):
+            raise NotAFileError("File is a Jupyter Notebook. Use NotebookEdit to change its cells.")
+        loaded = load_existing(path, session.workspace)
+        if loaded is None:
+            raise missing_file_error(path, session.cwd, session.workspace)
+        check_read_state(session.ledger, path, loaded)
+        refuse_hard_links(path, loaded, session.settings.hard_links)
+        steps = [EditStep(e.old_string, e.new_string, e.replace_all) for e in args.edits]
+        # Scanning a large file per edit, and the bounded closest-region search when one misses, take a
+        # moment: never on the event loop (as Edit's search).
+        planned = await anyio.to_thread.run_sync(plan_edits, loaded, steps, str(path))
+        return _Prepared(loaded, planned)
+
+    async def call(self, args: MultiEditInput, ctx: CallContext, prepared: _Prepared) -> ToolOutput:
+        path = ctx.paths["file_path"]
+        session = ctx.session
+        loaded, planned = prepared.loaded, prepared.planned
+        body = planned.body
+        data = loaded.fmt.bom + body if isinstance(body, bytearray) else loaded.to_file(body)
+        # The reply is built before the write, so nothing after the write can fail.
+        start = planned.first_change
+        window = matching.window(body, start, start, matching.line_of(body, start), _display(loaded))
+        edits, total = len(planned.counts), sum(planned.counts)
+        text = (
+            f"The file {path} has been updated: {edits} edit{'s' if edits != 1 else ''} applied "
+            f"({total} replacement{'s' if total != 1 else ''}). Around the first change:\n{matching.snippet(window)}"
+            + hard_link_note(loaded.st)
+        )
+        refuse_read_only(loaded.st, path)
+        recheck_unchanged(path, loaded)
+        session.history.remember(path, loaded.data, made_by="MultiEdit")
+        stamp = write_atomic(path, data, session.workspace, loaded.st)
+        session.ledger.record_write(path, stamp)
+        return ToolOutput(text, meta={"path": str(path), "edits": len(planned.counts), "replacements": planned.counts})
+
+
+def _display(loaded: Loaded) -> Callable[[Any], str]:
+    return lambda part: loaded.to_display(bytes(part) if isinstance(part, bytearray) else part)

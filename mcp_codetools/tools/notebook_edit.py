@@ -1,0 +1,105 @@
+"""NotebookEdit: replace, insert or delete one cell of a Jupyter notebook that was Read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field
+
+from mcp_codetools.errors import InvalidInputError
+from mcp_codetools.files.editing import (
+    Loaded,
+    check_read_state,
+    load_existing,
+    recheck_unchanged,
+    refuse_hard_links,
+)
+from mcp_codetools.files.refusals import missing_file_error
+from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
+from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
+
+if TYPE_CHECKING:
+    from mcp_codetools.files.notebook_edit import NotebookChange
+
+
+class NotebookEditInput(ToolInput):
+    notebook_path: str = Field(description="Path of the .ipynb file.")
+    cell_id: str | None = Field(
+        default=None, description="Id of the cell to change (as Read shows it); for insert, the new cell goes after it."
+    )
+    new_source: str = Field(description="The cell's new source (ignored for delete).")
+    cell_type: Literal["code", "markdown"] | None = Field(
+        default=None, description="Type of the cell (insert: default code; replace: keeps the current type)."
+    )
+    edit_mode: Literal["replace", "insert", "delete"] = Field(default="replace", description="What to do.")
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    loaded: Loaded
+    change: NotebookChange
+
+
+class NotebookEditTool(Tool[NotebookEditInput, _Prepared]):
+    name = "NotebookEdit"
+    title = "Edit notebook cell"
+    description = (
+        "Replace, insert or delete one cell of a Jupyter notebook (.ipynb) that was Read in this session. "
+        "Replacing a code cell clears its outputs. Insert puts the new cell after cell_id, or first without one."
+    )
+    input_model = NotebookEditInput
+    read_only = False
+    destructive = True
+    idempotent = False
+    path_fields = ("notebook_path",)
+
+    async def validate_input(self, args: NotebookEditInput, ctx: CallContext) -> _Prepared:
+        path = ctx.paths["notebook_path"]
+        session = ctx.session
+        if path.suffix.lower() != ".ipynb":
+            raise InvalidInputError(f"{path} is not a Jupyter notebook (.ipynb). Use Edit for other files.")
+        loaded = load_existing(path, session.workspace)
+        if loaded is None:
+            raise missing_file_error(path, session.cwd, session.workspace)
+        check_read_state(session.ledger, path, loaded)
+        refuse_hard_links(path, loaded, session.settings.hard_links)
+        from mcp_codetools.files.notebook_edit import edit_notebook  # nbformat costs ~0.7 s to import
+
+        change = edit_notebook(
+            loaded.data,
+            path,
+            cell=args.cell_id,
+            new_source=args.new_source,
+            cell_type=args.cell_type,
+            mode=args.edit_mode,
+        )
+        return _Prepared(loaded, change)
+
+    async def call(self, args: NotebookEditInput, ctx: CallContext, prepared: _Prepared) -> ToolOutput:
+        path = ctx.paths["notebook_path"]
+        session = ctx.session
+        loaded, change = prepared.loaded, prepared.change
+        refuse_read_only(loaded.st, path)
+        recheck_unchanged(path, loaded)
+        session.history.remember(path, loaded.data, made_by="NotebookEdit")
+        stamp = write_atomic(path, change.data, session.workspace, loaded.st)
+        session.ledger.record_write(path, stamp)
+        done = {"replace": "Replaced", "insert": "Inserted", "delete": "Deleted"}[args.edit_mode]
+        where = f"at position {change.index + 1}" if args.edit_mode != "delete" else f"from position {change.index + 1}"
+        text = (
+            f"{done} {change.cell_type} cell {change.cell_id} {where} in {path}; "
+            f"the notebook has {change.total_cells} cell{'s' if change.total_cells != 1 else ''}."
+        )
+        if args.edit_mode == "replace" and change.cell_type == "code":
+            text += " Its outputs and execution count were cleared."
+        return ToolOutput(
+            text + hard_link_note(loaded.st),
+            meta={
+                "path": str(path),
+                "cellId": change.cell_id,
+                "editMode": args.edit_mode,
+                "cellType": change.cell_type,
+                "oldSource": change.old_source,
+            },
+        )
