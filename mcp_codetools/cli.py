@@ -88,6 +88,7 @@ def _sandbox_works(settings: Settings) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line (the server over stdio or HTTP, or `doctor`) and return the exit status."""
     parser = _parser()
     args = parser.parse_args(argv)
     level = args.log_level

@@ -148,6 +148,7 @@ class Settings:
 
     @classmethod
     def from_env(cls, roots: list[str] | None = None) -> Settings:
+        """Settings for `roots` (default: the current folder), the rest from MCP_CODETOOLS_* variables."""
         return cls(
             roots=tuple(Path(r) for r in roots) if roots else (Path.cwd(),),
             max_concurrency=_env_int("MCP_CODETOOLS_MAX_TOOL_USE_CONCURRENCY", DEFAULT_MAX_CONCURRENCY),
@@ -165,4 +166,5 @@ class Settings:
 
     @property
     def max_result_chars(self) -> int:
+        """The result budget in characters, at about four characters a token."""
         return self.max_result_tokens * 4

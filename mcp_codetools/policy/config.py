@@ -1,5 +1,4 @@
-"""
-Where the policy comes from: built-in defaults, config files, the environment and flags, later wins.
+"""Where the policy comes from: built-in defaults, config files, the environment and flags, later wins.
 
 Sources, in order:
 
@@ -49,6 +48,7 @@ class PolicyConfigError(ValueError):
 
 
 def user_config_file() -> Path:
+    """The user's config file (`$XDG_CONFIG_HOME/mcp-codetools/config.toml`)."""
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     return Path(base) / "mcp-codetools" / "config.toml"
 
@@ -76,9 +76,11 @@ class PolicyConfig:
     """Run hooks found in `.claude/settings.json` too: off by default, since they are commands from a repository."""
 
     def hook_tables(self) -> list[tuple[Path, Mapping[str, Any]]]:
+        """The hooks tables to load, with Claude Code's settings only when they are to be read."""
         return self.hooks + (self.claude_hooks if self.hooks_from_claude_settings else [])
 
     def policy(self, roots: Sequence[Path]) -> Policy:
+        """The policy for `roots`; the config files themselves are protected from writes."""
         return Policy(
             roots=tuple(roots),
             allow=tuple(self.allow),
