@@ -1,5 +1,4 @@
-"""
-The audit log: one JSON line per tool call, appended to the file the `audit_log` setting names.
+"""The audit log: one JSON line per tool call, appended to the file the `audit_log` setting names.
 
 A line holds the time, the session, the tool, a summary of its input (never a file's contents: long
 strings are cut, the text fields Edit and Write carry are given by their length), the permission
@@ -46,6 +45,7 @@ class AuditLog:
         self._failed = False
 
     def write(self, record: Mapping[str, Any]) -> None:
+        """Append one record as a JSON line, rotating first when the file is full; never raises."""
         line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8", "replace")
         with self._lock:
             try:
@@ -62,6 +62,7 @@ class AuditLog:
                 self._failed = True
 
     def close(self) -> None:
+        """Close the log file (a later write opens it again)."""
         with self._lock:
             if self._fd is not None:
                 os.close(self._fd)
@@ -130,8 +131,11 @@ def record(
     is_error: bool,
     duration_ms: float,
 ) -> dict[str, Any]:
-    """One line of the log. The decision is read from the outcome: a refusal by the permission step is
-    "deny"; a call refused before it (unknown tool, bad arguments) has none; any other call was allowed."""
+    """One line of the log, with the decision read from the outcome.
+
+    A refusal by the permission step is "deny"; a call refused before it (unknown tool, bad arguments) has
+    none; any other call was allowed.
+    """
     if error_code == "permission_denied":
         decision = "deny"
     elif error_code in ("unknown_tool", "invalid_input"):

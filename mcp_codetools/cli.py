@@ -1,5 +1,8 @@
-"""Command line: `mcp-codetools` serves MCP over stdio (or HTTP); `doctor` checks the install; `config` shows
-the effective settings and where each came from, or checks a config file."""
+"""Command line: `mcp-codetools` serves MCP; `doctor` checks the install; `config` shows or checks settings.
+
+`serve` (the default) speaks MCP over stdio, or streamable HTTP with `--transport http`; `config` prints
+the effective settings and where each came from, or checks a config file.
+"""
 
 from __future__ import annotations
 
@@ -108,6 +111,7 @@ def _sandbox_works(settings: Settings) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line (the server over stdio or HTTP, or `doctor`) and return the exit status."""
     parser = _parser()
     args = parser.parse_args(argv)
     level = args.log_level

@@ -1,5 +1,4 @@
-"""
-The client's roots, when it offers them: served beside the configured roots, never instead of them.
+"""The client's roots, when it offers them: served beside the configured roots, never instead of them.
 
 A client that declares the `roots` capability is asked for its roots before a session's first call, and
 again after it says they changed (`notifications/roots/list_changed`, up to 2025-11-25). Up to
@@ -62,6 +61,7 @@ async def sync_roots(
 
 
 def apply_roots(session: CodeSession, result: types.ListRootsResult) -> None:
+    """Serve the client's roots beside the configured ones: local file: URIs of existing folders only."""
     folders: list[Path] = []
     for root in result.roots:
         parsed = urlparse(str(root.uri))

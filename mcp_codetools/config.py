@@ -1,5 +1,4 @@
-"""
-Settings: one model, fed by several sources, later wins.
+"""Settings: one model, fed by several sources, later wins.
 
 1. built-in defaults (the field defaults below);
 2. `~/.config/mcp-codetools/config.toml` (`$XDG_CONFIG_HOME` when set);
@@ -243,6 +242,7 @@ class Settings:
 
     @property
     def max_result_chars(self) -> int:
+        """The result size in characters (4 a token)."""
         return self.max_result_tokens * 4
 
     @classmethod
@@ -332,6 +332,7 @@ def _field_info(name: str) -> FieldInfo:
 
 
 def setting_value(settings: Settings, name: str) -> Any:
+    """The value of a setting by its dotted name (`sandbox.enabled`)."""
     value: Any = settings
     for part in name.split("."):
         value = getattr(value, part)
@@ -357,6 +358,7 @@ class LoadedSettings:
 
 
 def user_config_file(environ: Mapping[str, str] | None = None) -> Path:
+    """The user's config file: `$XDG_CONFIG_HOME/mcp-codetools/config.toml`, by default under `~/.config`."""
     env = os.environ if environ is None else environ
     base = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     return Path(base) / "mcp-codetools" / "config.toml"

@@ -1,5 +1,4 @@
-"""
-The ordering rule for one session's calls, carried over from the seed to MCP.
+"""The ordering rule for one session's calls, carried over from the seed to MCP.
 
 Calls are numbered as they arrive. A concurrency-safe call starts once every earlier unsafe call has
 finished, no earlier safe call is still waiting, and fewer than `limit` safe calls are running. Any
@@ -40,6 +39,7 @@ class Ticket:
 
     @property
     def queued_ms(self) -> float:
+        """How long the call waited for its slot, in ms (so far, while it still waits)."""
         end = self.start_time if self.start_time is not None else time.perf_counter()
         return (end - self.arrived) * 1000
 

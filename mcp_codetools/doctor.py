@@ -1,5 +1,7 @@
-"""`mcp-codetools doctor`: start the real server over stdio, speak to it with the SDK client, and say plainly
-whether it works."""
+"""`mcp-codetools doctor`: says plainly whether the server works on this machine.
+
+It starts the real server over stdio and speaks to it with the SDK client.
+"""
 
 from __future__ import annotations
 
@@ -153,6 +155,7 @@ def _roots_ok(roots: list[str]) -> bool:
 
 
 def run_doctor(roots: list[str] | None) -> int:
+    """Check the environment and the roots, then run Read -> Edit through a real client; 0 when all works."""
     roots = roots or []
     env_ok = _environment(roots)
     env_ok = _roots_ok(roots) and env_ok

@@ -1,5 +1,4 @@
-"""
-Asking the user to confirm a call, through MCP elicitation, on either protocol era.
+"""Asking the user to confirm a call, through MCP elicitation, on either protocol era.
 
 Up to 2025-11-25 the server sends `elicitation/create` in the middle of the call and waits. From
 2026-07-28 there is no such back-channel: the call ends with `input_required` naming the question, and
@@ -39,6 +38,7 @@ INPUT_REQUIRED_VERSION = "2026-07-28"
 
 
 def can_elicit(ctx: ServerRequestContext[Any]) -> bool:
+    """Whether the client takes form elicitation, so a permission question can be put to the user."""
     capabilities = ctx.session.client_capabilities
     elicitation = capabilities.elicitation if capabilities is not None else None
     # An empty `elicitation: {}` means form mode (the spec's default for older clients).

@@ -1,5 +1,4 @@
-"""
-The errors a tool call can end in. The class decides the code; the message says what to do next.
+"""The errors a tool call can end in. The class decides the code; the message says what to do next.
 
 ```
 code                      class                    meaning; what the model should do next
@@ -68,18 +67,26 @@ class ToolError(Exception):
 
 
 class InvalidInputError(ToolError):
+    """The arguments fail the schema or cannot be used as given."""
+
     code = "invalid_input"
 
 
 class PermissionDeniedError(ToolError):
+    """The path lies outside the roots, or a rule or the user said no."""
+
     code = "permission_denied"
 
 
 class ExecutionError(ToolError):
+    """The tool ran and failed, usually with an OS error."""
+
     code = "execution_failed"
 
 
 class QueueTimeoutError(ToolError):
+    """The call waited too long behind earlier calls and never started."""
+
     code = "queue_timeout"
 
 
@@ -88,34 +95,50 @@ class FileStateError(ToolError):
 
 
 class FileNotReadError(FileStateError):
+    """Edit or Write of a file this session has not Read (in full)."""
+
     code = "file_not_read"
 
 
 class FileChangedError(FileStateError):
+    """The file changed on disk since the session last read it."""
+
     code = "file_changed_since_read"
 
 
 class FileMissingError(FileStateError):
+    """No such file or folder."""
+
     code = "file_not_found"
 
 
 class FileExistsAlreadyError(FileStateError):
+    """An empty old_string, which creates a file, names one that has content."""
+
     code = "file_exists"
 
 
 class NotAFileError(FileStateError):
+    """A folder, FIFO, socket or device where a regular file is needed."""
+
     code = "not_a_file"
 
 
 class BinaryFileError(FileStateError):
+    """The file is not text, or not valid in its encoding."""
+
     code = "binary_file"
 
 
 class FileTooLargeError(FileStateError):
+    """The file is too large to edit in memory."""
+
     code = "file_too_large"
 
 
 class FileReadOnlyError(FileStateError):
+    """The mode bits say read-only, so the file is left as it is."""
+
     code = "file_read_only"
 
 
@@ -124,14 +147,20 @@ class EditMatchError(ToolError):
 
 
 class OldStringNotFoundError(EditMatchError):
+    """old_string does not occur in the file."""
+
     code = "old_string_not_found"
 
 
 class OldStringNotUniqueError(EditMatchError):
+    """old_string occurs more than once and replace_all is false."""
+
     code = "old_string_not_unique"
 
 
 class NoChangeError(EditMatchError):
+    """old_string equals new_string, so the edit would change nothing."""
+
     code = "no_change"
 
 

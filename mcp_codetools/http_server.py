@@ -1,5 +1,4 @@
-"""
-Streamable HTTP for remote use: one CodeSession per `Mcp-Session-Id`, a bearer token when not on loopback.
+"""Streamable HTTP for remote use: one CodeSession per `Mcp-Session-Id`, a bearer token when not on loopback.
 
 The SDK serves the protocol; the layer here sees every request first. It refuses a missing or wrong
 token, keeps each session's activity (which decides when it idles out) and closes its CodeSession
@@ -64,6 +63,7 @@ class SessionGate:
         self._expected = f"Bearer {token}".encode() if token else None
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        """Check the token and the session id, then pass the request to the SDK's app."""
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
@@ -128,11 +128,13 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def url_of(sock: socket.socket) -> str:
+    """The MCP endpoint's URL on the bound socket (brackets around an IPv6 host)."""
     host, port = sock.getsockname()[:2]
     return f"http://[{host}]:{port}{MCP_PATH}" if ":" in host else f"http://{host}:{port}{MCP_PATH}"
 
 
 def serve_http(app: CodeToolsServer, host: str, port: int) -> int:
+    """Serve MCP over streamable HTTP until stopped; 2 when it cannot listen or would be open without a token."""
     import uvicorn
 
     token = os.environ.get("MCP_CODETOOLS_HTTP_TOKEN") or None

@@ -18,15 +18,18 @@ MANIFEST = Path(__file__).resolve().parents[1] / "manifests" / "tools.json"
 
 
 def tools_payload() -> dict[str, Any]:
+    """The tools/list payload, as a client receives it."""
     tools = [tool_definition(tool).model_dump(by_alias=True, exclude_none=True) for tool in default_tools()]
     return {"tools": tools}
 
 
 def render() -> str:
+    """The payload as the manifest file holds it: indented JSON with a final newline."""
     return json.dumps(tools_payload(), indent=2, ensure_ascii=False) + "\n"
 
 
 def main() -> int:
+    """Rewrite the manifest file."""
     MANIFEST.write_text(render(), encoding="utf-8")
     print(f"wrote {MANIFEST} ({len(render())} characters)", file=sys.stderr)
     return 0

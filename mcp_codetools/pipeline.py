@@ -1,5 +1,4 @@
-"""
-The six steps of one tool call, top to bottom.
+"""The six steps of one tool call, top to bottom.
 
 1. Definition: each tool brings its input model, description and hints (`tools/`).
 2. Lookup by name; an unknown name is answered `No such tool available: <name>`.
@@ -59,6 +58,7 @@ class Pipeline:
         progress: ProgressFn | None = None,
         ask: Asker | None = None,
     ) -> ToolOutput:
+        """Run one call through every step; a `ToolError` or a bug ends as an error output, `AnswerNeeded` goes up."""
         # Numbered first, before any await, so the order is the order of arrival.
         ticket = session.dispatcher.admit(name)
         started = time.perf_counter()
@@ -148,8 +148,10 @@ class Pipeline:
 
 
 async def check_permission(tool: Tool[Any], args: ToolInput, ctx: CallContext, gate: PermissionGate | None) -> None:
-    """Step 4: may this call go ahead? Every path it names must resolve inside the roots; then the rules,
-    the mode and the PreToolUse hooks decide, asking the user when they say so.
+    """Step 4: may this call go ahead?
+
+    Every path it names must resolve inside the roots; then the rules, the mode and the PreToolUse hooks
+    decide, asking the user when they say so.
 
     The resolved paths are kept in `ctx.paths`, so nothing later resolves them again, and the rules judge
     real paths, never the spelling the model chose.
@@ -206,6 +208,7 @@ class ProgressReporter:
         self._sent_at = time.monotonic()
 
     async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        """Send a progress notification; values only go up, and a failed send is logged, not raised."""
         value = progress if progress > self._last else self._last + 1
         self._last = value
         self._sent_at = time.monotonic()
@@ -224,6 +227,7 @@ class ProgressReporter:
 
 
 def format_validation_error(tool_name: str, exc: ValidationError) -> str:
+    """Pydantic's errors as one message naming each bad argument, in Claude Code's wording."""
     problems = [_describe_problem(err) for err in exc.errors(include_url=False)]
     head = f"{tool_name} failed due to the following issue{'s' if len(problems) != 1 else ''}:"
     return "\n".join([head, *problems])

@@ -1,6 +1,6 @@
-"""
-MCP wiring: `tools/list` from the tool registry, `tools/call` into the pipeline. The one module where
-MCP types appear.
+"""MCP wiring: `tools/list` from the tool registry, `tools/call` into the pipeline.
+
+The one module where MCP types appear.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ def tracing_configured() -> bool:
 
 
 def tool_definition(tool: Tool[Any]) -> types.Tool:
+    """The MCP `Tool` a client sees in tools/list: name, description, schema and hints."""
     return types.Tool(
         name=tool.name,
         title=tool.title,
@@ -127,6 +128,7 @@ class CodeToolsServer:
             await self.aclose()
 
     async def aclose(self) -> None:
+        """Close the stdio session and every HTTP session."""
         local, self._local = self._local, None
         if local is not None:
             await local.aclose()

@@ -1,5 +1,4 @@
-"""
-`CodeSession`: everything one MCP session remembers between calls.
+"""`CodeSession`: everything one MCP session remembers between calls.
 
 The read ledger (what was read, when, which part), the file history of edits, the working directory
 shared by Bash and relative paths, background jobs, and the budget for output saved to disk. The
@@ -72,6 +71,7 @@ class CodeSession:
 
     @property
     def dispatcher(self) -> Dispatcher:
+        """The session's call scheduler, made on first use (imported late: it sits a layer above the session)."""
         if self._dispatcher is None:
             from mcp_codetools.dispatcher import Dispatcher
 
@@ -87,6 +87,7 @@ class CodeSession:
         return self._jobs
 
     def on_close(self, closer: Closer) -> None:
+        """Run `closer` when the session ends, in the order registered."""
         self._closers.append(closer)
 
     @property

@@ -1,5 +1,4 @@
-"""
-The live `CodeSession`s of the HTTP server, one per `Mcp-Session-Id`, and when each one ends.
+"""The live `CodeSession`s of the HTTP server, one per `Mcp-Session-Id`, and when each one ends.
 
 A session ends when its client deletes it (HTTP DELETE), when it idles out, or when the server stops;
 ending it closes the `CodeSession`, which kills its jobs. Idle means what the SDK's session manager
@@ -53,9 +52,11 @@ class SessionRegistry:
         return sum(1 for entry in self._entries.values() if entry.session is not None)
 
     def live(self) -> list[CodeSession]:
+        """The sessions open now."""
         return [entry.session for entry in self._entries.values() if entry.session is not None]
 
     def has_ended(self, key: str) -> bool:
+        """Whether `key` named a session that has ended, so a request with it is refused, not given a new one."""
         return key in self._ended
 
     @contextmanager
@@ -97,6 +98,7 @@ class SessionRegistry:
                 await entry.session.aclose()
 
     def idle_keys(self) -> list[str]:
+        """The sessions with no call running that have been idle for the timeout."""
         now = self._clock()
         return [
             key
@@ -105,6 +107,7 @@ class SessionRegistry:
         ]
 
     async def reap_idle(self) -> None:
+        """End every session idle for the timeout."""
         for key in self.idle_keys():
             await self.end(key, f"idle for {self.idle_timeout_s:g} s")
 
@@ -116,5 +119,6 @@ class SessionRegistry:
             await self.reap_idle()
 
     async def aclose(self) -> None:
+        """End every session (the server is stopping)."""
         for key in list(self._entries):
             await self.end(key, "server stopping")

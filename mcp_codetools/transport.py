@@ -1,5 +1,4 @@
-"""
-stdio served from the event loop itself, answering malformed input as JSON-RPC requires.
+"""stdio served from the event loop itself, answering malformed input as JSON-RPC requires.
 
 The SDK's default stdio hops to a worker thread for every line read and every write, and drops a line
 it cannot parse without a word. Here the wire descriptors are duplicated and watched by the loop
@@ -48,6 +47,7 @@ METHOD_NOT_FOUND = -32601
 
 
 def error_line(code: int, message: str, request_id: Any = None, data: str | None = None) -> bytes:
+    """One JSON-RPC error response as a stdio line."""
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         error["data"] = data

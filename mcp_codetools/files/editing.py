@@ -1,5 +1,4 @@
-"""
-Read, check, write: the logic Edit and Write share.
+"""Read, check, write: the logic Edit and Write share.
 
 A file is loaded whole with its text format; the read ledger must show the model saw it as it is now
 (judged by content, so a touched-but-unchanged file passes); the last look before writing happens with
@@ -78,6 +77,7 @@ class Loaded:
 
     @property
     def as_bytes(self) -> bool:
+        """Whether the file is matched as raw bytes (any encoding ASCII agrees with), not decoded text."""
         return self.fmt.ascii_compatible
 
     @property
@@ -87,6 +87,7 @@ class Loaded:
 
     @property
     def text(self) -> str:
+        """The content decoded (after the BOM), once, on first use."""
         if self._text is None:
             self._text = self.data[len(self.fmt.bom) :].decode(self.fmt.encoding, self.fmt.errors)
         return self._text
@@ -101,9 +102,11 @@ class Loaded:
             return None
 
     def to_display(self, value: Any) -> str:
+        """A matched piece (bytes or text) as text for the result."""
         return value.decode(self.fmt.encoding, "replace") if isinstance(value, bytes) else str(value)
 
     def to_file(self, body: Any) -> bytes:
+        """The bytes to write for `body` (bytes or text), with the file's BOM and encoding."""
         return self.fmt.bom + (
             body if isinstance(body, bytes) else encode_content(body, self.fmt.encoding, self.fmt.errors)
         )
@@ -122,6 +125,11 @@ def check_read_state(ledger: ReadLedger, path: Path, loaded: Loaded) -> None:
 
 
 def load_file(path: Path, workspace: Workspace) -> Loaded:
+    """Read a file whole through a confined open and detect its text format.
+
+    Raises:
+        BinaryFileError: the file is not text.
+    """
     data, st = read_whole(path, workspace)
     try:
         fmt = detect(data)
@@ -220,9 +228,11 @@ def create_file(path: Path, content: str, workspace: Workspace, history: FileHis
 
 
 def count_lines(content: str) -> int:
+    """Lines in `content`, counting a last line without a newline."""
     return content.count("\n") + (0 if content.endswith("\n") or not content else 1)
 
 
 def created_message(path: Path, content: str) -> str:
+    """The result text for a created file."""
     lines = count_lines(content)
     return f"File created successfully at: {path} ({lines} line{'s' if lines != 1 else ''})."

@@ -1,5 +1,4 @@
-"""
-The file history: what each file held before each of our writes, so a version can be listed and restored.
+"""The file history: what each file held before each of our writes, so a version can be listed and restored.
 
 Contents live on disk in the session's scratch folder (one file per version), not in memory; memory
 holds a small record per version. The copy is written by a background thread, so an Edit of a 10 MB file
@@ -43,6 +42,7 @@ class HistoryEntry:
 
     @property
     def existed(self) -> bool:
+        """Whether the file existed before the write (else undoing it deletes the file)."""
         return self.size is not None
 
 
@@ -205,6 +205,7 @@ class FileHistory:
 
     @property
     def bytes_kept(self) -> int:
+        """The bytes the kept versions take, counted against the bound."""
         return self._bytes
 
 

@@ -1,5 +1,4 @@
-"""
-Images the model can see: recognised by their bytes, scaled down to a bound, encoded compactly.
+"""Images the model can see: recognised by their bytes, scaled down to a bound, encoded compactly.
 
 The bound keeps one image well inside a result's budget. Claude's vision models read an image of
 w×h pixels as about w·h/750 tokens and gain nothing past ~1.15 megapixels or 1,568 px a side, so an
@@ -61,9 +60,11 @@ class ShownImage:
 
     @property
     def tokens(self) -> int:
+        """About how many tokens the image costs the model, by its shown size."""
         return image_tokens(*self.shown_size)
 
     def describe(self) -> str:
+        """The image in words: format, sizes (original and shown), encoding and cost."""
         (ow, oh), (sw, sh) = self.original_size, self.shown_size
         text = f"{self.source_format.upper()} image, {ow}×{oh} px"
         if (ow, oh) != (sw, sh):
@@ -74,11 +75,13 @@ class ShownImage:
         return text
 
     def encoding(self) -> str:
+        """The MIME type, byte count and token estimate of what is sent."""
         tokens = f"about {self.tokens:,} token{'s' if self.tokens != 1 else ''}"
         return f"{self.mime_type}, {len(self.data):,} bytes, {tokens}"
 
 
 def image_tokens(width: int, height: int) -> int:
+    """The token estimate for an image of this size (one token per TOKEN_PIXELS, rounded up)."""
     return (width * height + TOKEN_PIXELS - 1) // TOKEN_PIXELS
 
 

@@ -1,7 +1,7 @@
-"""
-What kind of file a Read faces, judged by its first bytes (and a notebook by its name), and the bounds
-each rich reader works within. Light on purpose: Pillow, PDFium and nbformat are imported only when a
-file needs them, so they add nothing to the server's start-up.
+"""What kind of file a Read faces, judged by its first bytes (and a notebook by its name).
+
+Also the bounds each rich reader works within. Light on purpose: Pillow, PDFium and nbformat are imported
+only when a file needs them, so they add nothing to the server's start-up.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
 
 @dataclass(frozen=True, slots=True)
 class ImageBounds:
+    """How large an image may be sent: longest side, pixels and bytes."""
+
     max_side: int = 1568
     max_pixels: int = 1_150_000
     max_bytes: int = 512 * 1024
@@ -23,6 +25,8 @@ class ImageBounds:
 
 @dataclass(frozen=True, slots=True)
 class PdfLimits:
+    """How many PDF pages (and rendered page images) one Read may show."""
+
     max_pages: int = 20
     pages_without_range: int = 10
     max_images: int = 8
@@ -30,6 +34,8 @@ class PdfLimits:
 
 @dataclass(frozen=True, slots=True)
 class NotebookLimits:
+    """How much of a notebook's outputs one Read shows: characters per output, images in all."""
+
     output_chars: int = 4000
     max_images: int = 8
 
@@ -75,6 +81,7 @@ def describe_bytes(head: bytes) -> str:
 
 
 def not_an_image_error(shown: str, head: bytes) -> BinaryFileError:
+    """A file named like an image whose bytes are not one, saying what it looks like."""
     kind = describe_bytes(head)
     preview = head[:40].decode("utf-8", "replace").replace("\n", " ").strip()
     starts = f' (it starts with "{preview}")' if kind != "an empty file" and preview.isprintable() else ""

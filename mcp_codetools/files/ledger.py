@@ -22,6 +22,7 @@ class ReadRecord:
     by_write: bool = False
 
     def cover(self, first: int, last: int) -> None:
+        """Add the lines first..last to what was seen, merging touching spans."""
         if last < first:
             return
         spans = sorted([*self.covered, (first, last)])
@@ -55,6 +56,7 @@ class ReadLedger:
         self._records: dict[Path, ReadRecord] = {}
 
     def get(self, path: Path) -> ReadRecord | None:
+        """The record for a resolved path, or None if it was never read or written."""
         return self._records.get(path)
 
     def record_read(
@@ -70,6 +72,7 @@ class ReadLedger:
         partial: bool,
         served_unchanged: bool = False,
     ) -> None:
+        """Record a Read of lines first..last; lines seen under the same file state still count."""
         previous = self._records.get(path)
         record = ReadRecord(stamp, offset, limit, partial, total_lines, served_unchanged=served_unchanged)
         if previous is not None and previous.stamp.same_file_state(stamp) and not previous.by_write:
@@ -82,7 +85,9 @@ class ReadLedger:
         self._records[path] = ReadRecord(stamp, by_write=True)
 
     def forget(self, path: Path) -> None:
+        """Drop the record: the path counts as never read."""
         self._records.pop(path, None)
 
     def paths(self) -> list[Path]:
+        """The paths with a record (Bash stamps them to tell which files a command changed)."""
         return list(self._records)

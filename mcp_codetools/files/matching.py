@@ -1,5 +1,4 @@
-"""
-Finding `old_string` in a file, and explaining well when it is not there.
+"""Finding `old_string` in a file, and explaining well when it is not there.
 
 Matching is literal. A file with CRLF endings also matches LF text: positions found in the LF view are
 mapped back, so only the matched bytes change and every other line stays byte-identical.
@@ -80,6 +79,7 @@ def _find_all(text: AnyStr, needle: AnyStr) -> list[tuple[int, int]]:
 
 
 def line_of(text: AnyStr, offset: int) -> int:
+    """The 1-based line number holding `offset`."""
     return text.count(_lit(text, "\n"), 0, offset) + 1
 
 
@@ -96,6 +96,7 @@ def lines_of(text: AnyStr, offsets: list[int]) -> list[int]:
 
 
 def apply(text: AnyStr, matches: list[Match], new: AnyStr) -> AnyStr:
+    """`text` with every match replaced by `new` (matches ascending, not overlapping)."""
     if isinstance(text, bytes):
         # Slices of a memoryview are not copies: the file's bytes are copied once, into the result.
         view = memoryview(text)

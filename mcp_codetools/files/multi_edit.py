@@ -1,5 +1,4 @@
-"""
-Several edits to one file, applied in order to an in-memory copy: all of them, or none.
+"""Several edits to one file, applied in order to an in-memory copy: all of them, or none.
 
 Each edit sees the text the edits before it produced. The first edit that cannot apply stops the
 whole call before anything is written, and the error names it by its index in `edits`.
@@ -26,6 +25,8 @@ _IN_PLACE_MAX = 8
 
 @dataclass(frozen=True, slots=True)
 class EditStep:
+    """One replacement of a MultiEdit, applied to the result of the ones before."""
+
     old_string: str
     new_string: str
     replace_all: bool = False

@@ -1,6 +1,7 @@
-"""
-Jupyter notebooks as the model reads them: cells in order with id, type, execution count and source,
-then their outputs, each kind shown the way that is useful and bounded.
+"""Jupyter notebooks as the model reads them.
+
+Cells in order with id, type, execution count and source, then their outputs, each kind shown the way
+that is useful and bounded.
 
 Text outputs are cut to a bound with a note; images become image content (a bounded number per
 result); errors show their traceback without terminal colours; HTML and widgets are summarised. The

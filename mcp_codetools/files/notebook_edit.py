@@ -1,5 +1,4 @@
-"""
-One cell of a notebook replaced, inserted or deleted, leaving valid nbformat.
+"""One cell of a notebook replaced, inserted or deleted, leaving valid nbformat.
 
 A replaced code cell loses its outputs and execution count (they belonged to the old source). New
 cells get ids the way nbformat makes them (on notebooks of format 4.5 and later, which have ids).
@@ -24,6 +23,8 @@ CellType = Literal["code", "markdown"]
 
 @dataclass(frozen=True, slots=True)
 class NotebookChange:
+    """A notebook edit ready to write: the new bytes and which cell changed how."""
+
     data: bytes
     cell_id: str
     index: int

@@ -1,5 +1,4 @@
-"""
-Opens that keep to the resolver's verdict, whatever happens to the path after it was checked.
+"""Opens that keep to the resolver's verdict, whatever happens to the path after it was checked.
 
 The resolver hands over a real path inside a root. Every open here starts from that root's own
 descriptor and refuses a symlink in any component of the rest, so a folder swapped for a link to
@@ -216,6 +215,7 @@ def open_regular_for_read(path: Path, workspace: Workspace, shown: str) -> tuple
 
 
 def refuse_non_regular(st: os.stat_result, shown: str) -> None:
+    """Refuse a folder, FIFO, socket or device, naming the kind and the tool to use instead."""
     if stat.S_ISDIR(st.st_mode):
         raise NotAFileError(f"{shown} is a directory, not a file. Use Glob to list files, or Bash `ls`.")
     if not stat.S_ISREG(st.st_mode):

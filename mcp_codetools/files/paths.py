@@ -1,5 +1,4 @@
-"""
-One resolver for every path a tool touches.
+"""One resolver for every path a tool touches.
 
 A path is resolved against the session's working directory, symlinks are followed, and the real path
 must lie inside a workspace root, compared component by component (``/ws/proj2`` is not inside
@@ -72,11 +71,13 @@ class Workspace:
         return taken
 
     def add_readable(self, folder: Path) -> None:
+        """Open `folder` to reads only (the server's own output folders)."""
         real = canonical_root(folder)
         self.readable.append(real)
         self._remember(real)
 
     def identity(self, folder: Path) -> tuple[int, int] | None:
+        """(device, inode) of a root as first seen, to notice a root replaced later."""
         return self._identities.get(folder)
 
     def root_of(self, real_path: Path, *, for_read: bool = False) -> Path | None:
@@ -86,6 +87,7 @@ class Workspace:
         return max(holding, key=lambda folder: len(folder.parts)) if holding else None
 
     def contains(self, real_path: Path, *, for_read: bool = False) -> bool:
+        """Whether `real_path` lies in a root (or, with `for_read`, a readable folder)."""
         if any(is_within(real_path, root) for root in self.roots):
             return True
         return for_read and any(is_within(real_path, folder) for folder in self.readable)
@@ -123,6 +125,7 @@ class Workspace:
         return real
 
     def describe_roots(self) -> str:
+        """The roots as one comma-separated line, for messages."""
         return ", ".join(str(r) for r in self.roots)
 
 

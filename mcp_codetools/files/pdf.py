@@ -1,6 +1,7 @@
-"""
-PDF pages as the model reads them: the text of each page in reading order under a page marker, and a
-page without a text layer (a scan) rendered as an image.
+"""PDF pages as the model reads them.
+
+The text of each page in reading order under a page marker, and a page without a text layer (a scan)
+rendered as an image.
 
 PDFium (through pypdfium2) opens the file by its descriptor and parses only the cross-reference table
 and the pages asked for, so page 190 of a 200-page file costs about what page 1 does; nothing builds

@@ -24,6 +24,7 @@ def missing_file_error(path: Path, cwd: Path, workspace: Workspace | None = None
 
 
 def unreadable_error(path: Path, exc: BinaryContentError) -> FileStateError:
+    """A file that is not text, with the Bash commands that inspect it."""
     return BinaryFileError(
         f"Cannot read {path}: it looks like {exc.kind}, not text. "
         "Read shows text files only; inspect binary files with Bash (e.g. `file`, `xxd | head`)."

@@ -1,5 +1,4 @@
-"""
-Which reader a file needs (judged by its bytes; a notebook by its name) and the bounds each works within.
+"""Which reader a file needs (judged by its bytes; a notebook by its name) and the bounds each works within.
 
 Text goes to `view`; images, PDFs and notebooks come here and return a `RichView`. The readers (and
 Pillow, PDFium, nbformat behind them) are imported on first use.
@@ -32,12 +31,15 @@ Kind = Literal["image", "pdf", "notebook"]
 
 @dataclass(frozen=True, slots=True)
 class RichLimits:
+    """The bounds for images, PDFs and notebooks, from the settings."""
+
     images: ImageBounds
     pdf: PdfLimits
     notebook: NotebookLimits
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RichLimits:
+        """The bounds the settings give."""
         return cls(
             ImageBounds(settings.image_max_side, settings.image_max_pixels, settings.image_max_bytes),
             PdfLimits(settings.pdf_max_pages, settings.pdf_pages_without_range, settings.result_max_images),
@@ -115,6 +117,7 @@ def read_rich(
 
 
 def read_all(fd: int) -> bytes:
+    """The whole file behind `fd`, read by offset (the descriptor's position is left alone)."""
     parts: list[bytes] = []
     offset = 0
     while block := os.pread(fd, 1 << 20, offset):

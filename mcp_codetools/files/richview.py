@@ -21,6 +21,7 @@ class RichView:
     """The content digest when the whole file was read (the ledger judges later changes by it)."""
 
     def add(self, block: str | ShownImage) -> None:
+        """Append a block; text following text joins it, so the result has few content items."""
         if isinstance(block, str) and self.blocks and isinstance(self.blocks[-1], str):
             self.blocks[-1] += block
         else:
@@ -28,6 +29,7 @@ class RichView:
 
     @property
     def images(self) -> list[ShownImage]:
+        """The images among the blocks, in order."""
         return [block for block in self.blocks if not isinstance(block, str)]
 
     def cost_chars(self) -> int:

@@ -27,6 +27,7 @@ class FileStamp:
     """No call can set ctime back (utime moves it too), so it catches a change whose mtime was restored."""
 
     def same_metadata(self, st: os.stat_result) -> bool:
+        """Whether `st` still has this stamp's mtime, size and ctime (a cheap check before a digest)."""
         return (self.mtime_ns, self.size, self.ctime_ns) == (st.st_mtime_ns, st.st_size, st.st_ctime_ns)
 
     def same_file_state(self, other: FileStamp) -> bool:

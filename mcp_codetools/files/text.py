@@ -1,6 +1,7 @@
-"""
-Text as files hold it: which encoding, BOM and line ending a file uses, decoding that keeps every
-byte, and the numbered, size-capped views the model reads.
+"""Text as files hold it, and as the model reads it.
+
+Which encoding, BOM and line ending a file uses, decoding that keeps every byte, and the numbered,
+size-capped views the model reads.
 """
 
 from __future__ import annotations
@@ -52,14 +53,17 @@ class TextFormat:
 
     @property
     def ascii_compatible(self) -> bool:
+        """Whether ASCII bytes mean ASCII characters here (every encoding but UTF-16), so bytes can be matched."""
         return not self.encoding.startswith("utf-16")
 
     @property
     def errors(self) -> str:
+        """The codec error handler that gives back every byte on encode."""
         # surrogateescape carries undecodable bytes through a decode/encode round trip unchanged.
         return "surrogateescape" if self.encoding == "utf-8" else "strict"
 
     def describe(self) -> str:
+        """The format in words (`UTF-8 with BOM, CRLF line endings`), for messages."""
         parts = [self.encoding.upper() + (" with BOM" if self.bom else "")]
         if self.newline == "\r\n":
             parts.append("CRLF line endings")
@@ -126,6 +130,7 @@ def for_display(text: str) -> str:
 
 
 def clip_line(line: str) -> str:
+    """`line` cut to MAX_LINE_CHARS, saying how long it was; a line cut earlier is left alone."""
     if len(line) <= MAX_LINE_CHARS:
         return line
     if len(line) <= MAX_LINE_CHARS + 80 and _CUT_TAIL.search(line):
@@ -151,8 +156,10 @@ def long_line_note(path: object, numbered: list[str]) -> list[str]:
 
 
 def number_line(number: int, line: str) -> str:
+    """One line as Read shows it: its number, a tab, the text (no CR, made safe to send, clipped)."""
     return f"{number}\t{clip_line(for_display(line.rstrip(chr(13))))}"
 
 
 def number_lines(lines: list[str], first: int) -> str:
+    """`lines` numbered from `first`, one per output line."""
     return "\n".join(number_line(first + i, line) for i, line in enumerate(lines))

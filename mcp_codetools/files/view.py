@@ -1,5 +1,4 @@
-"""
-Numbered views of a text file whose cost is bounded by the view, not the file.
+"""Numbered views of a text file whose cost is bounded by the view, not the file.
 
 Small files are read whole. Large ones are scanned once in chunks to count lines and note, per chunk,
 which line it starts in; that index is cached per (inode, mtime, size), so a later view deep in the
@@ -38,6 +37,7 @@ class View:
 
     @property
     def last(self) -> int:
+        """The number of the view's last line."""
         return self.first + len(self.numbered) - 1
 
 
@@ -55,6 +55,7 @@ def _take(lines: list[str], first: int, max_lines: int, budget: int) -> tuple[li
 
 
 def split_lines(text: str) -> list[str]:
+    """`text` split at newlines, without an empty piece after a final newline."""
     if not text:
         return []
     lines = text.split("\n")
@@ -195,12 +196,14 @@ class LineIndexCache:
         self._entries: OrderedDict[IndexKey, IndexEntry] = OrderedDict()
 
     def get(self, key: IndexKey) -> IndexEntry | None:
+        """The index for `key`, marked as most recently used; None when not cached."""
         hit = self._entries.get(key)
         if hit is not None:
             self._entries.move_to_end(key)
         return hit
 
     def put(self, key: IndexKey, checkpoints: list[tuple[int, int]], total_lines: int, digest: str | None) -> None:
+        """Cache a file's line index, evicting the least recently used past capacity."""
         self._entries[key] = (checkpoints, total_lines, digest)
         self._entries.move_to_end(key)
         while len(self._entries) > self._capacity:

@@ -1,5 +1,4 @@
-"""
-Writes that a crash cannot leave half done.
+"""Writes that a crash cannot leave half done.
 
 A write goes to a temporary file in the target's own folder, is flushed to disk, and is renamed over
 the target, all through a descriptor of that folder that was checked to lie inside the roots. The
@@ -70,6 +69,7 @@ def encode_content(content: str, encoding: str, errors: str) -> bytes:
 
 
 def refuse_read_only(st: os.stat_result, path: Path) -> None:
+    """Refuse a file no write bit allows, rather than writing over its mode."""
     if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
         raise FileReadOnlyError(
             f"{path} is read-only (mode {stat.filemode(st.st_mode)}). It was left unchanged; "

@@ -1,5 +1,4 @@
-"""
-A Bash command seen as permission rules see it: the simple commands it runs and the files it redirects to.
+"""A Bash command seen as permission rules see it: the simple commands it runs and the files it redirects to.
 
 Every simple command anywhere in the parse tree counts (after `&&`, `||`, `;`, `|`, newlines, inside
 subshells, `$(…)`, loops and functions), so `npm test && rm -rf /` is two commands, not one that starts
@@ -46,6 +45,7 @@ class SimpleCommand:
 
     @property
     def text(self) -> str:
+        """The words joined by spaces: what a `Bash(...)` rule's pattern is matched against."""
         return " ".join(self.words)
 
     def unwrapped(self) -> SimpleCommand:
@@ -91,6 +91,7 @@ class CommandParts:
 
 
 def split_command(command: str) -> CommandParts:
+    """The simple commands and write targets of a command line; a huge one is not parsed and counts as incomplete."""
     if len(command) > MAX_PARSED_CHARS:  # not parsed, and not cached: the cache would keep it alive
         return _TOO_LONG
     return _split_command(command)

@@ -1,5 +1,4 @@
-"""
-Where the policy comes from: built-in defaults, config files, the environment and flags, later wins.
+"""Where the policy comes from: built-in defaults, config files, the environment and flags, later wins.
 
 Sources, in order:
 
@@ -80,9 +79,11 @@ class PolicyConfig:
     """Run hooks found in `.claude/settings.json` too: off by default, since they are commands from a repository."""
 
     def hook_tables(self) -> list[tuple[Path, Mapping[str, Any]]]:
+        """The hook tables to run: the server's own, and `.claude/settings.json`'s when allowed."""
         return self.hooks + (self.claude_hooks if self.hooks_from_claude_settings else [])
 
     def policy(self, roots: Sequence[Path]) -> Policy:
+        """The `Policy` these settings make for `roots`."""
         return Policy(
             roots=tuple(roots),
             allow=tuple(self.allow),

@@ -1,5 +1,4 @@
-"""
-Deciding one call: deny rules, then the mode, then ask rules and protected paths, then allow rules.
+"""Deciding one call: deny rules, then the mode, then ask rules and protected paths, then allow rules.
 
 Deny wins over ask, ask over allow. A `Read(...)` deny also blocks writing that path (there is no point
 hiding a file that can be overwritten). Bash is matched per simple command: a compound command is
@@ -80,6 +79,8 @@ class CallFacts:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
+    """What the policy says about one call: allow, deny or ask, and why."""
+
     behaviour: Behaviour
     reason: str
     """Names the rule or mode that decided, and where it came from (for the model and the log)."""
@@ -190,6 +191,10 @@ class Policy:
         return re.compile(f"^(?:(?:{alternatives})(?:/.*)?|{files})$", re.S)
 
     def decide(self, facts: CallFacts) -> Decision:
+        """Decide one call: deny rules first, then the mode, ask rules, protected paths, allow rules.
+
+        A call no rule allows is asked about unless the mode lets it through.
+        """
         writes = [str(p) for p in facts.write_paths]
         reads = [str(p) for p in facts.read_paths]
         commands: Sequence[SimpleCommand] = ()

@@ -1,5 +1,4 @@
-"""
-The permission step as the pipeline runs it: rules and mode, then hooks, then asking the user.
+"""The permission step as the pipeline runs it: rules and mode, then hooks, then asking the user.
 
 Order for one call: the policy decides (deny rules, the mode, ask rules, protected paths, allow rules);
 a deny ends it. PreToolUse hooks run next: a hook's block or deny ends the call, a hook's ask turns an
@@ -46,6 +45,7 @@ class Question:
 
     @property
     def message(self) -> str:
+        """The question as the user sees it: the tool, what it touches, and why it is asked."""
         what = f"{self.tool}: {self.subject}" if self.subject else self.tool
         return f"Allow this call? {what}\n(Asked because {self.reason}.)"
 
@@ -55,8 +55,10 @@ Asker = Callable[[Question], Awaitable[bool | None]]
 
 
 class AnswerNeeded(Exception):
-    """Raised by an asker that cannot wait for the answer within this request (2026-07-28: the server returns
-    `input_required`, and the client sends the call again with the answer)."""
+    """Raised by an asker that cannot wait for the answer within this request.
+
+    Under 2026-07-28 the server returns `input_required`, and the client sends the call again with the answer.
+    """
 
     def __init__(self, question: Question) -> None:
         super().__init__(question.message)

@@ -1,5 +1,4 @@
-"""
-Which files deny rules hide from one tool's listings (Grep, Glob), asked once per listed file.
+"""Which files deny rules hide from one tool's listings (Grep, Glob), asked once per listed file.
 
 `Hider` answers as `Policy.hides` does, faster: each rule's longest literal run (`.env`, `secrets/`) is
 looked for in the path first, and only a path holding one of them is matched against the rules'
@@ -16,8 +15,10 @@ from mcp_codetools.policy.rules import _anchor_of, path_regex, relative
 
 
 def _literal(pattern: str) -> str:
-    """The longest run of plain characters in a rule's path glob ("" when it has none); only the part
-    before a character class or an escape is looked at, which is plain as written."""
+    """The longest run of plain characters in a rule's path glob ("" when it has none).
+
+    Only the part before a character class or an escape is looked at, which is plain as written.
+    """
     head = re.split(r"[\[\\]", pattern, maxsplit=1)[0]
     return max(re.split(r"[*?/]", head), key=len)
 
@@ -62,6 +63,7 @@ class Hider:
         return _BUILT[key][1]
 
     def __call__(self, path: str) -> bool:
+        """Whether a deny rule hides `path` from this tool; the literal pre-check skips most paths."""
         literals = self.literals
         if literals is not None and not any(literal in path for literal in literals):
             return False

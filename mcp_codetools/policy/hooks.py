@@ -1,5 +1,4 @@
-"""
-PreToolUse and PostToolUse hooks in Claude Code's shape: commands that see each call as JSON and may block it.
+"""PreToolUse and PostToolUse hooks in Claude Code's shape: commands that see each call as JSON and may block it.
 
 A hook gets on stdin `session_id`, `cwd`, `hook_event_name`, `tool_name`, `tool_input` (and, after the
 call, `tool_response`). Exit 0 lets the call go on, and JSON on stdout may carry a permission decision
@@ -45,6 +44,8 @@ class HookConfigError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class HookCommand:
+    """One hook's shell command, its time limit, and the settings file it came from."""
+
     command: str
     timeout_s: float
     source: str
@@ -52,12 +53,15 @@ class HookCommand:
 
 @dataclass(frozen=True, slots=True)
 class HookGroup:
+    """The hook commands one event runs for the tools its matcher names."""
+
     event: Event
     matcher: re.Pattern[str] | None
     """None matches every tool."""
     commands: tuple[HookCommand, ...]
 
     def matches(self, tool_name: str) -> bool:
+        """Whether the group runs for `tool_name` (the matcher must match the whole name)."""
         return self.matcher is None or self.matcher.fullmatch(tool_name) is not None
 
 
@@ -129,6 +133,7 @@ class Hooks:
         return bool(self.groups)
 
     async def run(self, event: Event, payload: dict[str, Any]) -> HookOutcome:
+        """Run the hooks for `event` side by side, and fold their answers into one outcome."""
         commands = [c for g in self.groups if g.event == event and g.matches(payload["tool_name"]) for c in g.commands]
         outcome = HookOutcome()
         if not commands:

@@ -1,5 +1,4 @@
-"""
-Permission rules in Claude Code's syntax: `Tool` or `Tool(specifier)`.
+"""Permission rules in Claude Code's syntax: `Tool` or `Tool(specifier)`.
 
 Path specifiers (Read, Edit and the tools they cover) are gitignore-style globs with anchors:
 
@@ -60,9 +59,11 @@ class Rule:
 
     @property
     def is_path_rule(self) -> bool:
+        """Whether the rule names paths (`Edit(src/**)`) rather than a command or a whole tool."""
         return self.path_body is not None
 
     def covers_tool(self, tool_name: str) -> bool:
+        """Whether the rule applies to `tool_name`, directly or through its family (`Edit` covers Write)."""
         return tool_name == self.tool or tool_name in RULE_FAMILIES.get(self.tool, ())
 
     def bases(self, roots: Iterable[str]) -> list[str]:
@@ -118,6 +119,7 @@ def path_regex(bodies: Sequence[str]) -> re.Pattern[str]:
 
 
 def command_regex(bodies: Sequence[str]) -> re.Pattern[str]:
+    """One regex for several command patterns, each matching the whole command text."""
     return _compiled("^(?:" + "|".join(f"(?:{b})" for b in bodies) + ")$")
 
 

@@ -1,2 +1,5 @@
-"""Searching with ripgrep: its arguments (`args`), its process (`process`), what reads its output (`sinks`,
-`path_order`), and where its binary is (`locate`)."""
+"""Searching with ripgrep, for Grep and Glob.
+
+Its arguments (`args`), its process (`process`), what reads its output (`sinks`, `path_order`), and where
+its binary is (`locate`).
+"""

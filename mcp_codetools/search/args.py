@@ -1,5 +1,4 @@
-"""
-rg's arguments for Grep and Glob, built so that model input is never read as an rg option.
+"""rg's arguments for Grep and Glob, built so that model input is never read as an rg option.
 
 The pattern always follows `-e`, paths follow `--`, globs and types are passed as `--flag=value`, and
 config files (`RIPGREP_CONFIG_PATH`) are ignored, since they could add options such as `--pre`.
@@ -62,6 +61,7 @@ def filter_args(globs: Sequence[str]) -> list[str]:
 
 
 def is_option_like(value: str) -> bool:
+    """Whether rg would read `value` as an option if it were passed bare."""
     return value.startswith("-")
 
 
@@ -133,16 +133,20 @@ class PinnedTarget:
 
     @property
     def is_dir(self) -> bool:
+        """Whether the pinned target is a folder (rg then runs in it) rather than a file."""
         return stat.S_ISDIR(self.st.st_mode)
 
     @property
     def proc_path(self) -> str:
+        """The descriptor's path under /proc, which rg opens as the file itself."""
         return f"/proc/self/fd/{self.fd}"
 
     def rg_paths(self) -> list[str]:
+        """The path arguments for rg: none for a folder (rg runs in it), the /proc path for a file."""
         return [] if self.is_dir else [self.proc_path]
 
     def pass_fds(self) -> tuple[int, ...]:
+        """The descriptors rg must inherit: the file's, none for a folder."""
         return () if self.is_dir else (self.fd,)
 
     def rename(self) -> tuple[bytes, bytes]:
@@ -152,6 +156,7 @@ class PinnedTarget:
         return os.fsencode(self.proc_path), os.fsencode(self.shown)
 
     def close(self) -> None:
+        """Close the descriptor."""
         os.close(self.fd)
 
 
@@ -213,7 +218,8 @@ class Hides(Protocol):
 
     literals: tuple[str, ...] | None
 
-    def __call__(self, path: str) -> bool: ...
+    def __call__(self, path: str) -> bool:
+        """Whether a deny rule hides `path`."""
 
 
 @dataclass(frozen=True)
@@ -254,6 +260,7 @@ def hidden_names(target: PinnedTarget, hidden: Hides | None, *, prefixed: bool =
 
 
 def dropped_note(dropped: int) -> str:
+    """A note on the paths left out because a folder on the way changed; empty when none were."""
     if not dropped:
         return ""
     return (

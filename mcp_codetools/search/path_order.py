@@ -1,13 +1,12 @@
-"""
-rg's parallel content output, put back in path order, so a search is fast and its pages still line up.
+r"""rg's parallel content output, put back in path order, so a search is fast and its pages still line up.
 
 `rg --sort=path` gives a stable order but searches on one thread (2.3× slower than plain `rg -n` over
 64k files on two cores, more on bigger machines). Searching in parallel and sorting afterwards works
 because rg writes each file's lines as one contiguous block. So the output only has to be cut into
 blocks, one per file, and the blocks sorted: the lines within a block are never reordered.
 
-Each line names its file: rg runs with field separators that begin with a NUL (`path\\0:12\\0:text`,
-`path\\0-13\\0-context`), and a NUL can be in neither a path nor a printed line (rg treats such files as
+Each line names its file: rg runs with field separators that begin with a NUL (`path\0:12\0:text`,
+`path\0-13\0-context`), and a NUL can be in neither a path nor a printed line (rg treats such files as
 binary). Removing the NULs gives rg's own `path:12:text` back. Blocks are kept in a spooled temporary
 file (in memory up to SPOOL_BYTES, then on disk), with a small index in memory: a page reads only the
 blocks it shows.
@@ -62,6 +61,7 @@ class FileBlocks:
         self._seen = 0
 
     def __call__(self, chunk: bytes) -> bool:
+        """Take a chunk of rg's output by whole lines; False once there is enough (or no room to spool)."""
         self._seen += len(chunk)
         data = self._rest + chunk if self._rest else chunk
         end = data.rfind(b"\n") + 1
@@ -127,6 +127,7 @@ class FileBlocks:
         return kept, False
 
     def close(self) -> None:
+        """Close the spool file."""
         self._spool.close()
 
     def _read(self, block: _Block) -> list[bytes]:
@@ -142,8 +143,11 @@ class FileBlocks:
             self._feed_blocks(data, end)
 
     def _feed_blocks(self, data: bytes, end: int) -> None:
-        """Without context every line names its file, and a file's lines are contiguous: so a block's end
-        is found by a galloping search for the first line of another file, not by looking at every line."""
+        """Split whole lines into per-file blocks, without looking at every line.
+
+        Without context every line names its file, and a file's lines are contiguous: so a block's end
+        is found by a galloping search for the first line of another file.
+        """
         lines = data[:end].split(b"\n")
         lines.pop()  # after the last newline: nothing
         i, n = 0, len(lines)

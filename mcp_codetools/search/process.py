@@ -1,5 +1,4 @@
-"""
-Running ripgrep: one `rg` process per call, read while it streams into a sink.
+"""Running ripgrep: one `rg` process per call, read while it streams into a sink.
 
 Whatever happens (success, an early stop, an error, cancellation), the process group is killed if
 still running and reaped, under a shielded scope with a bounded wait.
@@ -72,6 +71,7 @@ class RgResult:
 
     @property
     def failed(self) -> bool:
+        """Whether rg reported an error: not stopped by us, an exit code beyond 0 and 1, and something searched."""
         return not self.stopped and self.returncode not in (0, 1) and not self.nothing_searched
 
     def error_text(self, limit: int = 2000) -> str:
@@ -123,9 +123,9 @@ async def run_rg(
 
 
 async def run_rg_on(args: Sequence[str], target: PinnedTarget, sink: Sink, *, sep: bytes = b"\n") -> RgResult:
-    """Run rg on a pinned search target (see `PinnedTarget`), showing names as the model gave the path.
+    r"""Run rg on a pinned search target (see `PinnedTarget`), showing names as the model gave the path.
 
-    `sep` ends the records of this output (`\\0` for `--files-with-matches --null`, else a newline).
+    `sep` ends the records of this output (`\0` for `--files-with-matches --null`, else a newline).
     """
     old, new = target.rename()
     renamed = Renamed(sink, old, new, sep) if old or new else None
@@ -147,9 +147,9 @@ async def _stop_when_cancelled(run: _RgRun) -> None:
 
 
 class Renamed:
-    """A sink that rewrites the name at the start of each record of rg's output, then passes it on.
+    r"""A sink that rewrites the name at the start of each record of rg's output, then passes it on.
 
-    Records end with `sep` (`\\0` for `--files-with-matches --null`, a newline otherwise). With a newline,
+    Records end with `sep` (`\0` for `--files-with-matches --null`, a newline otherwise). With a newline,
     only lines that hold a NUL (the `--null` / NUL field separators put one after every name) are names:
     `--` group lines and rg's notes are left alone. A record cut off by an early stop is dropped, as the
     sinks drop it.
@@ -167,6 +167,7 @@ class Renamed:
         self._rest = b""
 
     def __call__(self, chunk: bytes) -> bool:
+        """Pass whole records on to the sink with the name replaced; False when the sink wants no more."""
         data = self._rest + chunk if self._rest else chunk
         end = data.rfind(self.sep) + 1
         self._rest = data[end:]

@@ -1,5 +1,4 @@
-"""
-A Landlock sandbox for rg: it may read only below the folder (or the one file) it was given.
+"""A Landlock sandbox for rg: it may read only below the folder (or the one file) it was given.
 
 Pinning the search path (args.PinnedTarget) keeps rg's starting point; but rg walks below it by path,
 so a folder swapped for a link out while rg walks could still lend it outside files. Landlock rules
@@ -158,8 +157,10 @@ def _ignore_files_above(folder: Path) -> list[int]:
 def spawn(
     start: Callable[[], subprocess.Popen[bytes]], fd: int, is_dir: bool, real: Path, executable: str
 ) -> subprocess.Popen[bytes]:
-    """Run `start` (which spawns `executable`) in a thread restricted to reading below `fd` (the pinned
-    target), the ignore files above it, and the executable itself (exec reads it).
+    """Run `start` (which spawns `executable`) in a thread that may read only what rg needs.
+
+    That is: below `fd` (the pinned target), the ignore files above it, and the executable itself (exec
+    reads it).
 
     Raises:
         OSError: the sandbox could not be set up (then rg is not started: fail closed).

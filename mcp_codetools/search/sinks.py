@@ -1,5 +1,4 @@
-"""
-What reads rg's output: sinks that collect or page it within a budget, and the newest-first order.
+"""What reads rg's output: sinks that collect or page it within a budget, and the newest-first order.
 
 A sink is a plain callable that sees each chunk of stdout and answers whether it wants more; when it
 has enough, the runner kills rg at once, so a search never costs more than its result needs.
@@ -40,6 +39,7 @@ class LineCollector:
         self._data = bytearray()
 
     def __call__(self, chunk: bytes) -> bool:
+        """Keep the chunk; False (and incomplete) once past `max_bytes`."""
         self._data += chunk
         if len(self._data) > self.max_bytes:
             self.complete = False
@@ -114,6 +114,7 @@ class LinePager:
         self._partial = bytearray()
 
     def __call__(self, chunk: bytes) -> bool:
+        """Skip to `offset`, then keep whole records within the limits; False once the page is full."""
         self._seen += len(chunk)
         pos, size = 0, len(chunk)
         while self._taking and pos < size:
@@ -168,8 +169,9 @@ class LinePager:
 
 
 class Unhidden:
-    """A sink that passes on only the records (ended by `sep`) whose name `is_hidden` does not hide, so the
-    sink behind it counts and pages what may be shown.
+    """A sink that passes on only the records (ended by `sep`) whose name `is_hidden` does not hide.
+
+    So the sink behind it counts and pages only what may be shown.
 
     The name is the whole record, or what comes before the last `name_end` in it. With `literals` (one
     of which every hidden name holds), a chunk is searched for them in C, and only the records holding
@@ -194,6 +196,7 @@ class Unhidden:
         self._rest = b""
 
     def __call__(self, chunk: bytes) -> bool:
+        """Pass on the whole records whose name is not hidden; False when the sink wants no more."""
         data = self._rest + chunk if self._rest else chunk
         end = data.rfind(self.sep) + 1
         self._rest = data[end:]
@@ -203,6 +206,7 @@ class Unhidden:
         return self.sink(kept) if kept else True
 
     def flush(self) -> None:
+        """Pass on a last record that had no separator after it, unless hidden."""
         rest, self._rest = self._rest, b""
         if rest and not self._hides(rest):
             self.sink(rest)

@@ -1,6 +1,7 @@
-"""
-Running shell commands for the Bash tools: the read-only classifier (`classify`, `rules`, `sed`), one
-command in its own process group (`runner`, `capture`, `procs`) and background jobs (`background`).
+"""Running shell commands for the Bash tools.
+
+The read-only classifier (`classify`, `rules`, `sed`), one command in its own process group (`runner`,
+`capture`, `procs`) and background jobs (`background`).
 
 Nothing here imports `mcp`; the tools in `mcp_codetools.tools.bash` and `.jobs` turn results into text.
 """

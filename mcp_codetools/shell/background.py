@@ -1,5 +1,4 @@
-"""
-Background jobs: commands started with `run_in_background`, owned by the session.
+"""Background jobs: commands started with `run_in_background`, owned by the session.
 
 A job writes straight into a log file in the session's scratch folder (the kernel appends; the server
 holds none of its output in memory), so a job never blocks on a full pipe, whoever reads it and
@@ -72,6 +71,7 @@ class Job:
 
     @property
     def running(self) -> bool:
+        """Whether the job's process has not exited yet."""
         return not self.done.is_set()
 
     @property
@@ -99,6 +99,8 @@ class Job:
 
 @dataclass(frozen=True, slots=True)
 class NewOutput:
+    """A job's output since the last read, and how many older unread bytes were skipped to bound it."""
+
     text: str
     skipped_bytes: int
 
@@ -141,6 +143,7 @@ class JobRegistry:
         return job
 
     def get(self, job_id: str) -> Job | None:
+        """The job with `job_id` (surrounding blanks ignored), or None."""
         return self.jobs.get(job_id.strip())
 
     def describe(self) -> str:
@@ -241,7 +244,8 @@ class JobRegistry:
 class LineFilter(Protocol):
     """What BashOutput's `filter` is matched with (a compiled pattern with a time budget)."""
 
-    def search(self, line: str) -> object: ...
+    def search(self, line: str) -> object:
+        """A match object when `line` matches, else None."""
 
 
 def _read_all(handle: BinaryIO, length: int, capture: OutputCapture) -> int:

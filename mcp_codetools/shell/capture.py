@@ -1,5 +1,4 @@
-"""
-Output capture with bounded memory, whatever a command prints.
+"""Output capture with bounded memory, whatever a command prints.
 
 Up to `cap` characters everything is kept. Past it, only the first and last `cap/2` (less room for the
 marker) stay in memory, and the whole stream goes to a spill file in the session's scratch folder, so
@@ -61,9 +60,11 @@ class OutputCapture:
 
     @property
     def truncated(self) -> bool:
+        """Whether more arrived than the cap, so the middle is left out of the text."""
         return self.total_chars > self.cap
 
     def feed(self, data: bytes) -> None:
+        """Add raw output; a character split across reads is decoded once it is whole."""
         self.add_text(self._decoder.decode(data))
 
     def close(self) -> None:
@@ -74,6 +75,7 @@ class OutputCapture:
             self._spill = None
 
     def add_text(self, text: str) -> None:
+        """Add decoded output: kept in the head until it fills, then in a tail bounded to the cap."""
         if not text:
             return
         self.total_chars += len(text)
@@ -149,7 +151,7 @@ class OutputCapture:
 
 
 def tidy(text: str, *, leading: bool = True) -> str:
-    """Claude Code's clean-up: trailing whitespace and leading blank lines go; `\\r` redraws show their final state."""
+    r"""Claude Code's clean-up: trailing whitespace and leading blank lines go; `\r` redraws show their final state."""
     if "\r" in text:
         text = _CR_AT_END.sub("", _OVERWRITTEN.sub("", text.replace("\r\n", "\n")))
     text = text.rstrip()

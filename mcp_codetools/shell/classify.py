@@ -1,5 +1,4 @@
-"""
-Is a Bash command read-only? Decided on the parse tree, never on the raw string.
+"""Is a Bash command read-only? Decided on the parse tree, never on the raw string.
 
 The command is parsed with bashlex. It is read-only only when it is a list (`;`, `&&`, `||`, newlines)
 of pipelines of simple commands, each on the allowlist in `rules` with arguments the list allows, and
@@ -49,6 +48,7 @@ class NotReadOnly(Exception):
 
 
 def is_read_only(command: str) -> bool:
+    """Whether every part of `command` only reads, so it may run without a question."""
     return analyze(command).read_only
 
 

@@ -1,5 +1,4 @@
-"""
-The Landlock launcher: `python -I -S landlock.py --write DIR … [--chdir DIR] [--no-network] -- CMD …`.
+"""The Landlock launcher: `python -I -S landlock.py --write DIR … [--chdir DIR] [--no-network] -- CMD …`.
 
 It restricts itself (writes only beneath the given folders and to a few harmless devices; TCP bind and
 connect denied when asked and the kernel's ABI has it), sets no_new_privs, then execs the command, so the
@@ -78,6 +77,7 @@ def _allow(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> None:
 
 
 def main(argv: Sequence[str]) -> int:
+    """Parse the options, restrict this process, and exec the command (returns only on failure)."""
     writable: list[str] = []
     deny_network = False
     chdir: str | None = None

@@ -1,5 +1,4 @@
-"""
-Process-table questions the signal API cannot answer, read from /proc (Linux).
+"""Process-table questions the signal API cannot answer, read from /proc (Linux).
 
 `os.killpg(pgid, 0)` tells whether a group has members, but zombies count, and orphans are reaped by
 init on its own schedule (here about every 2 s), so waiting for it to fail would wait for init. These

@@ -1,5 +1,4 @@
-"""
-The read-only allowlist: which commands, with which arguments, only read.
+"""The read-only allowlist: which commands, with which arguments, only read.
 
 Data first: `ANY_ARGS` holds commands that no argument can turn into a writer or a runner of other
 programs; `RULES` maps the rest to a check over their arguments. A check returns a problem ("" when
@@ -154,6 +153,8 @@ def version_call(*forms: str) -> Check:
 
 
 def both(first: Check, second: Check) -> Check:
+    """A check that passes only when both do; it reports the first objection."""
+
     def rule(args: Sequence[Word]) -> str:
         return first(args) or second(args)
 

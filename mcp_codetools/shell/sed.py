@@ -1,5 +1,4 @@
-"""
-Is a sed invocation read-only? Options first (no -i, no -f), then every script, read the way GNU sed reads it.
+"""Is a sed invocation read-only? Options first (no -i, no -f), then every script, read the way GNU sed reads it.
 
 A script is read-only when each command only prints or edits the stream: p, P, =, l, q, Q, d, D, n,
 N, g, G, h, H, x, z, F, blocks, `s` with flags among g, p, i, I, m, M and a number, and `y`. Everything
@@ -198,7 +197,7 @@ def _addresses(s: str, i: int) -> int:
 
 
 def _address(s: str, i: int, *, first: bool) -> int:
-    """Skip one address (`5`, `1~2`, `$`, `/re/I`, `\\%re%`, and after a comma `+3`, `~4`); i when there is none."""
+    r"""Skip one address (`5`, `1~2`, `$`, `/re/I`, `\%re%`, and after a comma `+3`, `~4`); i when there is none."""
     n = len(s)
     if i >= n:
         return i

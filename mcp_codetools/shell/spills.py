@@ -1,5 +1,4 @@
-"""
-A session's budget for output saved to disk: full command outputs and background jobs' logs.
+"""A session's budget for output saved to disk: full command outputs and background jobs' logs.
 
 Each file has its own cap (1 GiB), but a session can make many; past the budget the oldest files go
 first. A file still being written (a running job's log) is never removed, nor the one the current call
@@ -24,6 +23,8 @@ class _Spill:
 
 @dataclass(frozen=True, slots=True)
 class Removed:
+    """A saved output file the budget removed, and its size."""
+
     path: Path
     size: int
 
@@ -80,6 +81,7 @@ def removal_note(removed: list[Removed], limit_bytes: int) -> str:
 
 
 def size_text(size: int) -> str:
+    """A size in the largest binary unit it reaches (`1.5 MiB`)."""
     for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
         if size >= 1 << shift:
             return f"{size / (1 << shift):.3g} {unit}"

@@ -18,6 +18,7 @@ from mcp_codetools.tools.write import WriteTool
 
 
 def default_tools() -> list[Tool[Any]]:
+    """One of each tool, in the order tools/list shows them."""
     return [
         ReadTool(),
         EditTool(),

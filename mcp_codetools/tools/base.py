@@ -1,6 +1,7 @@
-"""
-What every tool is: an input model, a description for the model, the concurrency and permission
-questions the pipeline asks, `validate_input` and `call`. Tools work on plain values and never import `mcp`.
+"""What every tool is; tools work on plain values and never import `mcp`.
+
+An input model, a description for the model, the concurrency and permission questions the pipeline asks,
+`validate_input` and `call`.
 
 What `validate_input` loaded to decide (a file's bytes and stat, where a string matched) is handed to
 `call` as a typed value, the tool's second type parameter, so `call` neither guesses at it nor loads it again.
@@ -16,7 +17,7 @@ from typing import Any, ClassVar, Generic, cast
 
 from pydantic import BaseModel, ConfigDict, field_validator
 from pydantic_core import PydanticCustomError
-from typing_extensions import TypeVar
+from typing_extensions import TypeVar, override
 
 from mcp_codetools.policy.engine import CallFacts
 from mcp_codetools.policy.gate import Asker
@@ -108,9 +109,11 @@ class Tool(Generic[InputT, PreparedT]):
     """Input fields holding paths: the pipeline resolves and confines them before state checks."""
 
     def is_read_only(self, args: InputT) -> bool:
+        """Whether this call only reads (by default the tool's `read_only` hint)."""
         return self.read_only
 
     def is_concurrency_safe(self, args: InputT) -> bool:
+        """Whether this call may run beside others; by default no, so it runs alone."""
         return False
 
     def default_path(self, field_name: str, session: CodeSession) -> str | None:
@@ -142,6 +145,7 @@ class Tool(Generic[InputT, PreparedT]):
         raise NotImplementedError
 
     def input_schema(self) -> dict[str, Any]:
+        """The input model's JSON schema without pydantic's titles, as tools/list sends it."""
         schema = self.input_model.model_json_schema()
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():
@@ -158,8 +162,10 @@ class SearchTool(Tool[InputT, PreparedT]):
     open_world = False
     path_fields = ("path",)
 
+    @override
     def is_concurrency_safe(self, args: InputT) -> bool:
         return True
 
+    @override
     def default_path(self, field_name: str, session: CodeSession) -> str | None:
         return str(session.cwd)

@@ -1,5 +1,4 @@
-"""
-Bash: run a shell command that cannot hang the call or outlive it, and say plainly what happened.
+"""Bash: run a shell command that cannot hang the call or outlive it, and say plainly what happened.
 
 The process work (group, timeout, capture, cleanup) is in `mcp_codetools.shell.runner`; this module
 turns a run into the text the model reads: the output (head and tail past 30,000 characters, with the
@@ -16,6 +15,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from pydantic import Field
+from typing_extensions import override
 
 from mcp_codetools.errors import ExecutionError, InvalidInputError
 from mcp_codetools.policy.engine import CallFacts
@@ -49,7 +49,7 @@ INTERPRETATIONS: dict[str, dict[int, str]] = {
 """Exit codes that answer a question rather than report a failure, by the command that set the status."""
 
 
-class BashInput(ToolInput):
+class BashInput(ToolInput):  # noqa: D101  (no docstring: pydantic would send it to the model in the input schema)
     command: str = Field(description="The bash command to run. Multi-line scripts are fine.")
     timeout: int | None = Field(
         default=None,
@@ -63,6 +63,8 @@ class BashInput(ToolInput):
 
 
 class BashTool(Tool[BashInput]):
+    """Bash: run one command in the session's working directory, or start it as a background job."""
+
     name = "Bash"
     title = "Run shell command"
     description = (
@@ -82,21 +84,26 @@ class BashTool(Tool[BashInput]):
     idempotent = False
     open_world = True
 
+    @override
     def is_read_only(self, args: BashInput) -> bool:
         return not args.run_in_background and analyze(args.command).read_only
 
+    @override
     def is_concurrency_safe(self, args: BashInput) -> bool:
         return self.is_read_only(args)
 
+    @override
     def permission_facts(self, args: BashInput, ctx: CallContext) -> CallFacts:
         return CallFacts(self.name, self.is_read_only(args), command=args.command, cwd=ctx.session.cwd)
 
+    @override
     async def validate_input(self, args: BashInput, ctx: CallContext) -> None:
         if not args.command.strip():
             raise InvalidInputError("`command` is empty. Give the shell command to run.")
         if "\x00" in args.command:
             raise InvalidInputError("`command` contains a NUL byte, which no shell command can hold.")
 
+    @override
     async def call(self, args: BashInput, ctx: CallContext, prepared: None) -> ToolOutput:
         session = ctx.session
         analysis = analyze(args.command)

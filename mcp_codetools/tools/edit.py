@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio.to_thread
 from pydantic import Field
+from typing_extensions import override
 
 from mcp_codetools.errors import (
     FileExistsAlreadyError,
@@ -33,7 +34,7 @@ from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_a
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
 
-class EditInput(ToolInput):
+class EditInput(ToolInput):  # noqa: D101  (no docstring: pydantic would send it to the model in the input schema)
     file_path: str = Field(description="Absolute path, or relative to the working directory.")
     old_string: str = Field(description="Exact text to replace, without Read's line-number prefixes.")
     new_string: str = Field(description="Replacement text (must differ from old_string).")
@@ -49,6 +50,8 @@ class Replacement:
 
 
 class EditTool(Tool[EditInput, Replacement | None]):
+    """Edit: replace one (or every) exact occurrence of a string in a file read before."""
+
     name = "Edit"
     title = "Edit file"
     description = (
@@ -62,6 +65,7 @@ class EditTool(Tool[EditInput, Replacement | None]):
     idempotent = False
     path_fields = ("file_path",)
 
+    @override
     async def validate_input(self, args: EditInput, ctx: CallContext) -> Replacement | None:
         """Check the edit can be made; None means the file does not exist and old_string is empty: create it."""
         path = ctx.paths["file_path"]
@@ -103,6 +107,7 @@ class EditTool(Tool[EditInput, Replacement | None]):
                 )
         return Replacement(loaded, matches)
 
+    @override
     async def call(self, args: EditInput, ctx: CallContext, replacement: Replacement | None) -> ToolOutput:
         path = ctx.paths["file_path"]
         session = ctx.session

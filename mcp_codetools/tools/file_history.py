@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
+from typing_extensions import override
 
 from mcp_codetools.errors import ExecutionError, FileChangedError, InvalidInputError, PermissionDeniedError, os_errors
 from mcp_codetools.files.editing import HARD_LINKS_WRITE_THROUGH, read_whole
@@ -19,7 +20,7 @@ from mcp_codetools.session import CodeSession
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
 
-class FileHistoryInput(ToolInput):
+class FileHistoryInput(ToolInput):  # noqa: D101  (no docstring: pydantic would send it to the model in the input schema)
     action: Literal["list", "restore"] = Field(description="list versions, or restore one.")
     file_path: str | None = Field(default=None, description="The file (list: omit to list every changed file).")
     version: int | None = Field(default=None, ge=1, description="restore: the version number that list shows.")
@@ -27,6 +28,8 @@ class FileHistoryInput(ToolInput):
 
 
 class FileHistoryTool(Tool[FileHistoryInput, None]):
+    """FileHistory: list the versions this session's writes replaced, or put one back."""
+
     name = "FileHistory"
     title = "File history (undo)"
     description = (
@@ -40,12 +43,15 @@ class FileHistoryTool(Tool[FileHistoryInput, None]):
     idempotent = False
     path_fields = ("file_path",)
 
+    @override
     def is_read_only(self, args: FileHistoryInput) -> bool:
         return args.action == "list"
 
+    @override
     def is_concurrency_safe(self, args: FileHistoryInput) -> bool:
         return args.action == "list"
 
+    @override
     async def call(self, args: FileHistoryInput, ctx: CallContext, prepared: None) -> ToolOutput:
         path = ctx.paths.get("file_path")
         if args.action == "list":

@@ -1,5 +1,4 @@
-"""
-Glob: files whose paths match a glob, newest first, listed by `rg --files` (never a Python walk).
+"""Glob: files whose paths match a glob, newest first, listed by `rg --files` (never a Python walk).
 
 rg matches a glob containing `/` from the folder it runs in, so it runs in the search folder and the
 pattern reads relative to `path`. A leading run of plain folder names (`src/app/**/*.ts`) becomes
@@ -17,6 +16,7 @@ from pathlib import Path
 
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
+from typing_extensions import override
 
 from mcp_codetools.errors import ExecutionError, InvalidInputError, NotAFileError
 from mcp_codetools.search.args import (
@@ -44,7 +44,7 @@ NOTICE_RESERVE = 400
 GLOB_SPECIAL = frozenset("*?[{\\")
 
 
-class GlobInput(ToolInput):
+class GlobInput(ToolInput):  # noqa: D101  (no docstring: pydantic would send it to the model in the input schema)
     pattern: str = Field(min_length=1, description='Glob for file paths, e.g. "**/*.ts" or "src/**/*.py".')
     path: str | None = Field(default=None, description="Folder to search (default: the working directory).")
 
@@ -108,6 +108,8 @@ def rg_filter(glob: str) -> list[str]:
 
 
 class GlobTool(SearchTool[GlobInput]):
+    """Glob: files whose paths match a glob, newest first."""
+
     name = "Glob"
     title = "Find files by name"
     description = (
@@ -117,6 +119,7 @@ class GlobTool(SearchTool[GlobInput]):
     )
     input_model = GlobInput
 
+    @override
     async def validate_input(self, args: GlobInput, ctx: CallContext) -> None:
         folder = ctx.paths["path"]
         if not stat.S_ISDIR(check_search_path(folder, ctx.session.cwd, kind="Directory").st_mode):
@@ -124,6 +127,7 @@ class GlobTool(SearchTool[GlobInput]):
                 f"Path is not a directory: {folder}. Give a folder as path; the pattern matches files in it."
             )
 
+    @override
     async def call(self, args: GlobInput, ctx: CallContext, prepared: None) -> ToolOutput:
         session = ctx.session
         base, glob = split_pattern(args.pattern, ctx.paths["path"], session)

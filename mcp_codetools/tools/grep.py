@@ -1,5 +1,4 @@
-"""
-Grep: search file contents with ripgrep, in Claude Code's three output modes, paged and capped.
+"""Grep: search file contents with ripgrep, in Claude Code's three output modes, paged and capped.
 
 rg runs once per call in the working directory, so it prints paths relative to it on match and
 context lines alike, and always searches in parallel. Files and count modes collect the (short)
@@ -17,6 +16,7 @@ from typing import Literal, TypeVar
 import anyio.to_thread
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
+from typing_extensions import override
 
 from mcp_codetools.errors import ExecutionError, InvalidInputError
 from mcp_codetools.search.args import (
@@ -76,7 +76,7 @@ def _refuse_option(value: str, hint: str) -> PydanticCustomError:
     )
 
 
-class GrepInput(ToolInput):
+class GrepInput(ToolInput):  # noqa: D101  (no docstring: pydantic would send it to the model in the input schema)
     pattern: str = Field(min_length=1, description="Regular expression (Rust regex syntax) to search for.")
     path: str | None = Field(default=None, description="File or folder to search (default: the working directory).")
     glob: str | None = Field(
@@ -133,6 +133,8 @@ class GrepInput(ToolInput):
 
 
 class GrepTool(SearchTool[GrepInput, os.stat_result]):
+    """Grep: file contents matching a regex, in Claude Code's three output modes, paged."""
+
     name = "Grep"
     title = "Search file contents"
     description = (
@@ -146,6 +148,7 @@ class GrepTool(SearchTool[GrepInput, os.stat_result]):
     )
     input_model = GrepInput
 
+    @override
     async def validate_input(self, args: GrepInput, ctx: CallContext) -> os.stat_result:
         """Check the search path and the pattern; the path's stat goes to call, which needs its kind and size."""
         target_st = check_search_path(ctx.paths["path"], ctx.session.cwd)
@@ -153,6 +156,7 @@ class GrepTool(SearchTool[GrepInput, os.stat_result]):
             raise InvalidInputError("The pattern contains a line break; set multiline: true to match across lines.")
         return target_st
 
+    @override
     async def call(self, args: GrepInput, ctx: CallContext, target_st: os.stat_result) -> ToolOutput:
         # rg gets the checked path as an open descriptor, never as a string a swapped symlink could redirect.
         pinned = pin_search_target(ctx.paths["path"], ctx.session.cwd, ctx.session.workspace)
@@ -261,6 +265,7 @@ class Page:
         return entries[self.offset : end]
 
     def fit(self, lines: Iterable[str]) -> tuple[list[str], bool]:
+        """The lines that fit the character budget, and whether any were cut."""
         return fit_lines(lines, self.budget)
 
     def note(self, unit: str, shown: int, total: int, complete: bool, cut: bool) -> str:
@@ -279,6 +284,7 @@ class Page:
         return text + "]"
 
     def meta(self, shown: int, total: int, complete: bool, cut: bool) -> dict[str, object]:
+        """The result's paging metadata: totals, what was applied, and the offset to continue from."""
         more = self.offset + shown < total or not complete
         meta: dict[str, object] = {"total": total, "totalComplete": complete, "truncated": more or cut}
         if self.limit is not None and total - self.offset > self.limit:

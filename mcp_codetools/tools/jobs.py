@@ -6,6 +6,7 @@ import time
 
 import anyio
 from pydantic import Field
+from typing_extensions import override
 
 from mcp_codetools.errors import ExecutionError, InvalidInputError
 from mcp_codetools.session import CodeSession
@@ -31,7 +32,7 @@ def _meta(job: Job) -> dict[str, object]:
     }
 
 
-class BashOutputInput(ToolInput):
+class BashOutputInput(ToolInput):  # noqa: D101  (no docstring: pydantic would send it to the model in the input schema)
     bash_id: str = Field(description="The background shell's ID, as Bash returned it.")
     filter: str | None = Field(
         default=None, description="Regular expression: return only matching lines (the others are skipped)."
@@ -39,6 +40,8 @@ class BashOutputInput(ToolInput):
 
 
 class BashOutputTool(Tool[BashOutputInput]):
+    """BashOutput: what a background job printed since the last read, and whether it still runs."""
+
     name = "BashOutput"
     title = "Read background shell output"
     description = (
@@ -51,10 +54,12 @@ class BashOutputTool(Tool[BashOutputInput]):
     destructive = False
     idempotent = False
 
+    @override
     def is_concurrency_safe(self, args: BashOutputInput) -> bool:
         # A filtered read runs in a worker thread; alone, it cannot race another read of the same job.
         return not args.filter
 
+    @override
     async def call(self, args: BashOutputInput, ctx: CallContext, prepared: None) -> ToolOutput:
         registry, job = _find_job(ctx.session, args.bash_id)
         pattern = BudgetedFilter(args.filter) if args.filter else None
@@ -93,6 +98,11 @@ class BudgetedFilter:
         self._deadline = time.monotonic() + FILTER_BUDGET_S
 
     def search(self, line: str) -> object:
+        """A match object when `line` matches, else None.
+
+        Raises:
+            InvalidInputError: the read's time budget ran out (nothing of the log was consumed).
+        """
         left = self._deadline - time.monotonic()
         try:
             if left <= 0:
@@ -105,11 +115,13 @@ class BudgetedFilter:
             ) from None
 
 
-class KillShellInput(ToolInput):
+class KillShellInput(ToolInput):  # noqa: D101  (no docstring: pydantic would send it to the model in the input schema)
     shell_id: str = Field(description="The background shell's ID, as Bash returned it.")
 
 
 class KillShellTool(Tool[KillShellInput]):
+    """KillShell: stop a background job and every process it started."""
+
     name = "KillShell"
     title = "Stop background shell"
     description = (
@@ -121,6 +133,7 @@ class KillShellTool(Tool[KillShellInput]):
     destructive = True
     idempotent = False
 
+    @override
     async def call(self, args: KillShellInput, ctx: CallContext, prepared: None) -> ToolOutput:
         registry, job = _find_job(ctx.session, args.shell_id)
         if not job.running:

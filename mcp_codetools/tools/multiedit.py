@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import override
 
 from mcp_codetools.errors import NotAFileError
 from mcp_codetools.files import matching
@@ -25,7 +26,7 @@ from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_a
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
 
-class EditItem(BaseModel):
+class EditItem(BaseModel):  # noqa: D101  (no docstring: pydantic would send it to the model in the input schema)
     model_config = ConfigDict(extra="forbid")
 
     old_string: str = Field(description="Exact text to replace.")
@@ -33,7 +34,7 @@ class EditItem(BaseModel):
     replace_all: bool = Field(default=False, description="Replace every occurrence.")
 
 
-class MultiEditInput(ToolInput):
+class MultiEditInput(ToolInput):  # noqa: D101  (no docstring: pydantic would send it to the model in the input schema)
     file_path: str = Field(description="Absolute path, or relative to the working directory.")
     edits: list[EditItem] = Field(min_length=1, description="Edits applied in order, each to the previous result.")
 
@@ -45,6 +46,8 @@ class _Prepared:
 
 
 class MultiEditTool(Tool[MultiEditInput, _Prepared]):
+    """MultiEdit: several Edit-style replacements in one file, all or nothing."""
+
     name = "MultiEdit"
     title = "Edit file in several places"
     description = (
@@ -58,6 +61,7 @@ class MultiEditTool(Tool[MultiEditInput, _Prepared]):
     idempotent = False
     path_fields = ("file_path",)
 
+    @override
     def input_schema(self) -> dict[str, Any]:
         # Clients and models read a flat schema best: the edit item is written out in place, not as a $ref.
         schema = super().input_schema()
@@ -68,6 +72,7 @@ class MultiEditTool(Tool[MultiEditInput, _Prepared]):
         schema["properties"]["edits"]["items"] = item
         return schema
 
+    @override
     async def validate_input(self, args: MultiEditInput, ctx: CallContext) -> _Prepared:
         path = ctx.paths["file_path"]
         session = ctx.session
@@ -84,6 +89,7 @@ class MultiEditTool(Tool[MultiEditInput, _Prepared]):
         planned = await anyio.to_thread.run_sync(plan_edits, loaded, steps, str(path))
         return _Prepared(loaded, planned)
 
+    @override
     async def call(self, args: MultiEditInput, ctx: CallContext, prepared: _Prepared) -> ToolOutput:
         path = ctx.paths["file_path"]
         session = ctx.session

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
+from typing_extensions import override
 
 from mcp_codetools.errors import InvalidInputError
 from mcp_codetools.files.editing import (
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from mcp_codetools.files.notebook_edit import NotebookChange
 
 
-class NotebookEditInput(ToolInput):
+class NotebookEditInput(ToolInput):  # noqa: D101  (no docstring: pydantic would send it to the model in the input schema)
     notebook_path: str = Field(description="Path of the .ipynb file.")
     cell_id: str | None = Field(
         default=None, description="Id of the cell to change (as Read shows it); for insert, the new cell goes after it."
@@ -42,6 +43,8 @@ class _Prepared:
 
 
 class NotebookEditTool(Tool[NotebookEditInput, _Prepared]):
+    """NotebookEdit: replace, insert or delete one cell of a notebook read before."""
+
     name = "NotebookEdit"
     title = "Edit notebook cell"
     description = (
@@ -54,6 +57,7 @@ class NotebookEditTool(Tool[NotebookEditInput, _Prepared]):
     idempotent = False
     path_fields = ("notebook_path",)
 
+    @override
     async def validate_input(self, args: NotebookEditInput, ctx: CallContext) -> _Prepared:
         path = ctx.paths["notebook_path"]
         session = ctx.session
@@ -76,6 +80,7 @@ class NotebookEditTool(Tool[NotebookEditInput, _Prepared]):
         )
         return _Prepared(loaded, change)
 
+    @override
     async def call(self, args: NotebookEditInput, ctx: CallContext, prepared: _Prepared) -> ToolOutput:
         path = ctx.paths["notebook_path"]
         session = ctx.session

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import anyio
 from pydantic import Field
+from typing_extensions import override
 
 from mcp_codetools.errors import BinaryFileError, InvalidInputError, os_errors, tool_error_from_os
 from mcp_codetools.files.opening import open_regular_for_read
@@ -22,7 +23,7 @@ DEFAULT_LIMIT = 2000
 _NOTICE_RESERVE = 600
 
 
-class ReadInput(ToolInput):
+class ReadInput(ToolInput):  # noqa: D101  (no docstring: pydantic would send it to the model in the input schema)
     file_path: str = Field(description="Absolute path, or relative to the working directory.")
     offset: int | None = Field(
         default=None,
@@ -36,6 +37,8 @@ class ReadInput(ToolInput):
 
 
 class ReadTool(Tool[ReadInput]):
+    """Read: a numbered page of a text file (or an image, PDF pages, a notebook), recorded for Edit and Write."""
+
     name = "Read"
     title = "Read file"
     description = (
@@ -53,9 +56,11 @@ class ReadTool(Tool[ReadInput]):
     idempotent = True
     path_fields = ("file_path",)
 
+    @override
     def is_concurrency_safe(self, args: ReadInput) -> bool:
         return True
 
+    @override
     async def call(self, args: ReadInput, ctx: CallContext, prepared: None) -> ToolOutput:
         path = ctx.paths["file_path"]
         session = ctx.session

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pydantic import Field
+from typing_extensions import override
 
 from mcp_codetools.errors import FileNotReadError
 from mcp_codetools.files import matching
@@ -20,12 +21,14 @@ from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_a
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
 
-class WriteInput(ToolInput):
+class WriteInput(ToolInput):  # noqa: D101  (no docstring: pydantic would send it to the model in the input schema)
     file_path: str = Field(description="Absolute path, or relative to the working directory.")
     content: str = Field(description="The whole new content of the file.")
 
 
 class WriteTool(Tool[WriteInput, Loaded | None]):
+    """Write: a file's whole content, new or replacing one read before."""
+
     name = "Write"
     title = "Write file"
     description = (
@@ -38,6 +41,7 @@ class WriteTool(Tool[WriteInput, Loaded | None]):
     idempotent = True
     path_fields = ("file_path",)
 
+    @override
     async def validate_input(self, args: WriteInput, ctx: CallContext) -> Loaded | None:
         """The file as loaded and checked, for call to replace; None when there is none yet: create it."""
         path = ctx.paths["file_path"]
@@ -57,6 +61,7 @@ class WriteTool(Tool[WriteInput, Loaded | None]):
             )
         return loaded
 
+    @override
     async def call(self, args: WriteInput, ctx: CallContext, loaded: Loaded | None) -> ToolOutput:
         path = ctx.paths["file_path"]
         session = ctx.session
