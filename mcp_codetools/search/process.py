@@ -24,6 +24,7 @@ from mcp_codetools.errors import ExecutionError, tool_error_from_os
 from mcp_codetools.search import sandbox
 from mcp_codetools.search.args import PinnedTarget
 from mcp_codetools.search.locate import find_rg
+from mcp_codetools.search.sinks import WholeRecords
 
 REAP_TIMEOUT_S = 5.0
 STDERR_KEEP_BYTES = 8192
@@ -146,7 +147,7 @@ async def _stop_when_cancelled(run: _RgRun) -> None:
         run.poke()
 
 
-class Renamed:
+class Renamed(WholeRecords):
     r"""A sink that rewrites the name at the start of each record of rg's output, then passes it on.
 
     Records end with `sep` (`\0` for `--files-with-matches --null`, a newline otherwise). With a newline,
@@ -156,24 +157,17 @@ class Renamed:
     """
 
     def __init__(self, sink: Sink, old: bytes, new: bytes, sep: bytes) -> None:
-        self.sink = sink
+        super().__init__(sink, sep)
         self.new = new
-        self.sep = sep
         if sep == b"\n":
             self._name = re.compile(rb"(?m)^" + re.escape(old) + rb"(?=[^\n\x00]*\x00)")
         else:
             nonempty = b"" if old else rb"(?=[^\x00])"  # not the end of the data, after the last separator
             self._name = re.compile(rb"(?:\A|(?<=" + re.escape(sep) + rb"))" + re.escape(old) + nonempty)
-        self._rest = b""
 
-    def __call__(self, chunk: bytes) -> bool:
-        """Pass whole records on to the sink with the name replaced; False when the sink wants no more."""
-        data = self._rest + chunk if self._rest else chunk
-        end = data.rfind(self.sep) + 1
-        self._rest = data[end:]
-        if not end:
-            return True
-        return self.sink(self._name.sub(lambda _: self.new, data[:end]))
+    def transform(self, block: bytes) -> bytes:
+        """The records with the name replaced."""
+        return self._name.sub(lambda _: self.new, block)
 
     def flush(self) -> None:
         """Pass on a last record without its separator (rg always writes one; this is for safety)."""

@@ -168,7 +168,34 @@ class LinePager:
             self._taking = False
 
 
-class Unhidden:
+class WholeRecords:
+    """A sink wrapper that hands on rg's output in whole records (each ending with `sep`), changed by `transform`.
+
+    A record split across two chunks is held back until its separator arrives; `flush` deals with a last
+    record that never got one.
+    """
+
+    def __init__(self, sink: Callable[[bytes], bool], sep: bytes) -> None:
+        self.sink = sink
+        self.sep = sep
+        self._rest = b""
+
+    def __call__(self, chunk: bytes) -> bool:
+        """Pass the whole records of `chunk` on, transformed; False when the sink wants no more."""
+        data = self._rest + chunk if self._rest else chunk
+        end = data.rfind(self.sep) + 1
+        self._rest = data[end:]
+        if not end:
+            return True
+        block = self.transform(data[:end])
+        return self.sink(block) if block else True
+
+    def transform(self, block: bytes) -> bytes:
+        """`block` (whole records) as the sink should get it; empty to pass nothing on."""
+        raise NotImplementedError
+
+
+class Unhidden(WholeRecords):
     """A sink that passes on only the records (ended by `sep`) whose name `is_hidden` does not hide.
 
     So the sink behind it counts and pages only what may be shown.
@@ -188,22 +215,14 @@ class Unhidden:
         literals: Sequence[bytes] | None = None,
         name_end: bytes | None = None,
     ) -> None:
-        self.sink = sink
+        super().__init__(sink, sep)
         self.is_hidden = is_hidden
-        self.sep = sep
         self.literals = literals
         self.name_end = name_end
-        self._rest = b""
 
-    def __call__(self, chunk: bytes) -> bool:
-        """Pass on the whole records whose name is not hidden; False when the sink wants no more."""
-        data = self._rest + chunk if self._rest else chunk
-        end = data.rfind(self.sep) + 1
-        self._rest = data[end:]
-        if not end:
-            return True
-        kept = self._visible(data[:end])
-        return self.sink(kept) if kept else True
+    def transform(self, block: bytes) -> bytes:
+        """The records whose name is not hidden."""
+        return self._visible(block)
 
     def flush(self) -> None:
         """Pass on a last record that had no separator after it, unless hidden."""
