@@ -7,7 +7,6 @@ openat2 and once with the component-by-component walk that stands in for it.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from mcp_codetools.files.paths import Workspace
 from mcp_codetools.search import sandbox
 from tests.conftest import Caller
 from tests.reliability.deep import listing, make_deep
+from tests.tools.swaps import swap_after_resolve
 
 pytestmark = pytest.mark.anyio
 
@@ -45,18 +45,7 @@ def deep_swap(root: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     half = len(names) // 2
     (outside / "hop").symlink_to(outside.joinpath(*names[:half]))
     target = (outside / "hop").joinpath(*names[half:])
-    original = Workspace.resolve
-
-    def resolve_then_swap(
-        self: Workspace, raw: str, cwd: Path, *, field: str = "file_path", for_read: bool = False
-    ) -> Path:
-        real = original(self, raw, cwd, field=field, for_read=for_read)
-        if folder.is_dir() and not folder.is_symlink():
-            shutil.rmtree(folder)
-            folder.symlink_to(target)
-        return real
-
-    monkeypatch.setattr(Workspace, "resolve", resolve_then_swap)
+    swap_after_resolve(monkeypatch, folder, target)
     yield outside, names
     if folder.is_symlink():  # let tmp_path cleanup see plain folders only
         folder.unlink()

@@ -14,6 +14,7 @@ from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
 from tests.conftest import Caller
 from tests.tools.io_spy import file_io
+from tests.tools.swaps import swap_after_resolve
 
 pytestmark = pytest.mark.anyio
 
@@ -326,9 +327,6 @@ async def test_missing_field_and_wrong_type_are_named(call: Caller, root: Path) 
 @pytest.fixture
 def swap_after_check(root: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A folder inside the root that becomes a symlink to `outside` right after the path check."""
-    import shutil
-
-    from mcp_codetools.files.paths import Workspace
 
     folder = root / "d"
     folder.mkdir()
@@ -336,18 +334,7 @@ def swap_after_check(root: Path, outside: Path, monkeypatch: pytest.MonkeyPatch)
     target = outside / "d_out"
     target.mkdir()
     (target / "f.txt").write_text("top secret\n", encoding="utf-8")
-    original = Workspace.resolve
-
-    def resolve_then_swap(
-        self: Workspace, raw: str, cwd: Path, *, field: str = "file_path", for_read: bool = False
-    ) -> Path:
-        real = original(self, raw, cwd, field=field, for_read=for_read)
-        if folder.is_dir() and not folder.is_symlink():
-            shutil.rmtree(folder)
-            folder.symlink_to(target)
-        return real
-
-    monkeypatch.setattr(Workspace, "resolve", resolve_then_swap)
+    swap_after_resolve(monkeypatch, folder, target)
     return folder
 
 

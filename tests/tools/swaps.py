@@ -1,0 +1,26 @@
+"""A folder swapped for a symlink right after the resolver checked the path: the race the opens must hold against."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mcp_codetools.files.paths import Workspace
+
+
+def swap_after_resolve(monkeypatch: pytest.MonkeyPatch, folder: Path, target: Path) -> None:
+    """After each resolve, replace `folder` (if still a real folder) with a symlink to `target`."""
+    original = Workspace.resolve
+
+    def resolve_then_swap(
+        self: Workspace, raw: str, cwd: Path, *, field: str = "file_path", for_read: bool = False
+    ) -> Path:
+        real = original(self, raw, cwd, field=field, for_read=for_read)
+        if folder.is_dir() and not folder.is_symlink():
+            shutil.rmtree(folder)
+            folder.symlink_to(target)
+        return real
+
+    monkeypatch.setattr(Workspace, "resolve", resolve_then_swap)
