@@ -1,10 +1,11 @@
 """Profiles behind the analysis in RESULTS.md: `python -m benchmarks.profile SCENARIO [-n N]`.
 
 Scenarios run our tools in-process through the real `Pipeline` under cProfile (no stdio, so what shows
-is the server's own work): `read` (50-line Read), `bash` (`echo hi`), `edit` (one string in 10 MB),
-`tail` (the last 100 lines of a 200 MB file, first and repeated), `grep-files` / `grep-content` (the
-benchmark's pattern over the corpus). `imports` summarises `python -X importtime` for our modules above
-`import mcp`. For the stdio path, attach py-spy to a running server instead (see RESULTS.md).
+is the server's own work): `read` (50-line Read), `pdf` (pages 1-5 of a 200-page PDF), `bash` (`echo hi`),
+`edit` (one string in 10 MB), `tail` (the last 100 lines of a 200 MB file, first and repeated),
+`grep-files` / `grep-content` (the benchmark's pattern over the corpus). `imports` summarises
+`python -X importtime` for our modules above `import mcp`. For the stdio path, attach py-spy to a running
+server instead (see RESULTS.md).
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ def _imports() -> None:
     for package, us in sorted(by_package.items(), key=lambda item: -item[1]):
         print(f"  {package:24s} {us / 1000:8.1f}")
     print("\nSlowest modules (self / cumulative ms):")
-    for self_us, cumulative_us, name in sorted(rows, reverse=True)[:15]:
-        print(f"  {self_us / 1000:7.1f} {cumulative_us / 1000:8.1f}  {name}")
+    for own, cumulative, module in sorted(rows, reverse=True)[:15]:
+        print(f"  {own / 1000:7.1f} {cumulative / 1000:8.1f}  {module}")
 
 
 async def _scenario(name: str, n: int, root: Path) -> tuple[Call, int]:
@@ -80,6 +81,11 @@ async def _scenario(name: str, n: int, root: Path) -> tuple[Call, int]:
         return (lambda i: run("Read", {"file_path": str(path), "offset": 1 + i % 2})), 50
     if name == "bash":
         return (lambda i: run("Bash", {"command": "echo hi"})), 10
+    if name == "pdf":
+        from benchmarks.workloads.rich_files import text_pdf
+
+        book = text_pdf(root / "book.pdf", 200)
+        return (lambda i: run("Read", {"file_path": str(book), "pages": "1-5"})), 5
     if name == "edit":
         path = fixtures.edit_target(root / "edit.py", 10 * 1024 * 1024)
         await run("Read", {"file_path": str(path), "limit": 1})
@@ -121,7 +127,8 @@ async def _profile(name: str, n: int, top: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.profile", description=__doc__.splitlines()[0])
-    parser.add_argument("scenario", choices=("imports", "read", "bash", "edit", "tail", "grep-files", "grep-content"))
+    scenarios = ("imports", "read", "pdf", "bash", "edit", "tail", "grep-files", "grep-content")
+    parser.add_argument("scenario", choices=scenarios)
     parser.add_argument("-n", type=int, default=200, help="calls to profile (default 200)")
     parser.add_argument("--top", type=int, default=25, help="rows per listing")
     args = parser.parse_args()
