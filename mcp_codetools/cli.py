@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -163,10 +164,9 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
     try:
-        anyio.run(serve_stdio, app.server)
-    except KeyboardInterrupt:
-        pass
-    return 0
+        return anyio.run(serve_stdio, app.server)
+    except KeyboardInterrupt:  # a second Ctrl-C while the session was closing
+        return 128 + signal.SIGINT
 
 
 def _config_command(args: argparse.Namespace) -> int:

@@ -128,11 +128,12 @@ class CodeToolsServer:
             await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the stdio session and every HTTP session."""
-        local, self._local = self._local, None
-        if local is not None:
-            await local.aclose()
-        await self.http_sessions.aclose()
+        """Close the stdio session and every HTTP session, even while the server is being cancelled."""
+        with anyio.CancelScope(shield=True):
+            local, self._local = self._local, None
+            if local is not None:
+                await local.aclose()
+            await self.http_sessions.aclose()
 
     def live_sessions(self) -> list[CodeSession]:
         """Every CodeSession open now (the process's own, and one per live HTTP session)."""

@@ -40,6 +40,9 @@ logger = logging.getLogger(__name__)
 Closer = Callable[[], Awaitable[None]]
 """Stops something the session started; run once when the session ends, and must not raise."""
 
+CLOSE_BOUND_S = 30.0
+"""A backstop for closing a session: each step has its own bound (a job's stop takes at most ~12 s)."""
+
 
 class CodeSession:
     """One MCP session's state. On stdio there is one per process."""
@@ -131,7 +134,15 @@ class CodeSession:
         return True
 
     async def aclose(self) -> None:
-        """End the session: stop what it started and remove its scratch folder. Idempotent."""
+        """End the session: stop what it started and remove its scratch folder. Idempotent.
+
+        Shielded (within a bound): it runs when the server is being cancelled, at a stop signal or a lost
+        client, and a cancelled close would leave the session's processes running.
+        """
+        with anyio.move_on_after(CLOSE_BOUND_S, shield=True):
+            await self._close()
+
+    async def _close(self) -> None:
         closers, self._closers = self._closers, []
         for close in closers:
             try:

@@ -19,6 +19,7 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import stat
 import sys
 import threading
@@ -373,11 +374,34 @@ async def _wire() -> AsyncIterator[_Wire]:
         os.close(saved_out)
 
 
-async def serve_stdio(server: Server[Any]) -> None:
-    """Serve one MCP connection over this process's stdin and stdout until stdin closes."""
-    if sys.platform != "win32":
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
+"""Signals that end the server the way the end of input does: the session is closed (its commands, jobs and
+scratch folder gone) before the process exits. Without this, SIGTERM, the SDK client's second step after
+closing stdin, would end the process at once and leave background jobs running."""
+
+
+async def serve_stdio(server: Server[Any]) -> int:
+    """Serve one MCP connection over this process's stdin and stdout until stdin closes or a stop signal.
+
+    Returns the exit status: 0 at the end of input, 128 + N after signal N (as a shell reports it).
+    """
+    if sys.platform == "win32":
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+        return 0
+    stopped_by: list[int] = []
+    async with anyio.create_task_group() as tg:
+
+        async def stop_on_signal() -> None:
+            with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+                async for signum in signals:
+                    logger.warning("%s received: stopping; ending the session first", signal.Signals(signum).name)
+                    stopped_by.append(signum)
+                    tg.cancel_scope.cancel()
+                    return
+
+        tg.start_soon(stop_on_signal)
         async with _wire() as wire:
             await _serve_wire(server, wire)
-        return
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        tg.cancel_scope.cancel()
+    return 128 + stopped_by[0] if stopped_by else 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import uuid
 from pathlib import Path
 
@@ -182,3 +183,22 @@ async def test_a_bearer_client_keeps_its_own_session(root: Path) -> None:
             async with Client(streamable_http_client(running.url, http_client=http)) as client:
                 assert client.protocol_version == "2025-11-25"
                 assert not (await client.call_tool("Bash", {"command": "true"})).is_error
+
+
+async def test_sigterm_with_a_client_connected_ends_its_jobs_and_the_server(root: Path) -> None:
+    """A stop signal with a live session and a listening stream: the server ends, and the session's jobs first."""
+    mark = marker()
+    with http_server(root) as running:
+        async with httpx2.AsyncClient(timeout=30) as http:
+            key = await open_raw_session(http, running.url)
+            job = {"command": f"sleep {mark}", "run_in_background": True}
+            started = await raw_call(http, running.url, key, "Bash", job)
+            assert "backgroundTaskId" in started.text, started.text
+            headers = {"accept": "text/event-stream", "mcp-session-id": key, "mcp-protocol-version": "2025-11-25"}
+            async with http.stream("GET", running.url, headers=headers) as listening:
+                assert listening.status_code == 200
+                running.proc.terminate()
+                code = await anyio.to_thread.run_sync(running.proc.wait, 20)
+        # uvicorn shuts down, then raises the signal it caught again, so the exit reads as SIGTERM's.
+        assert code == -signal.SIGTERM, running.stderr_text()[-2000:]
+        await wait_for(lambda: not processes_with(mark), seconds=5)

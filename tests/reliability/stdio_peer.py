@@ -118,6 +118,14 @@ class Peer:
         self._stderr_task.cancel()
         return code
 
+    async def wait_exit(self, timeout: float = 20.0) -> int:
+        """Wait (bounded) for the server to exit on its own and for the rest of its stderr; the exit code."""
+        with anyio.fail_after(timeout):
+            code = await self.raw.proc.wait()
+        with anyio.move_on_after(5):
+            await self._stderr_task
+        return code
+
     def close_pipes(self, *, all_of_them: bool = False) -> None:
         """Disconnect: close the server's stdin, and with `all_of_them` its stdout and stderr too (a crashed client)."""
         transport = self.raw.proc._transport  # type: ignore[attr-defined]

@@ -3,7 +3,8 @@ The client going away mid-call: running Bash commands and background jobs are ki
 
 Over real stdio, the server runs a foreground command, background jobs, a job that forks a grandchild
 and one that leaves its process group with setsid; then the client disconnects (stdin closed, or both
-pipes closed as when the client process dies) or cancels the foreground call. Every process started
+pipes closed as when the client process dies), stops the server with a signal, or cancels the
+foreground call. Every process started
 for the session must be gone within the bound, the server must exit cleanly on disconnect, and while
 it lives it must leave no zombie children.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 
 import anyio
@@ -89,6 +91,27 @@ async def test_a_disconnect_kills_commands_and_jobs(root: Path, figures: Figures
     figures.measure(f"disconnect ({how}): processes killed", before)
     assert code in (0, -13, 1), f"the server exited with {code} after the disconnect"
     assert not procfs.alive(pid) or procfs.process_table()[pid].state in "ZX"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
+async def test_a_signal_to_the_server_kills_commands_and_jobs_first(
+    root: Path, figures: Figures, suite: str, signum: signal.Signals
+) -> None:
+    """A client (or a user) stopping the server with a signal: nothing the session started outlives it."""
+    tag = {signal.SIGTERM: "4", signal.SIGINT: "5", signal.SIGHUP: "6"}[signum]
+    peer = await Peer.start(root)
+    try:
+        await start_everything(peer, tag)
+        before = len(marked_processes(tag))
+        peer.raw.proc.send_signal(signum)
+        code = await peer.wait_exit()
+        await wait_until_gone(tag)
+    finally:
+        await peer.kill()
+    figures.count(suite, calls=5, faults=1)
+    figures.measure(f"{signum.name}: processes killed", before)
+    assert code == 128 + signum, f"the server exited with {code} after {signum.name}"
+    assert "stopping" in peer.stderr_text(), peer.stderr_text()[-2000:]
 
 
 async def test_a_cancelled_command_is_killed_and_leaves_no_zombie(root: Path, figures: Figures, suite: str) -> None:
