@@ -165,8 +165,9 @@ async def check_permission(tool: Tool[Any], args: ToolInput, ctx: CallContext, g
         facts = tool.permission_facts(args, ctx)
         # The arguments are copied for hooks only when there are hooks: a 50 MB Write would pay twice.
         tool_input = _hook_input(args) if gate.hooks else {}
-        await gate.check(facts, tool_input, session_id=ctx.session.id, ask=ctx.ask)
-        ctx.hidden = Hider.for_tool(gate.policy, tool.name)  # Grep and Glob leave out what deny rules hide
+        roots = ctx.session.workspace.roots
+        await gate.check(facts, tool_input, session_id=ctx.session.id, ask=ctx.ask, roots=roots)
+        ctx.hidden = Hider.for_tool(gate.policy_for(roots), tool.name)  # Grep and Glob leave out what deny rules hide
 
 
 def _hook_input(args: ToolInput) -> dict[str, Any]:

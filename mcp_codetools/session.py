@@ -70,6 +70,7 @@ class CodeSession:
         self._closers: list[Closer] = []
         self._scratch: Path | None = None
         self._confinement: Confinement | None = None
+        self._confined_for: tuple[Path, ...] = ()
         self._dispatcher: Dispatcher | None = None
 
     @property
@@ -105,8 +106,9 @@ class CodeSession:
     def confinement(self) -> Confinement | None:
         """The sandbox this session's commands run in (None when it is off), set up on first use.
 
-        Writable: the roots and the scratch folder; TMPDIR (Landlock, where /tmp is not writable) is a
-        folder inside the scratch folder. The backend was probed once for the process (at start-up).
+        Writable: the roots served now and the scratch folder, so a root the client adds becomes writable
+        and one it drops stops being so; TMPDIR (Landlock, where /tmp is not writable) is a folder inside
+        the scratch folder. The backend was probed once for the process (at start-up).
 
         Raises:
             SandboxUnavailable: the sandbox is on and no backend works here.
@@ -114,11 +116,12 @@ class CodeSession:
         sandbox = prepared(self.settings.sandbox)
         if sandbox is None:
             return None
-        if self._confinement is None:
+        writable = (*self.workspace.roots, self.scratch_dir)
+        if self._confinement is None or self._confined_for != writable:
             tmpdir = self.scratch_dir / "tmp"
             tmpdir.mkdir(mode=0o700, exist_ok=True)
-            writable = (*self.workspace.roots, self.scratch_dir)
             self._confinement = Confinement.for_session(sandbox, writable, tmpdir)
+            self._confined_for = writable
         return self._confinement
 
     def resolve(self, raw: str, *, field: str = "file_path", for_read: bool = False) -> Path:

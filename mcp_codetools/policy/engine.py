@@ -13,6 +13,7 @@ modes behave as Claude Code's: `default` asks for edits and commands that are no
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
@@ -175,6 +176,14 @@ class Policy:
     ask_unmatched: bool = False
     extra_protected_files: tuple[Path, ...] = field(default=())
     """Config files the policy was read from: writing them is asked about like a protected path."""
+
+    def with_roots(self, roots: tuple[Path, ...]) -> Policy:
+        """The same policy for a session serving `roots` (the configured ones and any the client added).
+
+        Root-relative rules (`./path`, `src/**`, bare names such as `.env`) and the protected paths then
+        hold in every folder the session serves, not only in the folders the server was started with.
+        """
+        return self if roots == self.roots else dataclasses.replace(self, roots=roots)
 
     @functools.cached_property
     def _index(self) -> tuple[_RuleIndex, _RuleIndex, _RuleIndex]:

@@ -16,6 +16,7 @@ import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from mcp_codetools.errors import PermissionDeniedError
@@ -27,6 +28,8 @@ logger = logging.getLogger(__name__)
 
 RESPONSE_KEEP_CHARS = 20_000
 """What a PostToolUse hook sees of the result at most."""
+_ROOT_SETS_KEPT = 64
+"""Policies compiled for other sets of roots (HTTP sessions whose clients added roots), kept for reuse."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,18 @@ class PermissionGate:
     hooks: Hooks = field(default_factory=lambda: Hooks(()))
     unanswered: Behaviour = "deny"
     sandboxed_bash: bool = False
+    _by_roots: dict[tuple[Path, ...], Policy] = field(default_factory=dict, repr=False, compare=False)
+
+    def policy_for(self, roots: tuple[Path, ...] | None) -> Policy:
+        """The policy anchored at the roots a session serves now (compiled once per set of roots)."""
+        if roots is None or roots == self.policy.roots:
+            return self.policy
+        policy = self._by_roots.get(roots)
+        if policy is None:
+            if len(self._by_roots) >= _ROOT_SETS_KEPT:
+                self._by_roots.clear()
+            policy = self._by_roots[roots] = self.policy.with_roots(roots)
+        return policy
 
     async def check(
         self,
@@ -81,13 +96,14 @@ class PermissionGate:
         *,
         session_id: str,
         ask: Asker | None,
+        roots: tuple[Path, ...] | None = None,
     ) -> None:
-        """Let the call go on, or raise.
+        """Let the call go on, or raise. `roots`: the folders the calling session serves now.
 
         Raises:
             PermissionDeniedError: a rule, the mode, a hook or the user refused; the message says which.
         """
-        decision = self.policy.decide(facts)
+        decision = self.policy_for(roots).decide(facts)
         if decision.behaviour == "deny":
             raise PermissionDeniedError(_refusal(facts.tool, decision.reason))
         if decision.behaviour == "ask" and decision.rule is None and self.sandboxed_bash and facts.tool == "Bash":

@@ -40,3 +40,16 @@ async def test_the_sandbox_does_not_answer_an_ask_rule() -> None:
     with pytest.raises(PermissionDeniedError, match="declined"):
         await gate.check(MAKE, {}, session_id="s", ask=ask)
     assert len(asked) == 1 and "Bash(make *)" in asked[0].message
+
+
+def test_the_policy_follows_the_roots_a_session_serves() -> None:
+    """Root-relative rules are anchored at each session's roots; each set is compiled once."""
+    added = Path("/ws/client")
+    rule = parse_rule("Read(.env)", "deny", source="cfg.toml", base=ROOT)
+    gate = PermissionGate(Policy(roots=(ROOT,), deny=(rule,)))
+    facts = CallFacts("Read", True, read_paths=(added / "sub" / ".env",), cwd=ROOT)
+    assert gate.policy_for(None).decide(facts).behaviour == "allow"  # the configured roots only
+    served = gate.policy_for((ROOT, added))
+    assert served.decide(facts).behaviour == "deny"
+    assert gate.policy_for((ROOT, added)) is served
+    assert gate.policy_for((ROOT,)) is gate.policy

@@ -13,6 +13,9 @@ from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from mcp_codetools.config import Settings
+from mcp_codetools.policy.engine import Policy
+from mcp_codetools.policy.gate import PermissionGate
+from mcp_codetools.policy.rules import parse_rule
 from mcp_codetools.server import CodeToolsServer
 
 pytestmark = pytest.mark.anyio
@@ -97,3 +100,23 @@ async def test_a_client_without_roots_is_not_asked(root: Path) -> None:
         async with Client(app.server, mode="auto") as client:
             ours = await client.call_tool("Read", {"file_path": str(root / "own.txt")})
     assert not ours.is_error
+
+
+async def test_root_relative_rules_and_protected_paths_hold_in_the_clients_roots(root: Path, other: Path) -> None:
+    """`Read(.env)` means every `.env` the session serves, and `.git` is protected in every root."""
+    (other / ".env").write_text("TOKEN=from-the-client-root\n")
+    (other / "app.py").write_text("TOKEN = 'visible'\n")
+    (other / ".git").mkdir()
+    deny = (parse_rule("Read(.env)", "deny", source="test rules", base=root),)
+    app = CodeToolsServer(Settings(roots=(root,)), gate=PermissionGate(Policy(roots=(root,), deny=deny)))
+    with anyio.fail_after(20):
+        async with Client(app.server, mode="legacy", list_roots_callback=Roots(other)) as client:
+            read = await client.call_tool("Read", {"file_path": str(other / ".env")})
+            grep = await client.call_tool("Grep", {"pattern": "TOKEN", "path": str(other), "output_mode": "content"})
+            write = await client.call_tool("Write", {"file_path": str(other / ".git" / "config"), "content": "x\n"})
+            plain = await client.call_tool("Write", {"file_path": str(other / "new.txt"), "content": "x\n"})
+    assert read.is_error and "Read(.env)" in text(read), text(read)
+    assert not grep.is_error and "visible" in text(grep) and "from-the-client-root" not in text(grep), text(grep)
+    assert write.is_error and "protected path" in text(write), text(write)
+    assert not (other / ".git" / "config").exists()
+    assert not plain.is_error, text(plain)

@@ -142,6 +142,20 @@ async def test_the_masks_are_found_once_per_session(
     assert len(scans) == 1
 
 
+async def test_writable_folders_follow_the_client_roots(call: Caller, session: CodeSession, far: Path) -> None:
+    """A root the client adds is writable from the next command; one it drops is not any more."""
+    added = far / "client-root"
+    added.mkdir()
+    await call.ok("Bash", {"command": "true"})  # the sandbox is set up before the roots change
+    session.workspace.set_client_roots([added])
+    await call.ok("Bash", {"command": f"echo in > {added}/a.txt"})
+    assert (added / "a.txt").read_text() == "in\n"
+    (far / "other-root").mkdir()
+    session.workspace.set_client_roots([far / "other-root"])  # the client now lists another folder instead
+    out = await call("Bash", {"command": f"echo again > {added}/b.txt"})
+    assert out.is_error and not (added / "b.txt").exists(), out.text
+
+
 # --- what is confined ---------------------------------------------------------------------------------
 
 
