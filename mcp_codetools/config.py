@@ -331,6 +331,11 @@ def _field_info(name: str) -> FieldInfo:
     return info
 
 
+def setting_default(name: str) -> Any:
+    """The default of a setting by its dotted name (none for `roots`, whose default is the current folder)."""
+    return _field_info(name).default
+
+
 def setting_value(settings: Settings, name: str) -> Any:
     """The value of a setting by its dotted name (`sandbox.enabled`)."""
     value: Any = settings

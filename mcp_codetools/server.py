@@ -51,13 +51,14 @@ def tracing_configured() -> bool:
     return not isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
 
 
-def tool_definition(tool: Tool[Any]) -> types.Tool:
-    """The MCP `Tool` a client sees in tools/list: name, description, schema and hints."""
+def tool_definition(tool: Tool[Any], settings: Settings | None = None) -> types.Tool:
+    """The MCP `Tool` a client sees in tools/list: name, description (limits as `settings` set them), schema, hints."""
+    description, schema = tool.described(settings)
     return types.Tool(
         name=tool.name,
         title=tool.title,
-        description=tool.description,
-        input_schema=tool.input_schema(),
+        description=description,
+        input_schema=schema,
         annotations=types.ToolAnnotations(
             title=tool.title,
             read_only_hint=tool.read_only,
@@ -95,7 +96,7 @@ class CodeToolsServer:
         Workspace(settings.roots)  # refuse a bad root at start-up, not on the first call
         self.settings = settings
         self.pipeline = Pipeline(tools if tools is not None else default_tools(), gate)
-        self._definitions = [tool_definition(tool) for tool in self.pipeline.tools.values()]
+        self._definitions = [tool_definition(tool, settings) for tool in self.pipeline.tools.values()]
         self._local: CodeSession | None = None
         self.http_sessions = SessionRegistry(settings)
         self.serves_http = False

@@ -23,3 +23,48 @@ def test_every_schema_is_flat_closed_and_described() -> None:
         assert "$defs" not in schema and "$ref" not in str(schema)
         assert all(prop.get("description") for prop in schema["properties"].values()), tool["name"]
         assert set(tool["annotations"]) >= {"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
+
+
+def test_each_quoted_setting_is_in_the_text_at_its_default() -> None:
+    """A template that no longer matches the text would leave a stale number in front of the model."""
+    import json
+
+    from mcp_codetools.config import setting_default
+    from mcp_codetools.tools import default_tools
+
+    quoted = 0
+    for tool in default_tools():
+        description, schema = tool.described()
+        text = description + json.dumps(schema)
+        for template, name in tool.settings_in_text:
+            default = setting_default(name)
+            assert template.format(default) in text, f"{tool.name}: {template!r} not found with {default}"
+            quoted += 1
+    assert quoted >= 10
+
+
+def test_a_configured_server_quotes_its_own_limits() -> None:
+    from pathlib import Path
+
+    from mcp_codetools.config import Settings
+    from mcp_codetools.server import CodeToolsServer
+
+    settings = Settings(
+        roots=(Path.cwd(),),
+        read_default_lines=500,
+        grep_head_limit=40,
+        grep_max_result_chars=12_000,
+        glob_max_files=30,
+        bash_default_timeout_ms=60_000,
+        bash_max_timeout_ms=900_000,
+        bash_output_chars=8_000,
+        pdf_max_pages=5,
+        pdf_pages_without_range=3,
+    )
+    listed = {t.name: t for t in CodeToolsServer(settings)._definitions}
+    read, grep, glob, bash = (listed[n].model_dump_json() for n in ("Read", "Grep", "Glob", "Bash"))
+    assert "up to 500 lines by default" in read and "(default 500)" in read and "2000 lines" not in read
+    assert "(at most 5 a call)" in read and "over 3 pages" in read
+    assert "(default 40, 0 = all)" in grep and "(default 40; 0 = no limit)" in grep and "12,000 characters" in grep
+    assert "at most 30 with the total" in glob
+    assert bash.count("default 60000, max 900000") == 2 and "Output over 8000 characters" in bash

@@ -9,6 +9,7 @@ What `validate_input` loaded to decide (a file's bytes and stat, where a string 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from pydantic_core import PydanticCustomError
 from typing_extensions import TypeVar, override
 
+from mcp_codetools.config import Settings, setting_default, setting_value
 from mcp_codetools.policy.engine import CallFacts
 from mcp_codetools.policy.gate import Asker
 from mcp_codetools.policy.hiding import Hider
@@ -107,6 +109,9 @@ class Tool(Generic[InputT, PreparedT]):
     open_world: ClassVar[bool] = False
     path_fields: ClassVar[tuple[str, ...]] = ()
     """Input fields holding paths: the pipeline resolves and confines them before state checks."""
+    settings_in_text: ClassVar[tuple[tuple[str, str], ...]] = ()
+    """Phrases of the description or input schema that quote a setting's default: (a template with one
+    replacement field, the setting's name). A server configured otherwise tells the model its own value."""
 
     def is_read_only(self, args: InputT) -> bool:
         """Whether this call only reads (by default the tool's `read_only` hint)."""
@@ -143,6 +148,20 @@ class Tool(Generic[InputT, PreparedT]):
     async def call(self, args: InputT, ctx: CallContext, prepared: PreparedT) -> ToolOutput:
         """Do the work, with what `validate_input` returned."""
         raise NotImplementedError
+
+    def described(self, settings: Settings | None = None) -> tuple[str, dict[str, Any]]:
+        """The description and input schema as a server with `settings` serves them (None: the defaults)."""
+        description, schema = self.description, self.input_schema()
+        if settings is None or not self.settings_in_text:
+            return description, schema
+        text = json.dumps(schema)
+        for template, name in self.settings_in_text:
+            default = template.format(setting_default(name))
+            configured = template.format(setting_value(settings, name))
+            if configured != default:
+                description = description.replace(default, configured)
+                text = text.replace(json.dumps(default)[1:-1], json.dumps(configured)[1:-1])
+        return description, json.loads(text)
 
     def input_schema(self) -> dict[str, Any]:
         """The input model's JSON schema without pydantic's titles, as tools/list sends it."""

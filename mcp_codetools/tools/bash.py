@@ -79,6 +79,11 @@ class BashTool(Tool[BashInput]):
         "Read, Grep, Glob and Edit over cat, grep, find and sed."
     )
     input_model = BashInput
+    settings_in_text = (
+        ("default {}, max", "bash_default_timeout_ms"),
+        (", max {}", "bash_max_timeout_ms"),
+        ("Output over {} characters", "bash_output_chars"),
+    )
     read_only = False
     destructive = True
     idempotent = False

@@ -118,6 +118,7 @@ class GlobTool(SearchTool[GlobInput]):
         "total. Respects .gitignore, includes hidden files, skips .git."
     )
     input_model = GlobInput
+    settings_in_text = (("newest first, at most {} with the total", "glob_max_files"),)
 
     @override
     async def validate_input(self, args: GlobInput, ctx: CallContext) -> None:

@@ -147,6 +147,11 @@ class GrepTool(SearchTool[GrepInput, os.stat_result]):
         "multiline: true matches across lines."
     )
     input_model = GrepInput
+    settings_in_text = (
+        ("head_limit (default {}, 0 = all)", "grep_head_limit"),
+        ("Entries to return (default {}; 0 = no limit)", "grep_head_limit"),
+        ("stays under {:,} characters", "grep_max_result_chars"),
+    )
 
     @override
     async def validate_input(self, args: GrepInput, ctx: CallContext) -> os.stat_result:

@@ -51,6 +51,12 @@ class ReadTool(Tool[ReadInput]):
         "offset and limit count cells."
     )
     input_model = ReadInput
+    settings_in_text = (
+        ("up to {} lines by default", "read_default_lines"),
+        ("Number of lines to read (default {})", "read_default_lines"),
+        ("(at most {} a call)", "pdf_max_pages"),
+        ("over {} pages, pass pages", "pdf_pages_without_range"),
+    )
     read_only = True
     destructive = False
     idempotent = True
