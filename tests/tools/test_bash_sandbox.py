@@ -124,10 +124,8 @@ async def test_the_read_only_classifier_and_stale_file_checks_are_unchanged(call
 
 
 async def test_the_masks_are_found_once_per_session(
-    call: Caller, backend: str, settings: Settings, monkeypatch: pytest.MonkeyPatch
+    call: Caller, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if backend != "bwrap":
-        pytest.skip("only bwrap masks paths")
     sandbox_module.prepared(settings.sandbox)  # the start-up probe (it scans once too)
     scans: list[object] = []
     real = sandbox_module.masked_paths
@@ -176,14 +174,35 @@ async def test_a_host_tcp_port_is_unreachable(call: Caller) -> None:
             server.accept()  # nothing is queued: the connection never arrived
 
 
-async def test_a_masked_folder_cannot_be_read(call: Caller, backend: str, secret_folder: Path) -> None:
-    if backend != "bwrap":
-        pytest.skip("Landlock does not confine reads (said in the README)")
+async def test_a_masked_folder_cannot_be_read(call: Caller, secret_folder: Path) -> None:
     out = await call("Bash", {"command": f"cat {secret_folder}/id_rsa; ls {secret_folder}"})
     assert out.is_error
     assert "PRIVATE" not in out.text and "id_rsa\n" not in out.text
     listing = await call("Bash", {"command": f"ls {secret_folder}"})
     assert listing.is_error, "a masked folder must be unreadable, not an empty folder"
+
+
+async def test_what_lies_around_a_masked_folder_stays_readable(call: Caller, far: Path, secret_folder: Path) -> None:
+    """Beside the mask: files and folders next to it, above it and elsewhere (binaries, libraries) read fine."""
+    (far / "notes.txt").write_text("beside the keys\n", encoding="utf-8")
+    (far / "docs").mkdir()
+    (far / "docs" / "a.md").write_text("deeper\n", encoding="utf-8")
+    text = await call.ok(
+        "Bash",
+        {
+            "command": f"cat {far}/notes.txt {far}/docs/a.md && ls {far}/docs && head -c 4 /etc/os-release >/dev/null"
+            " && echo ok"
+        },
+    )
+    assert text == "beside the keys\ndeeper\na.md\nok"
+    out = await call("Bash", {"command": f"cat {secret_folder}/../keys/id_rsa"})
+    assert out.is_error and "PRIVATE" not in out.text
+
+
+async def test_a_symlink_beside_a_masked_folder_does_not_open_it(call: Caller, far: Path, secret_folder: Path) -> None:
+    (far / "shortcut").symlink_to(secret_folder)
+    out = await call("Bash", {"command": f"cat {far}/shortcut/id_rsa"})
+    assert out.is_error and "PRIVATE" not in out.text
 
 
 async def test_a_read_only_folder_cannot_be_remounted(call: Caller, backend: str, far: Path) -> None:
