@@ -202,3 +202,20 @@ async def test_sigterm_with_a_client_connected_ends_its_jobs_and_the_server(root
         # uvicorn shuts down, then raises the signal it caught again, so the exit reads as SIGTERM's.
         assert code == -signal.SIGTERM, running.stderr_text()[-2000:]
         await wait_for(lambda: not processes_with(mark), seconds=5)
+
+
+async def test_sigterm_during_a_long_call_ends_it_and_the_server_promptly(root: Path) -> None:
+    """A foreground command in flight does not hold the stop for its whole timeout: it is cancelled and killed."""
+    mark = marker()
+    with http_server(root) as running:
+        async with httpx2.AsyncClient(timeout=60) as http:
+            key = await open_raw_session(http, running.url)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(raw_call, http, running.url, key, "Bash", {"command": f"sleep {mark}"})
+                await wait_for(lambda: bool(processes_with(mark)))
+                running.proc.terminate()
+                with anyio.fail_after(30):  # the command's own timeout is 120 s
+                    code = await anyio.to_thread.run_sync(running.proc.wait, 30)
+                tg.cancel_scope.cancel()
+        assert code == -signal.SIGTERM, running.stderr_text()[-2000:]
+        await wait_for(lambda: not processes_with(mark), seconds=5)
