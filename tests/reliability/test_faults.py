@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import errno
+import json
 import os
 import shutil
 import subprocess
@@ -515,6 +516,12 @@ os.write(report, f"flips {flips}\\n".encode())
 """
 
 
+def notebook(source: str) -> str:
+    """A one-cell notebook (nbformat 4) whose cell holds `source`."""
+    cell = {"cell_type": "markdown", "id": "c0", "metadata": {}, "source": source}
+    return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
 def race_calls(i: int) -> list[tuple[str, dict[str, Any]]]:
     """One round of the extended loop: every tool that opens a path below `a`, Grep and Glob in every mode."""
     return [
@@ -534,6 +541,12 @@ def race_calls(i: int) -> list[tuple[str, dict[str, Any]]]:
         ("Grep", {"pattern": "secret|inside", "output_mode": "content"}),
         ("Grep", {"pattern": "secret|inside"}),
         ("Glob", {"pattern": "**/*.txt"}),
+        # The rest of the edit family: the same confined opens, and restore writes back an old version.
+        ("MultiEdit", {"file_path": "a/b/f", "edits": [{"old_string": "inside", "new_string": f"inside {i}"}]}),
+        ("Read", {"file_path": "a/b/n.ipynb"}),
+        ("NotebookEdit", {"notebook_path": "a/b/n.ipynb", "new_source": f"print({i})", "edit_mode": "insert"}),
+        ("FileHistory", {"action": "list", "file_path": "a/b/f"}),
+        ("FileHistory", {"action": "restore", "file_path": "a/b/f", "version": 1 + i % 8, "force": True}),
     ]
 
 
@@ -547,13 +560,18 @@ async def test_a_folder_flipping_to_a_link_never_lets_any_tool_out(
     arena: Arena, figures: Figures, suite: str, tmp_path_factory: pytest.TempPathFactory, depth: str, swapper: str
 ) -> None:
     """issue 12: root/a flips between a folder and a link out (to a folder > PATH_MAX deep, where /proc
-    cannot name what was opened) while Read, Write, Edit, Grep and Glob run on paths below it."""
+    cannot name what was opened) while every tool that opens a path runs on paths below it."""
     root = arena.layout.root
     real = root / "a"
     (real / "b").mkdir(parents=True)
     (real / "b" / "f").write_text("inside\n", encoding="utf-8")
+    (real / "b" / "n.ipynb").write_text(notebook("inside"), encoding="utf-8")
     link = root / "a.link"
-    outside_files = {"b/f": "top secret far away\n", f"b/{SECRET_NAME}": "top secret far away\n"}
+    outside_files = {
+        "b/f": "top secret far away\n",
+        f"b/{SECRET_NAME}": "top secret far away\n",
+        "b/n.ipynb": notebook("top secret far away"),
+    }
     if depth == "deep":
         far = tmp_path_factory.mktemp("deep")  # beside the arena: its snapshot could not walk this deep
         _bottom, names = make_deep(far, files=outside_files)
