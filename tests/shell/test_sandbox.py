@@ -129,6 +129,31 @@ def _processes_tagged(tag: str) -> list[int]:
     return found
 
 
+def test_landlock_grants_reads_around_a_hidden_path_and_nothing_beneath_it(tmp_path: Path) -> None:
+    from mcp_codetools.shell.landlock import readable_around
+
+    (tmp_path / "keep" / "deep").mkdir(parents=True)
+    (tmp_path / "keys" / "sub").mkdir(parents=True)
+    (tmp_path / "note.txt").write_text("x")
+    (tmp_path / "to-keys").symlink_to(tmp_path / "keys")
+    granted = dict(readable_around([str(tmp_path / "keys")]))
+    assert granted[str(tmp_path / "keep")] is True and granted[str(tmp_path / "note.txt")] is False
+    assert str(tmp_path / "keys") not in granted and str(tmp_path / "to-keys") not in granted
+    assert not [p for p in granted if p == str(tmp_path) or p.startswith(str(tmp_path / "keys"))]
+    assert not [p for p in granted if tmp_path.is_relative_to(p)], "a folder on the way would open the hidden path"
+    assert granted.get("/usr") is True, "what lies elsewhere (binaries, libraries) stays readable"
+
+
+def test_landlock_hides_masked_paths_from_reads(tmp_path: Path, outside: Path) -> None:
+    secret = outside / "keys"
+    secret.mkdir()
+    (secret / "id_rsa").write_text("PRIVATE")
+    (outside / "beside.txt").write_text("visible")
+    sandbox = backend("landlock", mask=(str(secret),))
+    done = run(sandbox, tmp_path, f"cat {outside}/beside.txt; cat {secret}/id_rsa; ls {secret}")
+    assert "visible" in done.stdout and "PRIVATE" not in done.stdout and "id_rsa" not in done.stdout
+
+
 def test_landlock_refuses_to_run_a_command_it_cannot_confine(tmp_path: Path) -> None:
     backend("landlock")
     marker = tmp_path / "ran"
