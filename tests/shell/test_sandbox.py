@@ -154,6 +154,20 @@ def test_landlock_hides_masked_paths_from_reads(tmp_path: Path, outside: Path) -
     assert "visible" in done.stdout and "PRIVATE" not in done.stdout and "id_rsa" not in done.stdout
 
 
+def test_landlock_commands_signal_only_their_own_processes(tmp_path: Path) -> None:
+    sandbox = backend("landlock")
+    if sandbox.landlock_abi < 6:
+        pytest.skip(f"signal scoping needs Landlock ABI 6 (this kernel has {sandbox.landlock_abi})")
+    outsider = subprocess.Popen(["sleep", "30"])  # stands for the server, the client, the user's programs
+    try:
+        done = run(sandbox, tmp_path, f"kill -TERM {outsider.pid}; echo kill=$?; sleep 30 & kill $! && echo own=ok")
+        assert "kill=1" in done.stdout and "own=ok" in done.stdout, done.stdout + done.stderr
+        assert outsider.poll() is None, "a sandboxed command signalled a process outside the sandbox"
+    finally:
+        outsider.kill()
+        outsider.wait()
+
+
 def test_landlock_refuses_to_run_a_command_it_cannot_confine(tmp_path: Path) -> None:
     backend("landlock")
     marker = tmp_path / "ran"
