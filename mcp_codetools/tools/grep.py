@@ -303,7 +303,7 @@ class Page:
 
 def _failure(result: RgResult) -> InvalidInputError | ExecutionError:
     """rg's explanation, with its advice about command-line flags turned into Grep's parameters."""
-    text = result.error_text()
+    text = _own_pattern(result.error_text())
     text = text.replace("the --multiline flag (or -U for short)", "multiline: true")
     if "--pcre2" in text:
         text = text[: text.find("Consider enabling PCRE2")].rstrip()
@@ -314,6 +314,21 @@ def _failure(result: RgResult) -> InvalidInputError | ExecutionError:
     if any(word in text for word in ("regex", "pattern", "file type", "glob")):
         return InvalidInputError(f"Grep could not use the arguments: {text}")
     return ExecutionError(f"Grep failed: {text}")
+
+
+def _own_pattern(text: str) -> str:
+    """rg shows a pattern it cannot parse wrapped as `(?:PATTERN)`; show the model's own pattern, caret moved."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines[:-1]):
+        body = line.lstrip(" ")
+        indent = len(line) - len(body)
+        caret = lines[i + 1]
+        if body.startswith("(?:") and body.endswith(")") and caret.strip().startswith("^"):
+            lines[i] = " " * indent + body[3:-1]
+            spaces = len(caret) - len(caret.lstrip(" "))
+            lines[i + 1] = " " * max(indent, spaces - 3) + caret.lstrip(" ")
+            break
+    return "\n".join(lines)
 
 
 def _problem_note(result: RgResult) -> str:

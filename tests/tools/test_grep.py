@@ -397,6 +397,10 @@ async def test_an_invalid_regex_is_an_error_with_rgs_explanation(call: Caller, p
     assert output.meta["errorCode"] == "invalid_input"
     assert "regex parse error" in output.text
     assert "unclosed group" in output.text
+    class_error = await call.fails("Grep", {"pattern": "a([", "output_mode": "content"})
+    lines = class_error.text.splitlines()
+    shown = next(i for i, line in enumerate(lines) if line.strip() == "a([")  # the pattern as sent, not rg's (?:a([)
+    assert lines[shown + 1].index("^") == lines[shown].index("["), class_error.text
 
 
 async def test_look_around_is_explained_without_pointing_at_a_flag_grep_lacks(call: Caller, project: Path) -> None:
