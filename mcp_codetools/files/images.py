@@ -108,14 +108,16 @@ def load_image(handle: IO[bytes], size: int, kind: str, bounds: ImageBounds, sho
                 raise _too_large(shown, f"{width}×{height} px")
             frames = getattr(image, "n_frames", 1)
             target = fit_size(width, height, bounds)
-            if target == (width, height) and size <= bounds.max_bytes and frames == 1:
-                image.verify()  # cheap structural check; the original bytes are sent as they are
-                handle.seek(0)
-                data = handle.read()
-                return ShownImage(data, MIME_TYPES[kind], kind, (width, height), target)
+            turn = _ORIENTATION.get(image.getexif().get(_EXIF_ORIENTATION, 1))
+            if target == (width, height) and size <= bounds.max_bytes and frames == 1 and turn is None:
+                # Sent as it is only if every pixel decodes and any model API can take it: a truncated
+                # file or a CMYK JPEG in a conversation can make every later request of it fail.
+                image.load()
+                if kind != "jpeg" or image.mode in ("RGB", "L"):
+                    handle.seek(0)
+                    return ShownImage(handle.read(), MIME_TYPES[kind], kind, (width, height), target)
             if frames > 1:
                 image = next(iter(ImageSequence.Iterator(image))).copy()
-            turn = _ORIENTATION.get(image.getexif().get(_EXIF_ORIENTATION, 1))
             return fit_image(image, bounds, source_format=kind, frames=frames, turn=turn)
     except BinaryFileError:
         raise

@@ -90,6 +90,36 @@ async def test_a_truncated_png_is_an_error_not_a_crash(call: Caller, root: Path)
     assert "does not decode" in out.text
 
 
+async def test_a_truncated_small_jpeg_is_an_error_not_sent_on(call: Caller, root: Path) -> None:
+    """Within the bounds an image is sent as it is, so it must decode whole first: a model API that cannot
+    decode an image in a conversation refuses every later request of it."""
+    data = write_image(root / "whole.jpg", "JPEG", 300, 200).read_bytes()
+    f = root / "cut.jpg"
+    f.write_bytes(data[: len(data) // 2])
+    out = await call.fails("Read", {"file_path": str(f)})
+    assert out.meta["errorCode"] == "binary_file" and "truncated" in out.text
+
+
+async def test_a_cmyk_jpeg_is_sent_as_rgb(call: Caller, root: Path) -> None:
+    f = root / "print.jpg"
+    Image.new("CMYK", (64, 48), (0, 120, 200, 10)).save(f, "JPEG")
+    out = await call("Read", {"file_path": str(f)})
+    assert not out.is_error, out.text
+    assert out.images[0].data != f.read_bytes()
+    with Image.open(io.BytesIO(out.images[0].data)) as shown:
+        assert shown.mode == "RGB" and shown.size == (64, 48)
+
+
+async def test_a_small_rotated_photo_is_turned_too(call: Caller, root: Path) -> None:
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    f = root / "small-phone.jpg"
+    Image.new("RGB", (80, 40), (200, 30, 30)).save(f, "JPEG", exif=exif)
+    out = await call("Read", {"file_path": str(f)})
+    with Image.open(io.BytesIO(out.images[0].data)) as shown:
+        assert shown.size == (40, 80)
+
+
 # PDFs
 
 
