@@ -40,7 +40,14 @@ def parse_notebook(data: bytes, path: Path) -> Any:
         BinaryFileError: it is not valid JSON or not a notebook.
     """
     try:
-        return nbformat.reads(data.decode("utf-8-sig"), as_version=4)  # type: ignore[no-untyped-call]
+        notebook = nbformat.reads(data.decode("utf-8-sig"), as_version=nbformat.NO_CONVERT)  # type: ignore[no-untyped-call]
+        if notebook.nbformat < 4:
+            notebook = nbformat.convert(notebook, 4)  # type: ignore[no-untyped-call]
+            # The conversion gives each cell a random id, a new one at every Read, so NotebookEdit could
+            # never find the id Read showed; ids from the position stay the same until the file changes.
+            for index, cell in enumerate(notebook.cells):
+                cell["id"] = f"cell-{index}"
+        return notebook
     except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise BinaryFileError(
             f"Cannot read {path} as a Jupyter notebook: {str(exc)[:300]}. "

@@ -119,3 +119,18 @@ async def test_cells_of_a_notebook_without_ids_are_named_by_index(call: Caller, 
     after = load(f)
     assert [c.source for c in after.cells] == ["first", "a", "b2"]
     assert all("id" not in c for c in after.cells)
+
+
+async def test_a_version_3_notebook_keeps_the_ids_read_showed(call: Caller, root: Path) -> None:
+    """Converting nbformat 3 makes random ids; the ones Read shows must be the ones NotebookEdit finds."""
+    import json
+
+    worksheet = {"cells": [{"cell_type": "code", "input": "x = 1", "language": "python", "outputs": []}]}
+    f = root / "v3.ipynb"
+    f.write_text(json.dumps({"metadata": {}, "nbformat": 3, "nbformat_minor": 0, "worksheets": [worksheet]}))
+    first = await call.ok("Read", {"file_path": str(f)})
+    again = await call.ok("Read", {"file_path": str(f), "offset": 1})
+    assert "id=cell-0" in first and "id=cell-0" in again
+    await call.ok("NotebookEdit", {"notebook_path": str(f), "cell_id": "cell-0", "new_source": "x = 2"})
+    after = load(f)
+    assert (after.nbformat, after.nbformat_minor) >= (4, 5) and [c.source for c in after.cells] == ["x = 2"]
