@@ -80,7 +80,10 @@ class MultiEditTool(Tool[MultiEditInput, _Prepared]):
             raise NotAFileError("File is a Jupyter Notebook. Use NotebookEdit to change its cells.")
         loaded = load_existing(path, session.workspace)
         if loaded is None:
-            raise missing_file_error(path, session.cwd, session.workspace)
+            error = missing_file_error(path, session.cwd, session.workspace)
+            if args.edits[0].old_string == "":
+                raise type(error)(f"{error.message} MultiEdit changes existing files; to create one, use Write.")
+            raise error
         check_read_state(session.ledger, path, loaded)
         refuse_hard_links(path, loaded, session.settings.hard_links)
         steps = [EditStep(e.old_string, e.new_string, e.replace_all) for e in args.edits]

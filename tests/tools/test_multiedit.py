@@ -115,3 +115,11 @@ async def test_replace_all_with_many_matches_then_a_dependent_edit(call: Caller,
         {"file_path": str(f), "edits": [edit("x", "yy", replace_all=True), edit("yy;\nend", "yy;\nEND")]},
     )
     assert f.read_bytes() == b"yy;" * 50 + b"\r\nEND\r\n"
+
+
+async def test_creating_a_file_is_pointed_to_write(call: Caller, root: Path) -> None:
+    out = await call.fails(
+        "MultiEdit", {"file_path": str(root / "new.txt"), "edits": [{"old_string": "", "new_string": "x"}]}
+    )
+    assert out.meta["errorCode"] == "file_not_found" and "use Write" in out.text
+    assert not (root / "new.txt").exists()
