@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from pydantic import Field
 from typing_extensions import override
 
 from mcp_codetools.errors import ExecutionError, InvalidInputError
+from mcp_codetools.policy.commands import split_command
 from mcp_codetools.policy.engine import CallFacts
 from mcp_codetools.session import CodeSession
 from mcp_codetools.shell import capture as capture_limits
@@ -107,6 +109,13 @@ class BashTool(Tool[BashInput]):
             raise InvalidInputError("`command` is empty. Give the shell command to run.")
         if "\x00" in args.command:
             raise InvalidInputError("`command` contains a NUL byte, which no shell command can hold.")
+        editor = _idle_screen_editor(args.command)
+        if editor is not None:
+            raise InvalidInputError(
+                f"`{editor}` with nothing to do waits for keys from a terminal, and commands here have none: it "
+                "would run until the timeout. Change files with Edit or Write; to script the editor, give it "
+                f"its commands (e.g. `{editor} -es -c '%s/old/new/g' -c wq FILE`)."
+            )
 
     @override
     async def call(self, args: BashInput, ctx: CallContext, prepared: None) -> ToolOutput:
@@ -279,6 +288,22 @@ def _keep_within_budget(session: CodeSession, keep: Path | None, notes: list[str
     if removed:
         meta["removedOutputPaths"] = [str(item.path) for item in removed]
         notes.append(removal_note(removed, session.spills.limit_bytes))
+
+
+_SCREEN_EDITORS = frozenset({"vi", "vim", "nvim", "view", "vimdiff", "rvim", "rview"})
+"""Editors that, without a terminal, wait on stderr for keys that never come (others exit at end of input)."""
+_EDITOR_WORD = re.compile(r"\b(?:n?vim?|view|vimdiff|rvim|rview)\b")
+
+
+def _idle_screen_editor(command: str) -> str | None:
+    """The full-screen editor `command` starts without options or commands, which would hang until the timeout."""
+    if _EDITOR_WORD.search(command) is None:  # most commands: no parse
+        return None
+    for simple in split_command(command).commands:
+        words = simple.unwrapped().words
+        if words and os.path.basename(words[0]) in _SCREEN_EDITORS and not any(w[:1] in "-+" for w in words[1:]):
+            return words[0]
+    return None
 
 
 def _confinement(session: CodeSession) -> Confinement | None:

@@ -424,3 +424,16 @@ async def test_read_only_commands_skip_the_stale_check(call: Caller, root: Path)
     out = await call("Bash", {"command": "cat a.txt"})
     assert out.text == "a"
     assert "staleReadFiles" not in out.meta
+
+
+@pytest.mark.parametrize("command", ["vim notes.txt", "cd . && nvim a.py", "timeout 5 vi f", "/usr/bin/view x"])
+async def test_an_editor_with_nothing_to_do_is_refused_before_it_hangs(call: Caller, command: str) -> None:
+    """vi and its kin, with no terminal, read keys from stderr (the output pipe) and never get one."""
+    out = await call.fails("Bash", {"command": command})
+    assert out.meta["errorCode"] == "invalid_input" and "Edit or Write" in out.text and "-es" in out.text
+
+
+@pytest.mark.parametrize("command", ["echo vim", "vim --version >/dev/null || true", "view=1; echo $view"])
+async def test_editor_words_elsewhere_run(call: Caller, command: str) -> None:
+    out = await call("Bash", {"command": command})
+    assert out.meta.get("errorCode") != "invalid_input", out.text
