@@ -311,6 +311,8 @@ def _failure(result: RgResult) -> InvalidInputError | ExecutionError:
     if "--text" in text:
         text = text[: text.find("Consider enabling text mode")].rstrip()
         text += "\nGrep treats files with NUL bytes as binary, so a NUL byte cannot be matched."
+    if "unrecognized file type" in text:
+        text += ". Use one rg knows (py, js, ts, rust, go, java, cpp, …; `rg --type-list` lists them) or glob instead."
     if any(word in text for word in ("regex", "pattern", "file type", "glob")):
         return InvalidInputError(f"Grep could not use the arguments: {text}")
     return ExecutionError(f"Grep failed: {text}")

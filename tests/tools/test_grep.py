@@ -272,6 +272,7 @@ async def test_an_unknown_type_is_an_error_with_rgs_reason(call: Caller, project
     output = await call.fails("Grep", {"pattern": "needle", "type": "nosuchtype"})
     assert output.meta["errorCode"] == "invalid_input"
     assert "unrecognized file type: nosuchtype" in output.text
+    assert "rg --type-list" in output.text and "glob" in output.text
 
 
 # --- paging -----------------------------------------------------------------------------------------
