@@ -299,6 +299,8 @@ def _idle_screen_editor(command: str) -> str | None:
     """The full-screen editor `command` starts without options or commands, which would hang until the timeout."""
     if _EDITOR_WORD.search(command) is None:  # most commands: no parse
         return None
+    if "<" in command or "|" in command:  # keys may come from a here-document, a file or a pipe
+        return None
     for simple in split_command(command).commands:
         words = simple.unwrapped().words
         if words and os.path.basename(words[0]) in _SCREEN_EDITORS and not any(w[:1] in "-+" for w in words[1:]):

@@ -433,7 +433,10 @@ async def test_an_editor_with_nothing_to_do_is_refused_before_it_hangs(call: Cal
     assert out.meta["errorCode"] == "invalid_input" and "Edit or Write" in out.text and "-es" in out.text
 
 
-@pytest.mark.parametrize("command", ["echo vim", "vim --version >/dev/null || true", "view=1; echo $view"])
+@pytest.mark.parametrize(
+    "command",
+    ["echo vim", "vim --version >/dev/null || true", "view=1; echo $view", "vim x.txt <<'EOF'\nix\u001b:wq\nEOF"],
+)
 async def test_editor_words_elsewhere_run(call: Caller, command: str) -> None:
     out = await call("Bash", {"command": command})
     assert out.meta.get("errorCode") != "invalid_input", out.text
