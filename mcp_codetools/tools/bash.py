@@ -94,7 +94,7 @@ class BashTool(Tool[BashInput]):
         ("default {}, max", "bash_default_timeout_ms"),
         (", max {}", "bash_max_timeout_ms"),
         ("Output over {} characters", "bash_output_chars"),
-        ("running after {} s", "bash_return_after_s"),
+        ("running after {:g} s", "bash_return_after_s"),
     )
     read_only = False
     destructive = True

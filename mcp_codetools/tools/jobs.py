@@ -56,7 +56,7 @@ class BashOutputTool(Tool[BashOutputInput]):
         "Output over 30000 characters keeps the start and the end; the full log path is given."
     )
     input_model = BashOutputInput
-    settings_in_text = (("(at most {} s)", "bash_return_after_s"),)
+    settings_in_text = (("(at most {:g} s)", "bash_return_after_s"),)
     read_only = True
     destructive = False
     idempotent = False
