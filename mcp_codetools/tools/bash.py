@@ -30,9 +30,9 @@ from mcp_codetools.policy.engine import CallFacts
 from mcp_codetools.session import CodeSession
 from mcp_codetools.shell import capture as capture_limits
 from mcp_codetools.shell import runner
+from mcp_codetools.shell.background import Job
 from mcp_codetools.shell.capture import OutputCapture
 from mcp_codetools.shell.classify import analyze
-from mcp_codetools.shell.background import Job
 from mcp_codetools.shell.sandbox import Confinement, SandboxUnavailable
 from mcp_codetools.shell.spills import removal_note
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
@@ -159,9 +159,7 @@ class BashTool(Tool[BashInput]):
         moved: list[Job] = []
 
         def to_background(detached: runner.Detached) -> None:
-            moved.append(
-                session.jobs.adopt(detached, args.command, log_dir=session.scratch_dir, timeout_ms=timeout_ms)
-            )
+            moved.append(session.jobs.adopt(detached, args.command, log_dir=session.scratch_dir, timeout_ms=timeout_ms))
 
         try:
             result = await runner.run(
@@ -276,9 +274,7 @@ def _moved(
     return ToolOutput(text, meta=meta)
 
 
-def _track_job(
-    session: CodeSession, job: Job, keep: Path | None, notes: list[str], meta: dict[str, object]
-) -> None:
+def _track_job(session: CodeSession, job: Job, keep: Path | None, notes: list[str], meta: dict[str, object]) -> None:
     """Count a job's log against the session's spill budget (removable once it ends), and say so in meta."""
 
     def log_removed() -> None:

@@ -83,7 +83,9 @@ class BashOutputTool(Tool[BashOutputInput]):
         if job.leftovers_stopped:
             parts.append("Processes it left running in the background were stopped when it finished.")
         if job.log_error:
-            parts.append(f"[Its log could not be written past {job.written:,} bytes ({job.log_error}); later output was lost.]")
+            parts.append(
+                f"[Its log could not be written past {job.written:,} bytes ({job.log_error}); later output was lost.]"
+            )
         meta = _meta(job)
         meta["skippedBytes"] = new.skipped_bytes
         return ToolOutput("\n\n".join(parts), meta=meta)

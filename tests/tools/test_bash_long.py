@@ -116,8 +116,9 @@ async def test_a_moved_command_does_not_move_the_cwd_and_frees_its_slot(
 
 
 async def test_output_wait_returns_at_new_output(call: Caller, session: CodeSession, root: Path) -> None:
-    started = await call("Bash", {"command": "while [ ! -e go ]; do sleep 0.01; done; echo next; sleep 60",
-                                  "run_in_background": True})
+    started = await call(
+        "Bash", {"command": "while [ ! -e go ]; do sleep 0.01; done; echo next; sleep 60", "run_in_background": True}
+    )
     job_id = started.meta["backgroundTaskId"]
     results: list[str] = []
 
@@ -134,8 +135,9 @@ async def test_output_wait_returns_at_new_output(call: Caller, session: CodeSess
 
 
 async def test_output_wait_returns_at_the_end(call: Caller, root: Path) -> None:
-    started = await call("Bash", {"command": "while [ ! -e go ]; do sleep 0.01; done; exit 4",
-                                  "run_in_background": True})
+    started = await call(
+        "Bash", {"command": "while [ ! -e go ]; do sleep 0.01; done; exit 4", "run_in_background": True}
+    )
     job_id = started.meta["backgroundTaskId"]
     results: list[str] = []
 
