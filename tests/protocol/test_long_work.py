@@ -247,3 +247,16 @@ async def test_over_stdio_progress_comes_in_both_eras(root: Path, mode: str) -> 
                 progress_callback=on_progress,
             )
     assert "finished" in str(result.content[0]) and len(seen) >= 2
+
+
+async def test_over_stdio_at_2026_07_28_the_job_end_notice_rides_the_next_call(root: Path) -> None:
+    messages = Messages()
+    command, *args = server_command()
+    params = StdioServerParameters(command=command, args=[*args, "--root", str(root)], cwd=str(root))
+    with anyio.fail_after(60), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        async with Client(params, mode=MODERN, logging_callback=messages, log_level="notice") as client:
+            await client.call_tool("Bash", {"command": "exit 3", "run_in_background": True})
+            await client.call_tool("BashOutput", {"bash_id": "bash_1", "wait_s": 5})
+            notice = await messages.wait_for("Background shell bash_1 exited with code 3")
+    assert notice.level == "notice"
