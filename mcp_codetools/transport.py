@@ -34,6 +34,8 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from mcp_codetools.eras import serve_both_eras
+
 logger = logging.getLogger(__name__)
 
 MAX_LINE_BYTES = 256 * 1024 * 1024
@@ -303,7 +305,7 @@ async def _serve_wire(server: Server[Any], wire: _Wire) -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(read_loop)
         tg.start_soon(write_loop)
-        await server.run(inbound, outbound, server.create_initialization_options())
+        await serve_both_eras(server, inbound, outbound, server.create_initialization_options())
         tg.cancel_scope.cancel()
 
 

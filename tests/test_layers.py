@@ -40,11 +40,11 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"tools"}),
     frozenset({"pipeline"}),
     frozenset({"elicit", "client_roots", "client_log"}),
-    frozenset({"server", "transport", "http_server", "manifest"}),
+    frozenset({"eras", "server", "transport", "http_server", "manifest"}),
     frozenset({"doctor", "cli", "__main__"}),
 )
 MCP_SPEAKERS = frozenset(
-    {"elicit", "client_roots", "client_log", "server", "transport", "http_server", "manifest", "doctor"}
+    {"elicit", "client_roots", "client_log", "eras", "server", "transport", "http_server", "manifest", "doctor"}
 )
 """Modules that may import the MCP SDK (doctor only to run a client against the server)."""
 SHARED_BY_TOOLS = {f"{PACKAGE}.tools", f"{PACKAGE}.tools.base"}
