@@ -17,19 +17,20 @@ from mcp import MCPError
 from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry import trace
 
 from mcp_codetools import __version__
 from mcp_codetools.client_log import ClientLog
 from mcp_codetools.client_roots import roots_changed, sync_roots
-from mcp_codetools.config import Settings
+from mcp_codetools.config import DEFAULT_SESSION_IDLE_TIMEOUT_S, Settings
 from mcp_codetools.elicit import input_required, permission_asker
 from mcp_codetools.files.paths import Workspace
-from mcp_codetools.pipeline import META_KEY, Pipeline
+from mcp_codetools.pipeline import META_KEY, Pipeline, error_output
 from mcp_codetools.policy.gate import AnswerNeeded, PermissionGate
 from mcp_codetools.session import CodeSession
 from mcp_codetools.session_registry import SessionEnded, SessionRegistry
+from mcp_codetools.state_handles import HandleError, StateRegistry, principal_of
 from mcp_codetools.tools import Tool, default_tools
 from mcp_codetools.tools.base import ProgressFn, ToolOutput
 
@@ -52,9 +53,41 @@ def tracing_configured() -> bool:
     return not isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
 
 
+STATE_ARG = "state_id"
+"""The argument that carries a 2026-07-28 HTTP client's state handle (see `state_handles`)."""
+JOB_ARGS = {"BashOutput": "bash_id", "KillShell": "shell_id"}
+"""Tools that name a job of the state: its lifetime is said there too."""
+
+
+def _lifetime(settings: Settings | None) -> str:
+    seconds = settings.session_idle_timeout_s if settings is not None else DEFAULT_SESSION_IDLE_TIMEOUT_S
+    return f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:g} s"
+
+
+def with_handles(tool_name: str, schema: dict[str, Any], settings: Settings | None) -> dict[str, Any]:
+    """The input schema with the handle a stateless (2026-07-28 HTTP) client passes back, and its lifetime.
+
+    One listing for every client and era: SEP-2567 wants lists that never vary per connection, so the
+    argument is there on stdio too, where it is ignored.
+    """
+    properties = dict(schema.get("properties", {}))
+    lifetime = _lifetime(settings)
+    if tool_name in JOB_ARGS:
+        arg = JOB_ARGS[tool_name]
+        prop = dict(properties[arg])
+        prop["description"] += f" Over 2026-07-28 HTTP it ends with its state ({lifetime} unused)."
+        properties[arg] = prop
+    properties[STATE_ARG] = {
+        "type": "string",
+        "description": f"2026-07-28 HTTP only: a state_id an earlier result gave (ends after {lifetime} unused).",
+    }
+    return {**schema, "properties": properties}
+
+
 def tool_definition(tool: Tool[Any], settings: Settings | None = None) -> types.Tool:
     """The MCP `Tool` a client sees in tools/list: name, description (limits as `settings` set them), schema, hints."""
     description, schema = tool.described(settings)
+    schema = with_handles(tool.name, schema, settings)
     return types.Tool(
         name=tool.name,
         title=tool.title,
@@ -98,8 +131,11 @@ class CodeToolsServer:
         self.settings = settings
         self.pipeline = Pipeline(tools if tools is not None else default_tools(), gate)
         self._definitions = [tool_definition(tool, settings) for tool in self.pipeline.tools.values()]
+        self._schemas = {tool.name: tool.input_schema for tool in self._definitions}
         self._local: CodeSession | None = None
         self.http_sessions = SessionRegistry(settings)
+        self.http_states = StateRegistry(settings)
+        """2026-07-28 HTTP clients' states, reached through handles (`state_handles`)."""
         self.serves_http = False
         """Set by the HTTP server before it starts: the lifespan then closes idle HTTP sessions."""
         self.server: Server[Any] = Server(
@@ -115,7 +151,8 @@ class CodeToolsServer:
             # The SDK's OpenTelemetry middleware opens a span per request even when nothing records it:
             # 0.05-0.15 ms of a 0.6 ms Read. It stays when a tracer provider is installed.
             self.server.middleware = [m for m in self.server.middleware if type(m).__name__ != OTEL_MIDDLEWARE]
-        self.server.middleware.append(_handshake_era_over_http)
+        # Mcp-Param header checks (2026-07-28 HTTP) look a tool's schema up here instead of listing every tool.
+        self.server.get_tool_input_schema = self._schemas.get
         self.server.middleware.append(self._follow_roots)
         self.client_log = ClientLog()
         self._serve_logging()
@@ -126,6 +163,7 @@ class CodeToolsServer:
             async with anyio.create_task_group() as tg:
                 if self.serves_http:
                     tg.start_soon(self.http_sessions.run_reaper)
+                    tg.start_soon(self.http_states.run_reaper)
                 tg.start_soon(self.client_log.run)
                 yield {}
                 tg.cancel_scope.cancel()
@@ -139,11 +177,12 @@ class CodeToolsServer:
             if local is not None:
                 await local.aclose()
             await self.http_sessions.aclose()
+            await self.http_states.aclose()
 
     def live_sessions(self) -> list[CodeSession]:
         """Every CodeSession open now (the process's own, and one per live HTTP session)."""
         local = [self._local] if self._local is not None else []
-        return local + self.http_sessions.live()
+        return local + self.http_sessions.live() + self.http_states.live()
 
     def session_for(self, ctx: ServerRequestContext[Any]) -> CodeSession:
         """The CodeSession a request belongs to, found through public SDK API only.
@@ -154,8 +193,9 @@ class CodeToolsServer:
         once the session is gone; its end (DELETE, idle) is seen by the HTTP layer, which closes the
         CodeSession. `ctx.session._connection` named the same thing through a private attribute. Per-request objects
         (`ctx.session` is a new `ServerSession` for every request) cannot be keys, and 2026-07-28 requests
-        carry no client identity at all (see `_handshake_era_over_http`). Without an HTTP request (stdio,
-        or an in-process client) one process serves one client, so the process has one session.
+        carry no client identity at all: those find their state through handles (`_call_stateless`). Without
+        an HTTP request (stdio, or an in-process client) one process serves one client, so the process has
+        one session.
         """
         request = ctx.request
         if request is None:
@@ -202,7 +242,55 @@ class CodeToolsServer:
     async def _on_call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
-        session = self.session_for(ctx)
+        arguments = dict(params.arguments) if params.arguments is not None else None
+        state_id = arguments.pop(STATE_ARG, None) if arguments is not None else None
+        params = params.model_copy(update={"arguments": arguments})
+        if ctx.request is None or ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return await self._call(ctx, params, self.session_for(ctx))  # a session (or the process) holds the state
+        return await self._call_stateless(ctx, params, state_id)
+
+    async def _call_stateless(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, state_id: object
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """A 2026-07-28 HTTP call: in the state its handle names, or in a new one kept only if it holds something."""
+        assert ctx.request is not None
+        principal = principal_of(ctx.request.headers.get("authorization"))
+        states = self.http_states
+        job_arg = JOB_ARGS.get(params.name)
+        job_id = (params.arguments or {}).get(job_arg) if job_arg else None
+        minted = False
+        try:
+            if isinstance(state_id, str) and state_id.strip():
+                key = state_id.strip()
+                session = states.state(key, principal)
+            else:
+                key, session = states.mint(principal)
+                minted = True
+            if isinstance(job_id, str) and job_id.strip() not in session.job_ids():
+                elsewhere = states.job_elsewhere(job_id)
+                if elsewhere is not None:
+                    if minted:
+                        await states.end(key, "the call named another state's shell")
+                    raise elsewhere
+        except HandleError as exc:
+            output = error_output("invalid_input", str(exc))
+            output.meta["handleError"] = type(exc).kind
+            return to_call_result(output)
+        with states.activity(key):
+            result = await self._call(ctx, params, session)
+        if minted and isinstance(result, types.CallToolResult) and _error_code(result) == "file_not_read":
+            result.content.append(types.TextContent(type="text", text=NO_STATE_NOTE))
+        if minted:
+            if isinstance(result, types.CallToolResult) and session.holds_state():
+                result.content.append(types.TextContent(type="text", text=_state_note(key)))
+                result.meta = {**(result.meta or {}), STATE_META_KEY: key}
+            else:  # nothing to keep; an `input_required` round is sent again whole, and starts afresh then
+                await states.end(key, "the call left nothing to keep")
+        return result
+
+    async def _call(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, session: CodeSession
+    ) -> types.CallToolResult | types.InputRequiredResult:
         asking = await sync_roots(ctx, params, session)
         if asking is not None:
             return asking
@@ -220,26 +308,23 @@ class CodeToolsServer:
         return to_call_result(output)
 
 
-async def _handshake_era_over_http(ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
-    """Over HTTP, refuse the stateless 2026-07-28 era so that clients open a handshake session.
+STATE_META_KEY = "codetools/stateId"
+NO_STATE_NOTE = (
+    "[This call passed no state_id, so it ran in a new state that has read nothing. Pass the state_id that "
+    "your Read's result gave.]"
+)
 
-    A 2026-07-28 HTTP request has no session: it carries the protocol version, client name/version and
-    capabilities, nothing that tells two clients apart (two copies of one program send the same
-    envelope). The other candidates fail too: the TCP connection is pooled and re-opened by HTTP
-    clients (concurrent calls of one client arrive on several connections; httpx drops an idle one after
-    5 s), and one bearer token is shared by every client that holds it. The read ledger, working
-    directory and background jobs need a per-client session, so over HTTP this server speaks the
-    handshake era, which has one. The refusal is the spec's `UnsupportedProtocolVersion` naming the
-    versions served; clients that auto-negotiate (the SDK's `Client(url)`) fall back to `initialize`.
-    Over stdio the process is the session, so 2026-07-28 is served there.
-    """
-    if ctx.request is not None and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        raise MCPError(
-            code=types.UNSUPPORTED_PROTOCOL_VERSION,
-            message="over HTTP this server needs a session: use the initialize handshake (2025-11-25)",
-            data={"supported": list(HANDSHAKE_PROTOCOL_VERSIONS), "requested": ctx.protocol_version},
-        )
-    return await call_next(ctx)
+
+def _error_code(result: types.CallToolResult) -> object:
+    details = (result.meta or {}).get(META_KEY)
+    return details.get("errorCode") if isinstance(details, dict) else None
+
+
+def _state_note(key: str) -> str:
+    return (
+        f"[state_id: {key}. Pass it as state_id to later calls: it keeps what you read (needed to Edit or Write "
+        "a file), the working directory, file history and background shells.]"
+    )
 
 
 def _progress_of(ctx: ServerRequestContext[Any]) -> ProgressFn | None:

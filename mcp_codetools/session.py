@@ -47,8 +47,10 @@ CLOSE_BOUND_S = 30.0
 class CodeSession:
     """One MCP session's state. On stdio there is one per process."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, unguessable_job_ids: bool = False) -> None:
         self.settings = settings
+        self.unguessable_job_ids = unguessable_job_ids
+        """Job ids with 128 random bits: a session reached through handles, where a job id alone finds it."""
         self.id = secrets.token_hex(8)
         """Names the session to hooks and in the audit log; not a secret, and not the process marker."""
         self.workspace = Workspace(settings.roots)
@@ -86,9 +88,23 @@ class CodeSession:
     def jobs(self) -> JobRegistry:
         """The session's background jobs, created on first use; they are stopped when the session ends."""
         if self._jobs is None:
-            self._jobs = JobRegistry()
+            self._jobs = JobRegistry(unguessable_ids=self.unguessable_job_ids)
             self.on_close(self._jobs.aclose)
         return self._jobs
+
+    def job_ids(self) -> list[str]:
+        """The ids of the jobs started in this session (none made the registry: an empty list)."""
+        return list(self._jobs.jobs) if self._jobs is not None else []
+
+    def holds_state(self) -> bool:
+        """Whether a later call could need anything this session remembers (reads, cwd, jobs, history, files)."""
+        return bool(
+            self.ledger.paths()
+            or self.cwd != self.workspace.roots[0]
+            or self.job_ids()
+            or self.history.entries()
+            or self._scratch is not None
+        )
 
     def on_close(self, closer: Closer) -> None:
         """Run `closer` when the session ends, in the order registered."""

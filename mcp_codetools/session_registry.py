@@ -41,8 +41,14 @@ class _Entry:
 class SessionRegistry:
     """CodeSessions by session id, with the activity that keeps each one alive."""
 
-    def __init__(self, settings: Settings, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        clock: Callable[[], float] = time.monotonic,
+        make: Callable[[], CodeSession] | None = None,
+    ) -> None:
         self.settings = settings
+        self._make = make or (lambda: CodeSession(settings))
         self.idle_timeout_s = settings.session_idle_timeout_s
         self._clock = clock
         self._entries: dict[str, _Entry] = {}
@@ -54,6 +60,11 @@ class SessionRegistry:
     def live(self) -> list[CodeSession]:
         """The sessions open now."""
         return [entry.session for entry in self._entries.values() if entry.session is not None]
+
+    def is_open(self, key: str) -> bool:
+        """Whether `key` names a live session that has made its state."""
+        entry = self._entries.get(key)
+        return entry is not None and entry.session is not None
 
     def has_ended(self, key: str) -> bool:
         """Whether `key` named a session that has ended, so a request with it is refused, not given a new one."""
@@ -82,7 +93,7 @@ class SessionRegistry:
         if entry is None:
             entry = self._entries[key] = _Entry(idle_since=self._clock())
         if entry.session is None:
-            entry.session = CodeSession(self.settings)
+            entry.session = self._make()
             logger.info("session %s: opened", key[:16])
         return entry.session
 

@@ -36,7 +36,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"files", "search", "shell", "dispatcher", "audit"}),
     frozenset({"policy"}),
     frozenset({"session"}),
-    frozenset({"session_registry", "roots"}),
+    frozenset({"session_registry", "state_handles", "roots"}),
     frozenset({"tools"}),
     frozenset({"pipeline"}),
     frozenset({"elicit", "client_roots", "client_log"}),

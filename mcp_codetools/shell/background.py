@@ -27,6 +27,7 @@ import codecs
 import contextlib
 import logging
 import os
+import secrets
 import signal
 import subprocess
 import time
@@ -145,8 +146,10 @@ class NewOutput:
 class JobRegistry:
     """The jobs of one session, by id."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, unguessable_ids: bool = False) -> None:
         self.jobs: dict[str, Job] = {}
+        self.unguessable_ids = unguessable_ids
+        """Ids with 128 random bits instead of a counter: where an id alone finds its job (stateless HTTP)."""
         self.on_end: list[Callable[[Job], None]] = []
         """Called (on the event loop, must not block) once a job has ended and been reaped."""
         self._next = 0
@@ -206,7 +209,7 @@ class JobRegistry:
 
     def _new_id(self, log_dir: Path) -> tuple[str, Path]:
         self._next += 1
-        job_id = f"bash_{self._next}"
+        job_id = f"bash_{secrets.token_hex(16)}" if self.unguessable_ids else f"bash_{self._next}"
         return job_id, log_dir / f"{job_id}.log"
 
     def _open_log(self, job: Job) -> None:

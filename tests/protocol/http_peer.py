@@ -112,3 +112,23 @@ async def raw_call(
     headers = {**ACCEPT, "mcp-session-id": key, "mcp-protocol-version": "2025-11-25"}
     body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
     return await http.post(url, headers=headers, json=body)
+
+
+STATE_META = "codetools/stateId"
+
+
+class Threaded:
+    """A client that passes back the state_id a result gave, as a model does (ignored where a session holds state)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.state_id: str | None = None
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        if self.state_id is not None:
+            arguments = {**arguments, "state_id": self.state_id}
+        result = await self.client.call_tool(name, arguments)
+        given = (result.meta or {}).get(STATE_META)
+        if given is not None:
+            self.state_id = given
+        return result

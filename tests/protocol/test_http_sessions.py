@@ -17,7 +17,15 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.protocol.http_peer import ACCEPT, HttpServer, http_server, open_raw_session, raw_call, sse_json
+from tests.protocol.http_peer import (
+    ACCEPT,
+    HttpServer,
+    Threaded,
+    http_server,
+    open_raw_session,
+    raw_call,
+    sse_json,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -62,12 +70,17 @@ def text(result: object) -> str:
     return "\n".join(getattr(block, "text", "") for block in getattr(result, "content", []))
 
 
-async def check_isolation(a: Client, b: Client, root: Path) -> str:
+def first_text(result: object) -> str:
+    """The tool's own text, without the state_id note a 2026-07-28 HTTP result may add."""
+    return str(getattr(getattr(result, "content")[0], "text", ""))
+
+
+async def check_isolation(a: Threaded, b: Threaded, root: Path) -> str:
     """A reads a file, moves its cwd and starts a job; B must see none of it. Returns A's job marker."""
     f = root / "only-a-read-me.txt"
     f.write_text("one\n", encoding="utf-8")
     (root / "sub").mkdir(exist_ok=True)
-    assert text(await a.call_tool("Read", {"file_path": str(f)})) == "1\tone"
+    assert first_text(await a.call_tool("Read", {"file_path": str(f)})) == "1\tone"
     assert not (await a.call_tool("Bash", {"command": "cd sub"})).is_error
     mark = marker()
     started = await a.call_tool("Bash", {"command": f"sleep {mark}", "run_in_background": True})
@@ -76,13 +89,13 @@ async def check_isolation(a: Client, b: Client, root: Path) -> str:
 
     edit = await b.call_tool("Edit", {"file_path": str(f), "old_string": "one", "new_string": "two"})
     assert edit.is_error and "has not been read" in text(edit), "B edited a file only A had read"
-    assert text(await b.call_tool("Bash", {"command": "pwd"})).strip() == str(root), "B inherited A's cwd"
+    assert first_text(await b.call_tool("Bash", {"command": "pwd"})).strip() == str(root), "B inherited A's cwd"
     peek = await b.call_tool("BashOutput", {"bash_id": job})
     assert peek.is_error and mark not in text(peek), "B can see A's job"
     kill = await b.call_tool("KillShell", {"shell_id": job})
     assert kill.is_error, "B killed A's job"
     assert processes_with(mark), "A's job must still run"
-    assert text(await a.call_tool("Bash", {"command": "pwd"})).strip() == str(root / "sub")
+    assert first_text(await a.call_tool("Bash", {"command": "pwd"})).strip() == str(root / "sub")
     return mark
 
 
@@ -90,18 +103,28 @@ async def check_isolation(a: Client, b: Client, root: Path) -> str:
 async def test_two_clients_have_separate_sessions_and_leaving_closes_one(
     server: HttpServer, root: Path, mode: str
 ) -> None:
-    """`auto` is the SDK's default `Client(url)`, which opens with the newest protocol (2026-07-28)."""
+    """`auto` is the SDK's default `Client(url)`, which opens with the newest protocol (2026-07-28).
+
+    At 2026-07-28 each client holds its own state_id; leaving deletes nothing, and A's state (with its
+    job) ends when it has been idle for the timeout (1 s here).
+    """
     with anyio.fail_after(60):
-        async with Client(server.url, mode=mode) as b:  # type: ignore[arg-type]
-            async with Client(server.url, mode=mode) as a:  # type: ignore[arg-type]
-                mark = await check_isolation(a, b, root)
-            # A has left (the client deletes its session): its session is closed and its job killed.
+        async with Client(server.url, mode=mode) as b_client:  # type: ignore[arg-type]
+            b = Threaded(b_client)
+            async with Client(server.url, mode=mode) as a_client:  # type: ignore[arg-type]
+                assert a_client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+                mark = await check_isolation(Threaded(a_client), b, root)
             await wait_for(lambda: not processes_with(mark))
-            assert not (await b.call_tool("Bash", {"command": "true"})).is_error, "B's session goes on"
+            after = await b.call_tool("Bash", {"command": "true"})
+            if mode == "legacy":
+                assert not after.is_error, "B's session goes on (its open stream keeps it)"
+            else:  # B's state idled out too while A's job was stopped: said as such, with what to do
+                assert after.is_error and after.meta["codetools/result"]["handleError"] == "expired", text(after)
+                assert "Omit state_id" in text(after)
 
 
-async def test_the_newest_protocol_over_http_is_told_to_use_a_session(server: HttpServer) -> None:
-    """A 2026-07-28 request carries nothing that tells two clients apart, so it is refused with the versions served."""
+async def test_the_newest_protocol_over_http_is_served(server: HttpServer) -> None:
+    """A 2026-07-28 `server/discover` over HTTP is answered (it was refused with -32022), with no session minted."""
     meta = {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
@@ -110,16 +133,15 @@ async def test_the_newest_protocol_over_http_is_told_to_use_a_session(server: Ht
     body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}
     async with httpx2.AsyncClient(timeout=30) as http:
         answer = await http.post(server.url, headers=headers, json=body)
-    error = sse_json(answer)["error"]
-    assert error["code"] == -32022
-    assert "2025-11-25" in error["data"]["supported"] and "2026-07-28" not in error["data"]["supported"]
+    result = sse_json(answer)["result"]
+    assert "2026-07-28" in result["supportedVersions"] and "tools" in result["capabilities"]
     assert "mcp-session-id" not in answer.headers
 
 
-async def test_the_default_client_negotiates_a_session(server: HttpServer) -> None:
+async def test_the_default_client_speaks_the_newest_protocol(server: HttpServer) -> None:
     with anyio.fail_after(30):
         async with Client(server.url) as client:
-            assert client.protocol_version == "2025-11-25"
+            assert client.protocol_version == "2026-07-28"
 
 
 async def test_a_vanished_client_idles_out_and_its_jobs_are_killed(server: HttpServer, root: Path) -> None:
@@ -180,7 +202,7 @@ async def test_a_bearer_client_keeps_its_own_session(root: Path) -> None:
     with http_server(root, env={"MCP_CODETOOLS_HTTP_TOKEN": token}) as running:
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
         with anyio.fail_after(30):
-            async with Client(streamable_http_client(running.url, http_client=http)) as client:
+            async with Client(streamable_http_client(running.url, http_client=http), mode="legacy") as client:
                 assert client.protocol_version == "2025-11-25"
                 assert not (await client.call_tool("Bash", {"command": "true"})).is_error
 

@@ -1,0 +1,164 @@
+"""What a 2026-07-28 HTTP client keeps between calls: state handles it holds, not a session (SEP-2567).
+
+Such a request says nothing about who sent it: no session id, and a bearer token that every holder
+shares. So a later call finds its state only through a handle the client passes back: a `state_id`
+(`st_` and 128 random bits) names one CodeSession, with its reads (read-before-edit), working
+directory, file history, saved output and jobs. A job id (`bash_` and 128 random bits) names a job
+within its state: sent with another state (or none) it is refused, never served. A call without a
+handle runs in a fresh state; the state is kept and its id handed out only if the call left something
+a later call could need.
+
+A handle is bound to the credentials it was made with (a digest of the Authorization header): the same
+id sent with other credentials is refused, never served. Without credentials (loopback, no token) the
+id is itself the capability, which the 128 bits make unguessable. A state ends after the idle period
+of the HTTP transport (`session_idle_timeout_s`) without a call, which stops its jobs; its id and its
+jobs' ids are then answered "expired" (the last `ENDED_KEYS_KEPT` of them), unknown ids "not found".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import anyio
+
+from mcp_codetools.config import Settings
+from mcp_codetools.session import CodeSession
+from mcp_codetools.session_registry import ENDED_KEYS_KEPT, SessionRegistry
+
+STATE_PREFIX = "st_"
+HANDLE_BYTES = 16
+"""128 bits, the least SEP-2567 asks of an unauthenticated handle."""
+
+
+class HandleError(LookupError):
+    """A handle that does not name a live state this caller may use; the message says what to do."""
+
+    kind = "unknown"
+
+
+class HandleExpired(HandleError):
+    """The state (or the job's state) ended: idle for too long, or the server restarted."""
+
+    kind = "expired"
+
+
+class HandleForeign(HandleError):
+    """The handle was made with other credentials."""
+
+    kind = "foreign"
+
+
+def principal_of(authorization: str | None) -> str:
+    """Who a request is, as far as handles care: a digest of its credentials ("" without any)."""
+    if not authorization:
+        return ""
+    return hashlib.sha256(authorization.encode("latin-1", "replace")).hexdigest()
+
+
+class StateRegistry:
+    """The live states of 2026-07-28 HTTP clients, by state id, each bound to the principal that made it."""
+
+    def __init__(self, settings: Settings, clock: Callable[[], float] = time.monotonic) -> None:
+        self.idle_timeout_s = settings.session_idle_timeout_s
+        self._states = SessionRegistry(
+            settings, clock=clock, make=lambda: CodeSession(settings, unguessable_job_ids=True)
+        )
+        self._principals: dict[str, str] = {}
+        self._ended_jobs: OrderedDict[str, None] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def live(self) -> list[CodeSession]:
+        """The states open now."""
+        return self._states.live()
+
+    def mint(self, principal: str) -> tuple[str, CodeSession]:
+        """A new state for `principal`, and its id."""
+        key = STATE_PREFIX + secrets.token_hex(HANDLE_BYTES)
+        self._principals[key] = principal
+        return key, self._states.session(key)
+
+    def state(self, key: str, principal: str) -> CodeSession:
+        """The state `key` names, for `principal`.
+
+        Raises:
+            HandleError: it is unknown, has expired, or belongs to other credentials.
+        """
+        key = key.strip()
+        if self._states.has_ended(key):
+            raise HandleExpired(self._expired(f"state {key}"))
+        if not self._states.is_open(key):
+            raise HandleError(
+                f"No state {key!r} exists: state ids come from an earlier result of this server. Omit state_id "
+                "to start a new state (Read files again before you edit them)."
+            )
+        if not secrets.compare_digest(self._principals.get(key, "\0"), principal):
+            raise HandleForeign(
+                f"State {key} was made with other credentials; it cannot be used with these. Omit state_id to start "
+                "a new state."
+            )
+        return self._states.session(key)
+
+    def job_elsewhere(self, job_id: str) -> HandleError | None:
+        """Why job `job_id`, not in the caller's state, cannot be served: another state's, or ended (None: unknown).
+
+        A job belongs to the state that started it: its id found in another state is never served, even
+        with the same credentials (two clients share a token, or none), since holding an id is not being
+        the client that started the job.
+        """
+        job_id = job_id.strip()
+        for key in self._principals:
+            if self._states.is_open(key) and job_id in self._states.session(key).job_ids():
+                return HandleForeign(
+                    f"Shell {job_id} was started in another state, not in this one; it is not served here. Pass the "
+                    "state_id of the call that started it."
+                )
+        if job_id in self._ended_jobs:
+            return HandleExpired(self._expired(f"shell {job_id}"))
+        return None
+
+    @contextmanager
+    def activity(self, key: str) -> Iterator[None]:
+        """A call runs in state `key` for the duration (it does not idle out meanwhile)."""
+        with self._states.activity(key):
+            yield
+
+    async def end(self, key: str, reason: str) -> None:
+        """End state `key` now: its jobs are stopped, its id and its jobs' ids answered "expired" from now on."""
+        if self._states.is_open(key):
+            for job_id in self._states.session(key).job_ids():
+                self._ended_jobs[job_id] = None
+            while len(self._ended_jobs) > ENDED_KEYS_KEPT:
+                self._ended_jobs.popitem(last=False)
+        self._principals.pop(key, None)
+        await self._states.end(key, reason)
+
+    async def reap_idle(self) -> None:
+        """End every state idle for the timeout."""
+        for key in self._states.idle_keys():
+            await self.end(key, f"idle for {self.idle_timeout_s:g} s")
+
+    async def run_reaper(self) -> None:
+        """End idle states until cancelled (the server's lifespan runs this)."""
+        interval = min(max(self.idle_timeout_s / 4, 0.01), 30.0)
+        while True:
+            await anyio.sleep(interval)
+            await self.reap_idle()
+
+    async def aclose(self) -> None:
+        """End every state (the server is stopping)."""
+        for key in list(self._principals):
+            await self.end(key, "server stopping")
+
+    def _expired(self, what: str) -> str:
+        return (
+            f"{what.capitalize()} has expired: a state ends after {self.idle_timeout_s:g} s without a call, or when "
+            "the server restarts, and its background shells are stopped then. Omit state_id to start a new state "
+            "(Read files again before you edit them)."
+        )
