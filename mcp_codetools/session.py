@@ -66,14 +66,20 @@ class CodeSession:
         )
         self.line_index = LineIndexCache()
         self.spills = SpillBudget(settings.spill_budget_bytes)
-        self.process_marker = runner.Marker.new(runner.SESSION_VAR)
-        """Carried by every process this session's commands start, to find them when it ends."""
+        self._process_marker = runner.Marker.new(runner.SESSION_VAR)
+        self._marker_handed_out = False
         self._jobs: JobRegistry | None = None
         self._closers: list[Closer] = []
         self._scratch: Path | None = None
         self._confinement: Confinement | None = None
         self._confined_for: tuple[Path, ...] = ()
         self._dispatcher: Dispatcher | None = None
+
+    @property
+    def process_marker(self) -> runner.Marker:
+        """Carried by every process this session's commands start, to find them when it ends."""
+        self._marker_handed_out = True
+        return self._process_marker
 
     @property
     def dispatcher(self) -> Dispatcher:
@@ -169,7 +175,8 @@ class CodeSession:
             except Exception:
                 logger.exception("closing a session resource failed; going on with the rest")
         try:  # the last net: processes that escaped their job's or call's tracking but kept the session's marker
-            await runner.stop_remaining(None, self.process_marker)
+            if self._marker_handed_out:  # else no process can carry it, and the scan (~1 ms) is saved
+                await runner.stop_remaining(None, self._process_marker)
         except Exception:
             logger.exception("stopping the session's remaining processes failed")
         await anyio.to_thread.run_sync(self.history.close)  # its background writes go into the scratch folder

@@ -1,0 +1,263 @@
+"""The 2026-07-28 protocol beside the handshake era: stdio in either order, HTTP through handles, one listing.
+
+Real processes throughout (stdio and HTTP on loopback), driven raw or through the SDK's client.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from mcp_codetools.config import Settings
+from mcp_codetools.server import CodeToolsServer
+from tests.protocol.http_peer import STATE_META, Threaded, http_server
+from tests.protocol.stdio_raw import RawServer, server_command
+
+pytestmark = pytest.mark.anyio
+
+MODERN = "2026-07-28"
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+HANDLE = re.compile(r"^bash_[0-9a-f]{32}$")
+
+
+def first_text(result: Any) -> str:
+    return str(result.content[0].text)
+
+
+def details(result: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = result.meta["codetools/result"]
+    return meta
+
+
+async def ask(server: RawServer, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    request = server.request(method, params)
+    await server.send(request)
+    return await server.response_to(request["id"])
+
+
+def modern_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "arguments": arguments, "_meta": ENVELOPE}
+
+
+# stdio: both eras on one process, in either order
+
+
+async def test_stdio_discover_first_then_initialize_on_the_same_process(root: Path) -> None:
+    """A dual-era client probes with server/discover, a handshake client may still follow: both are served."""
+    f = root / "a.txt"
+    f.write_text("value = 1\n", encoding="utf-8")
+    server = await RawServer.start(root)
+    try:
+        with anyio.fail_after(30):
+            discovered = (await ask(server, "server/discover", {"_meta": ENVELOPE}))["result"]
+            assert MODERN in discovered["supportedVersions"]
+            assert discovered["instructions"].startswith("Code tools") and "tools" in discovered["capabilities"]
+            read = await ask(server, "tools/call", modern_call("Read", {"file_path": str(f)}))
+            assert read["result"]["content"][0]["text"] == "1\tvalue = 1"
+            init = await server.initialize()
+            assert init["result"]["protocolVersion"] == "2025-11-25", init  # was -32022 once the probe had run
+            edit = await ask(
+                server,
+                "tools/call",
+                {"name": "Edit", "arguments": {"file_path": str(f), "old_string": "1", "new_string": "2"}},
+            )
+            assert not edit["result"].get("isError"), edit  # one process, one client: the Read counts
+            again = await ask(server, "tools/call", modern_call("Read", {"file_path": str(f)}))
+            assert again["result"]["content"][0]["text"] == "1\tvalue = 2"
+    finally:
+        assert await server.close() == 0
+
+
+async def test_stdio_initialize_first_then_discover_with_or_without_an_envelope(root: Path) -> None:
+    server = await RawServer.start(root)
+    try:
+        with anyio.fail_after(30):
+            await server.initialize()
+            enveloped = await ask(server, "server/discover", {"_meta": ENVELOPE})
+            assert MODERN in enveloped["result"]["supportedVersions"], enveloped  # was -32600
+            bare = await ask(server, "server/discover")
+            assert bare["result"]["supportedVersions"] == enveloped["result"]["supportedVersions"], bare  # was -32601
+            listed = await ask(server, "tools/list")
+            assert "resultType" not in listed["result"], "the handshake era's answers stay in its own shape"
+            modern = await ask(server, "tools/list", {"_meta": ENVELOPE})
+            assert modern["result"]["resultType"] == "complete"
+            assert modern["result"]["tools"] == listed["result"]["tools"]
+    finally:
+        assert await server.close() == 0
+
+
+async def test_stdio_a_half_envelope_is_told_what_is_missing(root: Path) -> None:
+    server = await RawServer.start(root)
+    try:
+        with anyio.fail_after(30):
+            half = {"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}}
+            answer = await ask(server, "tools/list", half)
+            assert answer["error"]["code"] == -32602, answer
+            unsupported = await ask(
+                server, "tools/list", {"_meta": {**ENVELOPE, "io.modelcontextprotocol/protocolVersion": "2099-01-01"}}
+            )
+            assert unsupported["error"]["code"] == -32022 and MODERN in unsupported["error"]["data"]["supported"]
+    finally:
+        assert await server.close() == 0
+
+
+# Stable listing
+
+
+async def _listing_lines(root: Path) -> tuple[bytes, bytes]:
+    server = await RawServer.start(root)
+    try:
+        assert server.proc.stdout is not None
+        with anyio.fail_after(30):
+            await server.send(server.request("tools/list", {"_meta": ENVELOPE}))
+            modern = await server.proc.stdout.readline()
+            await server.initialize()
+            await server.send(server.request("tools/list"))
+            legacy = await server.proc.stdout.readline()
+        return modern, legacy
+    finally:
+        await server.close()
+
+
+async def test_tools_list_is_byte_identical_across_processes(root: Path, tmp_path: Path) -> None:
+    """SEP-2567: a listing never varies per connection; here not per process or run (bytes), or era (content)."""
+    other_root = tmp_path / "elsewhere"
+    other_root.mkdir()
+    first = await _listing_lines(root)
+    second = await _listing_lines(other_root.resolve())
+    assert first == second, "two processes listed different bytes"
+    modern, legacy = (json.loads(line) for line in first)
+    assert modern["result"]["tools"] == legacy["result"]["tools"], "one listing for both eras (the SDK orders keys per era)"
+    names = [tool["name"] for tool in modern["result"]["tools"]]
+    assert names[:3] == ["Read", "Edit", "Write"] and len(set(names)) == len(names)
+    assert all("state_id" in tool["inputSchema"]["properties"] for tool in modern["result"]["tools"])
+
+
+# HTTP at 2026-07-28: state through handles
+
+
+@pytest.fixture
+def http(root: Path) -> Any:
+    with http_server(root) as running:
+        yield running
+
+
+async def test_http_read_before_edit_without_a_session(http: Any, root: Path) -> None:
+    f = root / "a.txt"
+    f.write_text("one\n", encoding="utf-8")
+    with anyio.fail_after(60):
+        async with Client(http.url) as client:
+            assert client.protocol_version == MODERN
+            blind = await client.call_tool("Edit", {"file_path": str(f), "old_string": "one", "new_string": "two"})
+            assert blind.is_error and details(blind)["errorCode"] == "file_not_read"
+            assert "passed no state_id" in blind.content[-1].text  # type: ignore[union-attr]
+            assert STATE_META not in (blind.meta or {}), "a call that kept nothing hands out no state"
+            read = await client.call_tool("Read", {"file_path": str(f)})
+            state = read.meta[STATE_META]  # type: ignore[index]
+            assert re.fullmatch(r"st_[0-9a-f]{32}", state) and state in read.content[-1].text  # type: ignore[union-attr]
+            edit = await client.call_tool(
+                "Edit", {"file_path": str(f), "old_string": "one", "new_string": "two", "state_id": state}
+            )
+            assert not edit.is_error, first_text(edit)
+            assert STATE_META not in (edit.meta or {}), "a call in a state is not given another"
+            f.write_text("changed behind its back\n", encoding="utf-8")
+            stale = await client.call_tool(
+                "Edit", {"file_path": str(f), "old_string": "changed", "new_string": "x", "state_id": state}
+            )
+            assert stale.is_error and details(stale)["errorCode"] == "file_changed_since_read"
+            fresh = await client.call_tool("Write", {"file_path": str(root / "new.txt"), "content": "hi\n"})
+            assert not fresh.is_error, "creating a file needs no earlier Read"
+    assert f.read_text(encoding="utf-8") == "changed behind its back\n"
+
+
+async def test_http_job_ids_are_handles_of_their_own_state(http: Any, root: Path) -> None:
+    with anyio.fail_after(60):
+        async with Client(http.url) as a_client, Client(http.url) as b_client:
+            a, b = Threaded(a_client), Threaded(b_client)
+            started = await a.call_tool("Bash", {"command": "echo job-said-hello; sleep 30", "run_in_background": True})
+            job = details(started)["backgroundTaskId"]
+            assert HANDLE.fullmatch(job), job
+            assert "bash_id" in first_text(started)
+            (root / "b.txt").write_text("b\n", encoding="utf-8")
+            await b.call_tool("Read", {"file_path": str(root / "b.txt")})  # B has a state of its own
+            assert b.state_id is not None and b.state_id != a.state_id
+            for name, arg in (("BashOutput", "bash_id"), ("KillShell", "shell_id")):
+                for who in (b, b_client):  # another client's state, and no state at all
+                    refused = await who.call_tool(name, {arg: job})
+                    assert refused.is_error and details(refused)["handleError"] == "foreign", first_text(refused)
+                    assert "job-said-hello" not in first_text(refused)
+            unknown = await a.call_tool("BashOutput", {"bash_id": "bash_" + "0" * 32})
+            assert unknown.is_error and "No shell found" in first_text(unknown)
+            own = await a.call_tool("BashOutput", {"bash_id": job, "wait_s": 5})
+            assert "job-said-hello" in first_text(own)
+            assert not (await a.call_tool("KillShell", {"shell_id": job})).is_error
+            forged = await a_client.call_tool("BashOutput", {"bash_id": job, "state_id": "st_" + "f" * 32})
+            assert forged.is_error and details(forged)["handleError"] == "unknown"
+
+
+async def test_http_lifetimes_are_stated_in_the_listing(http: Any) -> None:
+    async with Client(http.url) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    for name, arg in (("BashOutput", "bash_id"), ("KillShell", "shell_id")):
+        assert "30 min unused" in tools[name].input_schema["properties"][arg]["description"]
+    assert all("30 min unused" in t.input_schema["properties"]["state_id"]["description"] for t in tools.values())
+
+
+# Each era over each transport, through the SDK client
+
+
+@asynccontextmanager
+async def connected(transport: str, mode: str, root: Path) -> AsyncIterator[Client]:
+    if transport == "memory":
+        app = CodeToolsServer(Settings(roots=(root,)))
+        async with Client(app.server, mode=mode) as client:  # type: ignore[arg-type]
+            yield client
+    elif transport == "stdio":
+        command, *args = server_command()
+        params = StdioServerParameters(command=command, args=[*args, "--root", str(root)], cwd=str(root))
+        async with Client(params, mode=mode) as client:  # type: ignore[arg-type]
+            yield client
+    else:
+        with http_server(root) as running:
+            async with Client(running.url, mode=mode) as client:  # type: ignore[arg-type]
+                yield client
+
+
+@pytest.mark.parametrize("transport", ["memory", "stdio", "http"])
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_each_era_over_each_transport(transport: str, mode: str, root: Path) -> None:
+    f = root / "app.ts"
+    f.write_text("export const value = 1\n", encoding="utf-8")
+    (root / "sub").mkdir()
+    with anyio.fail_after(60):
+        async with connected(transport, mode, root) as raw:
+            assert raw.protocol_version == ("2025-11-25" if mode == "legacy" else MODERN)
+            client = Threaded(raw)
+            assert first_text(await client.call_tool("Read", {"file_path": str(f)})) == "1\texport const value = 1"
+            edit = await client.call_tool(
+                "Edit", {"file_path": "app.ts", "old_string": "value = 1", "new_string": "value = 2"}
+            )
+            assert not edit.is_error, first_text(edit)
+            await client.call_tool("Bash", {"command": "cd sub"})
+            assert first_text(await client.call_tool("Bash", {"command": "pwd"})).strip() == str(root / "sub")
+            started = await client.call_tool("Bash", {"command": "echo from-job", "run_in_background": True})
+            job = details(started)["backgroundTaskId"]
+            output = await client.call_tool("BashOutput", {"bash_id": job, "wait_s": 10})
+            assert "from-job" in first_text(output)
+            history = await client.call_tool("FileHistory", {"action": "list", "file_path": "../app.ts"})
+            assert not history.is_error and "1" in first_text(history)
+    assert f.read_text(encoding="utf-8") == "export const value = 2\n"
+
