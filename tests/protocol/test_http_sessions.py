@@ -10,6 +10,7 @@ import os
 import signal
 import uuid
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -70,9 +71,9 @@ def text(result: object) -> str:
     return "\n".join(getattr(block, "text", "") for block in getattr(result, "content", []))
 
 
-def first_text(result: object) -> str:
+def first_text(result: Any) -> str:
     """The tool's own text, without the state_id note a 2026-07-28 HTTP result may add."""
-    return str(getattr(getattr(result, "content")[0], "text", ""))
+    return str(getattr(result.content[0], "text", ""))
 
 
 async def check_isolation(a: Threaded, b: Threaded, root: Path) -> str:

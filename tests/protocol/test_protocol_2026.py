@@ -140,7 +140,9 @@ async def test_tools_list_is_byte_identical_across_processes(root: Path, tmp_pat
     second = await _listing_lines(other_root.resolve())
     assert first == second, "two processes listed different bytes"
     modern, legacy = (json.loads(line) for line in first)
-    assert modern["result"]["tools"] == legacy["result"]["tools"], "one listing for both eras (the SDK orders keys per era)"
+    assert modern["result"]["tools"] == legacy["result"]["tools"], (
+        "one listing for both eras (the SDK orders keys per era)"
+    )
     names = [tool["name"] for tool in modern["result"]["tools"]]
     assert names[:3] == ["Read", "Edit", "Write"] and len(set(names)) == len(names)
     assert all("state_id" in tool["inputSchema"]["properties"] for tool in modern["result"]["tools"])
@@ -260,4 +262,3 @@ async def test_each_era_over_each_transport(transport: str, mode: str, root: Pat
             history = await client.call_tool("FileHistory", {"action": "list", "file_path": "../app.ts"})
             assert not history.is_error and "1" in first_text(history)
     assert f.read_text(encoding="utf-8") == "export const value = 2\n"
-
