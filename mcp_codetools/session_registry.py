@@ -46,9 +46,12 @@ class SessionRegistry:
         settings: Settings,
         clock: Callable[[], float] = time.monotonic,
         make: Callable[[], CodeSession] | None = None,
+        name: Callable[[str], str] | None = None,
     ) -> None:
         self.settings = settings
         self._make = make or (lambda: CodeSession(settings))
+        self._name = name or (lambda key: f"session {key[:16]}")
+        """How the log names a session: what it logs at INFO also goes to clients, so never a whole secret key."""
         self.idle_timeout_s = settings.session_idle_timeout_s
         self._clock = clock
         self._entries: dict[str, _Entry] = {}
@@ -94,7 +97,7 @@ class SessionRegistry:
             entry = self._entries[key] = _Entry(idle_since=self._clock())
         if entry.session is None:
             entry.session = self._make()
-            logger.info("session %s: opened", key[:16])
+            logger.info("%s: opened", self._name(key))
         return entry.session
 
     async def end(self, key: str, reason: str) -> None:
@@ -104,7 +107,7 @@ class SessionRegistry:
             self._ended.popitem(last=False)
         entry = self._entries.pop(key, None)
         if entry is not None and entry.session is not None:
-            logger.info("session %s: closed (%s)", key[:16], reason)
+            logger.info("%s: closed (%s)", self._name(key), reason)
             with anyio.CancelScope(shield=True):
                 await entry.session.aclose()
 

@@ -60,13 +60,18 @@ def principal_of(authorization: str | None) -> str:
     return hashlib.sha256(authorization.encode("latin-1", "replace")).hexdigest()
 
 
+def state_name(key: str) -> str:
+    """A state as logs name it: a digest, since INFO logs reach every client and the id is the capability."""
+    return "state #" + hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
 class StateRegistry:
     """The live states of 2026-07-28 HTTP clients, by state id, each bound to the principal that made it."""
 
     def __init__(self, settings: Settings, clock: Callable[[], float] = time.monotonic) -> None:
         self.idle_timeout_s = settings.session_idle_timeout_s
         self._states = SessionRegistry(
-            settings, clock=clock, make=lambda: CodeSession(settings, unguessable_job_ids=True)
+            settings, clock=clock, make=lambda: CodeSession(settings, unguessable_job_ids=True), name=state_name
         )
         self._principals: dict[str, str] = {}
         self._ended_jobs: OrderedDict[str, None] = OrderedDict()
