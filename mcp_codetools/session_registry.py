@@ -47,11 +47,13 @@ class SessionRegistry:
         clock: Callable[[], float] = time.monotonic,
         make: Callable[[], CodeSession] | None = None,
         name: Callable[[str], str] | None = None,
+        log_level: int = logging.INFO,
     ) -> None:
         self.settings = settings
         self._make = make or (lambda: CodeSession(settings))
         self._name = name or (lambda key: f"session {key[:16]}")
         """How the log names a session: what it logs at INFO also goes to clients, so never a whole secret key."""
+        self._log_level = log_level
         self.idle_timeout_s = settings.session_idle_timeout_s
         self._clock = clock
         self._entries: dict[str, _Entry] = {}
@@ -97,7 +99,7 @@ class SessionRegistry:
             entry = self._entries[key] = _Entry(idle_since=self._clock())
         if entry.session is None:
             entry.session = self._make()
-            logger.info("%s: opened", self._name(key))
+            logger.log(self._log_level, "%s: opened", self._name(key))
         return entry.session
 
     async def end(self, key: str, reason: str) -> None:
@@ -107,7 +109,7 @@ class SessionRegistry:
             self._ended.popitem(last=False)
         entry = self._entries.pop(key, None)
         if entry is not None and entry.session is not None:
-            logger.info("%s: closed (%s)", self._name(key), reason)
+            logger.log(self._log_level, "%s: closed (%s)", self._name(key), reason)
             with anyio.CancelScope(shield=True):
                 await entry.session.aclose()
 

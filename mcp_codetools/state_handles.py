@@ -18,6 +18,7 @@ jobs' ids are then answered "expired" (the last `ENDED_KEYS_KEPT` of them), unkn
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 import time
 from collections import OrderedDict
@@ -71,7 +72,11 @@ class StateRegistry:
     def __init__(self, settings: Settings, clock: Callable[[], float] = time.monotonic) -> None:
         self.idle_timeout_s = settings.session_idle_timeout_s
         self._states = SessionRegistry(
-            settings, clock=clock, make=lambda: CodeSession(settings, unguessable_job_ids=True), name=state_name
+            settings,
+            clock=clock,
+            make=lambda: CodeSession(settings, unguessable_job_ids=True),
+            name=state_name,
+            log_level=logging.DEBUG,  # one per stateless call that kept nothing: noise at INFO, which clients get
         )
         self._principals: dict[str, str] = {}
         self._ended_jobs: OrderedDict[str, None] = OrderedDict()

@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from mcp_codetools.config import Settings
 from mcp_codetools.server import CodeToolsServer
-from tests.protocol.http_peer import STATE_META, Threaded, http_server
+from tests.protocol.http_peer import ACCEPT, STATE_META, Threaded, http_server, sse_json
 from tests.protocol.stdio_raw import RawServer, server_command
 
 pytestmark = pytest.mark.anyio
@@ -262,3 +263,21 @@ async def test_each_era_over_each_transport(transport: str, mode: str, root: Pat
             history = await client.call_tool("FileHistory", {"action": "list", "file_path": "../app.ts"})
             assert not history.is_error and "1" in first_text(history)
     assert f.read_text(encoding="utf-8") == "export const value = 2\n"
+
+
+async def test_http_routing_headers_must_agree_with_the_body(http: Any, root: Path) -> None:
+    """2026-07-28 HTTP: `Mcp-Method` and `Mcp-Name` mirror the body, so a proxy can route on them; a mismatch is
+    refused (-32020) before any tool runs."""
+    (root / "a.txt").write_text("one\n", encoding="utf-8")
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "Read", "arguments": {"file_path": str(root / "a.txt")}, "_meta": ENVELOPE},
+    }
+    base = {**ACCEPT, "mcp-protocol-version": MODERN, "mcp-method": "tools/call"}
+    async with httpx2.AsyncClient(timeout=30) as raw:
+        agreed = await raw.post(http.url, headers={**base, "mcp-name": "Read"}, json=body)
+        lying = await raw.post(http.url, headers={**base, "mcp-name": "Bash"}, json=body)
+    assert sse_json(agreed)["result"]["content"][0]["text"] == "1\tone"
+    assert sse_json(lying)["error"]["code"] == -32020, lying.text
