@@ -156,8 +156,10 @@ def not_found_message(text: str, old: str, path: str) -> str:
         )
         if find_matches(text, stripped):
             hint += " Without the prefixes, the text is found."
+            parts.append(hint)
+            return "\n".join(parts)
         parts.append(hint)
-        return "\n".join(parts)
+        old = stripped
     region = closest_region(text, old)
     if region is not None:
         first, last, exact_but_spacing = region

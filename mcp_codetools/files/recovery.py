@@ -111,11 +111,13 @@ def recover(text: str, old: str, new: str) -> Recovered | Ambiguous | None:
     ends_line = len(old_lines) > 1 and old_lines[-1] == ""
     if ends_line:
         old_lines.pop()
-    if old_lines[0] == "" or len(old_lines) > MAX_OLD_LINES:
-        return None  # a match starting at the end of a line: too loose to place safely
+    if len(old_lines) > MAX_OLD_LINES or (old_lines[0] == "" and len(old_lines) < 2):
+        return None
     file = _split(text)
     want = _split("\n".join(old_lines))
-    at_line_start = want.indent[0] != "" or want.content[0] == ""
+    # A first line with leading whitespace starts at a line start; one without may start mid-line (an
+    # empty one: at the end of the line before).
+    at_line_start = want.indent[0] != ""
     for flexible in (False, True):
         found = _candidates(file, want, at_line_start=at_line_start, ends_line=ends_line, flexible=flexible)
         if not found:
@@ -250,6 +252,8 @@ def _build(
     first_start = file.starts[c.line]
     first_indent = len(file.indent[c.line])
     start = first_start if at_line_start else first_start + first_indent + c.pos
+    if not want.raw[0]:
+        start = first_start + len(file.raw[c.line].rstrip("\r"))
     last = c.line + k - 1
     if ends_line:
         end = min(len(text), file.starts[last] + len(file.raw[last]) + 1)
@@ -265,6 +269,9 @@ def _build(
         new = reindented
     if "quote style" in kinds:
         new = _match_quotes(new, text[start:end])
+    if "trailing whitespace" in kinds:
+        # The copy added or lost it: new_string's own trailing spaces are as unreliable as old_string's.
+        new = "\n".join(line.rstrip(" \t") for line in new.split("\n"))
     return Recovered(start, end, new, kinds, c.line + 1, last + 1)
 
 
