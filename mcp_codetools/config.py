@@ -182,6 +182,17 @@ class Settings:
             'such an edit (the file stays unchanged), or "off".'
         ),
     ] = "report"
+    lsp_timeout_s: Annotated[
+        float, Field(gt=0, description="Seconds the LSP tool waits for a language server's answer.")
+    ] = 10.0
+    lsp_diagnostics_wait_s: Annotated[
+        float,
+        Field(
+            ge=0,
+            description="Seconds an edit waits for a running language server's diagnostics of the new text "
+            "(0: do not wait).",
+        ),
+    ] = 1.5
     history_max_bytes: Annotated[
         int,
         Field(
@@ -311,6 +322,8 @@ PLACES: dict[str, Place] = {
     "hard_links": _place("hard_links", "files"),
     "edit_recovery": _place("edit_recovery", "files"),
     "syntax_check": _place("syntax_check", "files"),
+    "lsp_timeout_s": _place("lsp_timeout_s", "lsp", "timeout_s"),
+    "lsp_diagnostics_wait_s": _place("lsp_diagnostics_wait_s", "lsp", "diagnostics_wait_s"),
     "history_max_bytes": _place("history_max_bytes", "files"),
     "history_max_entries": _place("history_max_entries", "files"),
     "image_max_side": _place("image_max_side", "read"),
