@@ -20,13 +20,14 @@ from typing_extensions import override
 
 from mcp_codetools.errors import ExecutionError, InvalidInputError
 from mcp_codetools.policy.commands import split_command
-from mcp_codetools.policy.engine import CallFacts
+from mcp_codetools.policy.engine import CallFacts, Policy
+from mcp_codetools.policy.sandboxing import SandboxPathsUnknown, sandbox_paths
 from mcp_codetools.session import CodeSession
 from mcp_codetools.shell import capture as capture_limits
 from mcp_codetools.shell import runner
 from mcp_codetools.shell.capture import OutputCapture
 from mcp_codetools.shell.classify import analyze
-from mcp_codetools.shell.sandbox import Confinement, SandboxUnavailable
+from mcp_codetools.shell.sandbox import Confinement, SandboxUnavailable, refusal_note
 from mcp_codetools.shell.spills import removal_note
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
@@ -128,6 +129,8 @@ class BashTool(Tool[BashInput]):
             read_only=read_only, session_marker=session.process_marker, exclude=session.settings.bash_env_exclude
         )
         confinement = _confinement(session)
+        if confinement is not None:
+            confinement = _keeping(confinement, ctx)
         if args.run_in_background:
             return _start_job(session, args.command, cwd, env, notes, confinement)
 
@@ -180,6 +183,9 @@ class BashTool(Tool[BashInput]):
                 "Processes the command left running in the background were stopped when it finished. "
                 "Use run_in_background for servers and watchers."
             )
+        refused = None if confinement is None else refusal_note(capture.render(""), confinement)
+        if refused is not None:
+            notes.append(refused)
         if before is not None:
             changed = _changed_files(before)
             if changed:
@@ -313,6 +319,19 @@ def _confinement(session: CodeSession) -> Confinement | None:
         return session.confinement
     except SandboxUnavailable as exc:  # fail closed: never run unconfined when the sandbox was asked for
         raise ExecutionError(f"The command was not run. {exc}") from None
+
+
+def _keeping(confinement: Confinement, ctx: CallContext) -> Confinement:
+    """The sandbox with what the rules keep from this command: found now, as files come and go."""
+    policy = ctx.policy or Policy(roots=tuple(ctx.session.workspace.roots))
+    try:
+        kept = sandbox_paths(policy, confinement.writable)
+    except SandboxPathsUnknown as exc:  # fail closed: never run with some denied paths open
+        raise ExecutionError(
+            f"The command was not run: {exc}. Anchor the deny rule to a folder (`Read(./config/.env)` rather "
+            "than `Read(.env)`, which matches at any depth), or run the command without the sandbox."
+        ) from None
+    return confinement.keeping(kept.hidden, kept.read_only)
 
 
 def _start_job(

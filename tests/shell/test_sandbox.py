@@ -130,13 +130,13 @@ def _processes_tagged(tag: str) -> list[int]:
 
 
 def test_landlock_grants_reads_around_a_hidden_path_and_nothing_beneath_it(tmp_path: Path) -> None:
-    from mcp_codetools.shell.landlock import readable_around
+    from mcp_codetools.shell.landlock import around
 
     (tmp_path / "keep" / "deep").mkdir(parents=True)
     (tmp_path / "keys" / "sub").mkdir(parents=True)
     (tmp_path / "note.txt").write_text("x")
     (tmp_path / "to-keys").symlink_to(tmp_path / "keys")
-    granted = dict(readable_around([str(tmp_path / "keys")]))
+    granted = dict(around([str(tmp_path / "keys")]))
     assert granted[str(tmp_path / "keep")] is True and granted[str(tmp_path / "note.txt")] is False
     assert str(tmp_path / "keys") not in granted and str(tmp_path / "to-keys") not in granted
     assert not [p for p in granted if p == str(tmp_path) or p.startswith(str(tmp_path / "keys"))]
