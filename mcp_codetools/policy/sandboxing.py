@@ -65,7 +65,7 @@ def sandbox_paths(policy: Policy, writable: Sequence[Path]) -> SandboxPaths:
         walk.run(start, whole_hidden=whole)
     for start, whole in _starts([r for h in editors for r in h.rules], policy):
         walk.run(start, whole_kept=whole)
-    return SandboxPaths(tuple(dict.fromkeys(walk.hidden)), tuple(dict.fromkeys([*read_only, *walk.read_only])))
+    return SandboxPaths(_outermost(walk.hidden), tuple(dict.fromkeys([*read_only, *_outermost(walk.read_only)])))
 
 
 def protected_paths(policy: Policy, writable: Sequence[Path]) -> list[Path]:
@@ -176,6 +176,12 @@ class _Walk:
             self.read_only.append(_real(path))
             self._kept_set.add(Path(path))
         return False
+
+
+def _outermost(paths: Sequence[Path]) -> tuple[Path, ...]:
+    """The paths not inside another of them: a mask or bind inside another one is not needed (nor mountable)."""
+    given = set(paths)
+    return tuple(p for p in dict.fromkeys(paths) if not any(parent in given for parent in p.parents))
 
 
 def _real(path: str) -> Path:

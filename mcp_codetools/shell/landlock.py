@@ -1,5 +1,6 @@
-"""The Landlock launcher: `python -I -S landlock.py --write DIR … [--hide PATH …] [--read-only PATH …]
-[--chdir DIR] [--no-network] -- CMD`.
+"""The Landlock launcher: `python -I -S landlock.py --write DIR … [options] -- CMD`.
+
+Options: `--hide PATH`, `--read-only PATH` (each repeatable), `--chdir DIR`, `--no-network`.
 
 It restricts itself (writes only beneath the given folders, but not beneath the read-only paths, and
 to a few harmless devices; reads everywhere but beneath the hidden paths; TCP bind and connect

@@ -150,8 +150,8 @@ class Sandbox:
             launcher += ["--write", str(folder)]
         for path in masked_paths(self.settings, folders) if masks is None else masks:
             launcher += ["--hide", str(path)]
-        for path in kept_paths(read_only):
-            launcher += ["--read-only", path]
+        for kept in kept_paths(read_only):
+            launcher += ["--read-only", kept]
         if not self.settings.network:
             launcher.append("--no-network")
         return [*launcher, "--", *argv], passed
@@ -284,9 +284,9 @@ def bwrap_argv(
         args += ["--ro-bind", str(folder), str(folder)]
         for entry, _ in around(frozen, top=str(folder)):
             args += ["--bind", entry, entry]
-    for path in kept:  # after the binds above: a mount over a path hides them there
-        if os.path.lexists(path):
-            args += ["--ro-bind", path, path]
+    for kept_path in kept:  # after the binds above: a mount over a path hides them there
+        if os.path.lexists(kept_path):
+            args += ["--ro-bind", kept_path, kept_path]
     for path in masked_paths(settings, writable) if masks is None else masks:
         if path.is_dir():
             # An empty tmpfs would be readable and writable: make it unreadable, then read-only.
@@ -324,7 +324,7 @@ def refusal_note(output: str, confinement: Confinement) -> str | None:
             "if it was a write inside a root, the Bash sandbox refused it: protected paths (`mcp-codetools.toml`, "
             "`.claude/`, `.mcp.json`, `.git/hooks`, `.git/config`, `.vscode/`, …) and paths Edit rules deny are "
             "read-only there, and no entry can be created, removed or renamed at a root's top level"
-            + (" or at `.git`'s (so git cannot write the repository)" if confinement.sandbox.backend == "landlock" else "")
+            + (" or at `.git`'s (git cannot write the repository)" if confinement.sandbox.backend == "landlock" else "")
         )
     if hidden and not kept and len(found) == 1:
         advice = "the permission rules deny reading it; do not try another way to read it"

@@ -144,6 +144,43 @@ def test_landlock_grants_reads_around_a_hidden_path_and_nothing_beneath_it(tmp_p
     assert granted.get("/usr") is True, "what lies elsewhere (binaries, libraries) stays readable"
 
 
+def test_writes_are_granted_around_a_kept_path_from_its_writable_folder_down(tmp_path: Path) -> None:
+    """A kept path need not exist: the folder it would be made in gets nothing, what is in it gets writes."""
+    from mcp_codetools.shell.landlock import around
+
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    (tmp_path / ".git" / "objects").mkdir()
+    (tmp_path / "src").mkdir()
+    granted = dict(around([str(tmp_path / "mcp-codetools.toml"), str(tmp_path / ".git" / "hooks")], top=str(tmp_path)))
+    assert granted == {str(tmp_path / "src"): True, str(tmp_path / ".git" / "objects"): True}
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "echo x >> mcp-codetools.toml",
+        "echo x > .git/hooks/pre-commit",
+        "rm -r .git/hooks",
+        "mv .git/hooks hooks2",
+        "echo x > .git/config",
+    ],
+)
+def test_kept_paths_stay_read_only_and_missing_ones_are_not_created(
+    sandbox: Sandbox, tmp_path: Path, script: str
+) -> None:
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    (tmp_path / ".git" / "config").write_text("[core]\n")
+    (tmp_path / "src").mkdir()
+    kept = [tmp_path / "mcp-codetools.toml", tmp_path / ".git" / "hooks", tmp_path / ".git" / "config"]
+    argv, env = sandbox.wrap(["bash", "-c", script], cwd=tmp_path, writable=[tmp_path], env=dict(os.environ),
+                             read_only=kept)  # fmt: skip
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+    assert done.returncode != 0
+    assert sorted(os.listdir(tmp_path)) == [".git", "src"]
+    assert os.listdir(tmp_path / ".git" / "hooks") == [] and (tmp_path / ".git" / "config").read_text() == "[core]\n"
+    assert run(sandbox, tmp_path, "echo ok > src/f && cat src/f").stdout == "ok\n"
+
+
 def test_landlock_hides_masked_paths_from_reads(tmp_path: Path, outside: Path) -> None:
     secret = outside / "keys"
     secret.mkdir()
