@@ -7,6 +7,10 @@ command, from the policy of the session's roots:
   folder when it is writable, and the config files the policy was read from: read-only, whether they
   exist or not (the sandbox keeps a missing one from being created). `.git` is kept as `.git/hooks` and
   `.git/config` when it is a folder, so git can still write the rest (with bubblewrap);
+- `.git/commondir` where it does not exist (`absent`): git outside the sandbox would take its config and
+  hooks from the folder it names. Keeping it from being created would fix `.git`'s top level, where git
+  makes its lock files; so a command that makes one has it removed when it ends (`remove_appeared`),
+  and a background job, which no one checks after, gets it read-only like the rest;
 - paths a `Read(...)` deny covers: hidden (unreadable, and not writable either);
 - paths an `Edit(...)` deny (or a deny for another editing tool) covers: read-only.
 
@@ -19,7 +23,9 @@ the walk would go past the bound, the paths cannot all be known, and the command
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +33,8 @@ from pathlib import Path
 from mcp_codetools.policy.engine import Policy
 from mcp_codetools.policy.hiding import Hider
 from mcp_codetools.policy.rules import EDIT_TOOLS, Rule, _anchor_of
+
+logger = logging.getLogger(__name__)
 
 MAX_WALKED = 50_000
 """Entries looked at per command to expand the deny rules; past it the command is refused."""
@@ -43,6 +51,8 @@ class SandboxPaths:
 
     hidden: tuple[Path, ...] = ()
     read_only: tuple[Path, ...] = ()
+    absent: tuple[Path, ...] = ()
+    """Paths that do not exist and must not appear; see the module doc."""
 
 
 def sandbox_paths(policy: Policy, writable: Sequence[Path]) -> SandboxPaths:
@@ -52,10 +62,12 @@ def sandbox_paths(policy: Policy, writable: Sequence[Path]) -> SandboxPaths:
         SandboxPathsUnknown: the deny rules cover more than `MAX_WALKED` entries can show.
     """
     read_only = protected_paths(policy, writable)
+    absent = tuple(p for p in read_only if p.name == "commondir" and not os.path.lexists(p))
+    read_only = [p for p in read_only if p not in absent]
     readers = [h for h in (Hider.for_tool(policy, "Read"),) if h is not None]
     editors = [h for h in (Hider.for_tool(policy, tool) for tool in sorted(EDIT_TOOLS)) if h is not None]
     if not readers and not editors:
-        return SandboxPaths((), tuple(read_only))
+        return SandboxPaths((), tuple(read_only), absent)
     walk = _Walk(
         lambda path: any(h(path) for h in readers),
         lambda path: any(h(path) for h in editors),
@@ -65,7 +77,25 @@ def sandbox_paths(policy: Policy, writable: Sequence[Path]) -> SandboxPaths:
         walk.run(start, whole_hidden=whole)
     for start, whole in _starts([r for h in editors for r in h.rules], policy):
         walk.run(start, whole_kept=whole)
-    return SandboxPaths(_outermost(walk.hidden), tuple(dict.fromkeys([*read_only, *_outermost(walk.read_only)])))
+    read_only = list(dict.fromkeys([*read_only, *_outermost(walk.read_only)]))
+    return SandboxPaths(_outermost(walk.hidden), tuple(read_only), absent)
+
+
+def remove_appeared(absent: Sequence[Path]) -> list[Path]:
+    """Remove what a command made at paths that were `absent` (never following a link); returns what was removed."""
+    removed: list[Path] = []
+    for path in absent:
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        except FileNotFoundError:
+            continue
+        except OSError:
+            logger.warning("could not remove %s, which a sandboxed command made", path, exc_info=True)
+        removed.append(path)
+    return removed
 
 
 def protected_paths(policy: Policy, writable: Sequence[Path]) -> list[Path]:
@@ -86,8 +116,8 @@ def protected_paths(policy: Policy, writable: Sequence[Path]) -> list[Path]:
 def _protected_at(folder: Path, name: str) -> list[Path]:
     path = folder / name
     if name == ".git" and path.is_dir() and not path.is_symlink():
-        # The rest of `.git` is the repository git writes; these two decide what git runs.
-        return [path / "hooks", path / "config"]
+        # The rest of `.git` is the repository git writes; these decide what git runs.
+        return [path / "hooks", path / "config", path / "commondir"]
     return [path]
 
 

@@ -21,7 +21,7 @@ from typing_extensions import override
 from mcp_codetools.errors import ExecutionError, InvalidInputError
 from mcp_codetools.policy.commands import split_command
 from mcp_codetools.policy.engine import CallFacts, Policy
-from mcp_codetools.policy.sandboxing import SandboxPathsUnknown, sandbox_paths
+from mcp_codetools.policy.sandboxing import SandboxPaths, SandboxPathsUnknown, remove_appeared, sandbox_paths
 from mcp_codetools.session import CodeSession
 from mcp_codetools.shell import capture as capture_limits
 from mcp_codetools.shell import runner
@@ -129,10 +129,13 @@ class BashTool(Tool[BashInput]):
             read_only=read_only, session_marker=session.process_marker, exclude=session.settings.bash_env_exclude
         )
         confinement = _confinement(session)
-        if confinement is not None:
-            confinement = _keeping(confinement, ctx)
+        kept = None if confinement is None else _kept(confinement, ctx)
         if args.run_in_background:
+            if confinement is not None and kept is not None:  # nothing checks a job after it ends
+                confinement = confinement.keeping(kept.hidden, (*kept.read_only, *kept.absent))
             return _start_job(session, args.command, cwd, env, notes, confinement)
+        if confinement is not None and kept is not None:
+            confinement = confinement.keeping(kept.hidden, kept.read_only)
 
         settings = session.settings
         timeout_ms = args.timeout or settings.bash_default_timeout_ms
@@ -164,6 +167,7 @@ class BashTool(Tool[BashInput]):
         finally:  # counted even when the call is cancelled: the file stays in the scratch folder
             if capture.spill_path is not None:
                 session.spills.add(capture.spill_path)
+            removed = [] if kept is None else remove_appeared(kept.absent)  # cancelled too: the command is gone
 
         meta: dict[str, object] = {
             "readOnly": read_only,
@@ -186,6 +190,11 @@ class BashTool(Tool[BashInput]):
         refused = None if confinement is None else refusal_note(capture.render(""), confinement)
         if refused is not None:
             notes.append(refused)
+        if removed:
+            notes.append(
+                f"[Sandbox: removed {', '.join(map(str, removed))}, which the command made: it would send git, "
+                "outside the sandbox, to another folder's config and hooks.]"
+            )
         if before is not None:
             changed = _changed_files(before)
             if changed:
@@ -321,17 +330,16 @@ def _confinement(session: CodeSession) -> Confinement | None:
         raise ExecutionError(f"The command was not run. {exc}") from None
 
 
-def _keeping(confinement: Confinement, ctx: CallContext) -> Confinement:
-    """The sandbox with what the rules keep from this command: found now, as files come and go."""
+def _kept(confinement: Confinement, ctx: CallContext) -> SandboxPaths:
+    """What the rules keep from this command in the sandbox: found now, as files come and go."""
     policy = ctx.policy or Policy(roots=tuple(ctx.session.workspace.roots))
     try:
-        kept = sandbox_paths(policy, confinement.writable)
+        return sandbox_paths(policy, confinement.writable)
     except SandboxPathsUnknown as exc:  # fail closed: never run with some denied paths open
         raise ExecutionError(
             f"The command was not run: {exc}. Anchor the deny rule to a folder (`Read(./config/.env)` rather "
             "than `Read(.env)`, which matches at any depth), or run the command without the sandbox."
         ) from None
-    return confinement.keeping(kept.hidden, kept.read_only)
 
 
 def _start_job(

@@ -12,6 +12,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import anyio
 import pytest
 
 from mcp_codetools.config import SandboxSettings, Settings
@@ -180,3 +181,20 @@ async def test_deny_rules_that_cover_too_much_to_list_refuse_the_command(
     monkeypatch.setattr(sandboxing, "MAX_WALKED", 3)
     out = await denying("Bash", {"command": "true"})
     assert out.is_error and "was not run" in out.text and "Anchor the deny rule" in out.text, out.text
+
+
+async def test_a_git_commondir_a_command_makes_is_removed(call: Caller, root: Path, backend: str) -> None:
+    """`.git/commondir` would send git, outside the sandbox, to another folder's config and hooks."""
+    (root / "src" / "evil").mkdir()
+    out = await call("Bash", {"command": f"echo {root}/src/evil > .git/commondir"})
+    assert not (root / ".git" / "commondir").exists()
+    assert "[Sandbox: " in out.text, out.text
+
+
+async def test_a_background_job_cannot_make_a_git_commondir(call: Caller, root: Path, session: CodeSession) -> None:
+    out = await call("Bash", {"command": "echo elsewhere > .git/commondir; echo done", "run_in_background": True})
+    job = session.jobs.get(str(out.meta["backgroundTaskId"]))
+    assert job is not None
+    with anyio.fail_after(30):
+        await job.done.wait()
+    assert not (root / ".git" / "commondir").exists()
