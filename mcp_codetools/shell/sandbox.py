@@ -283,7 +283,7 @@ def bwrap_argv(
         # Bound read-only, then every entry around the paths that must not appear bound writable again.
         args += ["--ro-bind", str(folder), str(folder)]
         for entry, _ in around(frozen, top=str(folder)):
-            args += ["--bind", entry, entry]
+            args += ["--bind-try", entry, entry]  # one removed since it was listed is not an error
     for kept_path in kept:  # after the binds above: a mount over a path hides them there
         if os.path.lexists(kept_path):
             args += ["--ro-bind", kept_path, kept_path]
