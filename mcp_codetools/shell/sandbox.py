@@ -297,7 +297,9 @@ def bwrap_argv(
     return args
 
 
-_REFUSED = re.compile(r"read-only file system|permission denied|operation not permitted|resource busy", re.I)
+_REFUSED = re.compile(
+    r"read-only file system|permission denied|operation not permitted|resource busy|cross-device link", re.I
+)
 _NAMED_MAX = 5
 
 

@@ -95,6 +95,15 @@ ATTACKS = {
     "point git at other hooks": "git config core.hooksPath /tmp",
     "remove the hooks folder": "rm -rf .git/hooks",
     "create .vscode": "mkdir .vscode && echo '{}' > .vscode/tasks.json",
+    "append with perl": """perl -e 'open(F, ">>", ".git/config") or die "$!"; print F "[core]\\n"'""",
+    "write through a hard link": "ln .git/config src/cfg && echo '[core]' >> src/cfg",
+    "write through a symlink": "ln -s ../.git/hooks/pre-commit src/hook; echo x > src/hook",
+    "move .git aside": "mv .git .git-old && mkdir -p .git/hooks",
+    "remove .claude": "rm -rf .claude",
+    "sed -i a protected file": "sed -i 's/{}/{1}/' .claude/settings.json",
+    "dd over .git/config": "dd if=/dev/zero of=.git/config bs=1 count=1",
+    "unpack a tar over .claude": "mkdir -p src/t/.claude && echo x > src/t/.claude/x.json && tar -C src/t -cf src/t.tar "
+    ".claude && tar -xf src/t.tar",
 }
 
 
