@@ -4,7 +4,9 @@ The process work (group, timeout, capture, cleanup) is in `mcp_codetools.shell.r
 turns a run into the text the model reads: the output (head and tail past 30,000 characters, with the
 path of the full output), `Exit code N` for a failure, the "no match"/"differs" codes of grep, diff,
 test and find reported as such, and notes for a timeout, a cwd reset, stopped leftovers, saved output
-removed to keep within the session's spill budget, and files Read earlier that the command changed.
+removed to keep within the session's spill budget, files Read earlier that the command changed, and
+reads or writes the sandbox refused (with the sandbox on, each command also gets the paths the
+permission rules keep from it: `policy/sandboxing.py`).
 """
 
 from __future__ import annotations
