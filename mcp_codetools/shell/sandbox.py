@@ -308,8 +308,8 @@ def bwrap_argv(
         launcher = [*LANDLOCK_LAUNCHER, "--write", "/tmp"]
         for folder in writable:
             launcher += ["--write", str(folder)]
-        for path in frozen_by_landlock:
-            launcher += ["--read-only", path]
+        for missing in frozen_by_landlock:
+            launcher += ["--read-only", missing]
         argv = [*launcher, "--", *argv]
     args += ["--chdir", str(cwd), "--", *argv]
     return args

@@ -102,8 +102,8 @@ ATTACKS = {
     "remove .claude": "rm -rf .claude",
     "sed -i a protected file": "sed -i 's/{}/{1}/' .claude/settings.json",
     "dd over .git/config": "dd if=/dev/zero of=.git/config bs=1 count=1",
-    "unpack a tar over .claude": "mkdir -p src/t/.claude && echo x > src/t/.claude/x.json && tar -C src/t -cf src/t.tar "
-    ".claude && tar -xf src/t.tar",
+    "unpack a tar over .claude": "mkdir -p src/t/.claude && echo x > src/t/.claude/x.json && "
+    "tar -C src/t -cf src/t.tar .claude && tar -xf src/t.tar",
 }
 
 
