@@ -16,9 +16,9 @@ command, from the policy of the session's roots:
 
 Deny rules are patterns, so they are expanded to the paths that exist now, by walking from each rule's
 literal start (`src/secrets/*.pem` from `src/secrets`, a bare `.env` from each root), at most
-`MAX_WALKED` entries in all. A path that matches is taken whole (a folder with everything in it). When
-the walk would go past the bound, the paths cannot all be known, and the command is refused
-(`SandboxPathsUnknown`) rather than run with some of them open.
+`MAX_WALKED` entries in all. A path that matches is taken whole (a folder with everything in it), and
+so is a folder that cannot be listed. When the walk would go past the bound, the paths cannot all be
+known, and the command is refused (`SandboxPathsUnknown`) rather than run with some of them open.
 """
 
 from __future__ import annotations
@@ -179,11 +179,11 @@ class _Walk:
             try:
                 with os.scandir(folder) as entries:
                     listed = list(entries)
-            except OSError as exc:
-                raise SandboxPathsUnknown(
-                    f"{folder} cannot be listed ({exc.strerror or exc}), so the paths the deny rules cover "
-                    "there are not known"
-                ) from None
+            except OSError:
+                # What the deny rules cover in it is not known: hidden whole (the command, running as
+                # this user, could not list it either, but it might open a name it knows).
+                self.hidden.append(_real(folder))
+                continue
             self.seen += len(listed)
             if self.seen > MAX_WALKED:
                 raise SandboxPathsUnknown(

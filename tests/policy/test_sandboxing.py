@@ -85,3 +85,17 @@ def test_without_deny_rules_nothing_is_walked(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setattr(sandboxing, "MAX_WALKED", 0)
     found = sandbox_paths(policy((root,), "Bash(rm *)"), [root])
     assert found.hidden == () and root / "mcp-codetools.toml" in found.read_only
+
+
+def test_a_folder_that_cannot_be_listed_is_hidden_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "root"
+    (root / "locked").mkdir(parents=True)
+    real_scandir = os.scandir
+
+    def scandir(path: str) -> object:
+        if path == str(root / "locked"):
+            raise PermissionError(13, "Permission denied")
+        return real_scandir(path)
+
+    monkeypatch.setattr(sandboxing.os, "scandir", scandir)
+    assert sandbox_paths(policy((root,), "Read(.env)"), [root]).hidden == (root / "locked",)
