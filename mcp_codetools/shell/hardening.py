@@ -24,6 +24,10 @@ What still holds against a command running as root with `CAP_SYS_ADMIN`: nothing
 as an ordinary user for a boundary. A binary with file capabilities (`setcap cap_sys_ptrace+ep`) regains
 what an unprivileged server cannot drop from its bounding set.
 
+`MCP_CODETOOLS_DEBUGGABLE=1` in the server's environment keeps it dumpable, so a debugger or profiler
+of the same user (py-spy, gdb) can attach, and a test can count its descriptors; any Bash command of an
+ordinary user can then read its memory too, so it is for debugging only. The rest still holds.
+
 Elsewhere (macOS) `protect` does nothing: commands get no secrets in their environment, but a process of
 the same user can still read the server's initial environment (`ps -E`), as it can debug it.
 """
@@ -47,6 +51,7 @@ _PR_SET_DUMPABLE = 4
 _PR_CAPBSET_DROP = 24
 _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_LOWER = 47, 3
 _CAP_SETPCAP = 8
+DEBUGGABLE_VAR = "MCP_CODETOOLS_DEBUGGABLE"
 DROPPED_CAPS = {"CAP_SYS_PTRACE": 19, "CAP_PERFMON": 38}
 """Capabilities commands never get: each lets a process read another's environment or memory."""
 
@@ -78,8 +83,12 @@ def protect(is_secret: Callable[[str], bool]) -> Protection:
     libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
     libc.prctl.restype = ctypes.c_int
     notes: list[str] = []
-    non_dumpable = libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
-    if not non_dumpable:
+    non_dumpable = False
+    if os.environ.get(DEBUGGABLE_VAR) == "1":
+        notes.append(f"{DEBUGGABLE_VAR}=1: left dumpable, so processes of this user can read its memory")
+    elif libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0:
+        non_dumpable = True
+    else:
         notes.append(f"could not mark the process non-dumpable ({os.strerror(ctypes.get_errno())})")
     dropped = _drop_caps(libc, notes)
     erased = _erase_secrets(libc, is_secret, notes)

@@ -20,6 +20,9 @@ import anyio
 from tests.protocol.stdio_raw import RawServer, remove_scratch_of
 from tests.reliability import procfs
 
+COUNTABLE = {"MCP_CODETOOLS_DEBUGGABLE": "1"}
+"""For a server whose descriptors a test counts: a non-dumpable one's /proc/<pid>/fd is root's alone."""
+
 
 class Peer:
     def __init__(self, raw: RawServer) -> None:

@@ -52,6 +52,7 @@ async def test_a_command_reads_no_secret_of_the_server(root: Path, sandbox_flags
     token, value = f"tok-{secrets.token_hex(8)}", f"val-{secrets.token_hex(8)}"
     excluded = f"EXCLUDED_{secrets.token_hex(3).upper()}"
     env = {"MCP_CODETOOLS_HTTP_TOKEN": token, excluded: value, "MCP_CODETOOLS_BASH_ENV_EXCLUDE": excluded}
+    env["MCP_CODETOOLS_DEBUGGABLE"] = ""  # the production setting, whatever the test run's environment says
     server = await RawServer.start(root, "--permission-mode", "bypassPermissions", *sandbox_flags, env=env)
     pid = server.proc.pid
     try:
