@@ -10,9 +10,10 @@ start-up `protect` closes each way in, on Linux:
   `CAP_SYS_PTRACE` can no longer open its environ, mem or fd entries;
 - its commands lose `CAP_SYS_PTRACE` and `CAP_PERFMON` (dropped from the bounding set, and the ambient
   set, which every later thread and child inherits). As root that matters most: `CAP_SYS_PTRACE`
-  overrides non-dumpable, and from Linux 6.11 `CAP_PERFMON` or `CAP_SYS_ADMIN` let a process read any
-  other's environ and auxv. `CAP_SYS_ADMIN` stays (bubblewrap, `mount` and `unshare` as root need it),
-  so the next point is what closes the environ for a root command;
+  overrides non-dumpable, and recent kernels (6.18 here) let `CAP_PERFMON` or `CAP_SYS_ADMIN` read any
+  process's environ and auxv, past the ptrace checks and Landlock's scoping alike. `CAP_SYS_ADMIN`
+  stays (bubblewrap, `mount` and `unshare` as root need it), so the next point is what closes the
+  environ for a root command;
 - the secrets' bytes are erased from the initial environment block, which is what `/proc/<pid>/environ`
   shows (unsetting a variable only drops libc's pointer to it), and libc's `environ` no longer lists
   them, so a child started with the inherited environment does not get them either. `os.environ`, a
@@ -111,6 +112,8 @@ def _caps(field_name: str) -> int:
 
 def _drop_caps(libc: ctypes.CDLL, notes: list[str]) -> tuple[str, ...]:
     bounding, ambient, effective = _caps("CapBnd"), _caps("CapAmb"), _caps("CapEff")
+    if bounding == 0 and os.geteuid() == 0:
+        notes.append("the capability sets could not be read: commands run as root keep every capability")
     dropped = []
     for name, bit in DROPPED_CAPS.items():
         if ambient >> bit & 1:
