@@ -174,6 +174,22 @@ class Settings:
             'roots) or "write-through" (write it in place, so every link sees the change).'
         ),
     ] = "refuse"
+    edit_recovery: Annotated[
+        Literal["apply", "suggest", "off"],
+        Field(
+            description="When Edit's old_string is not in the file as written but matches one region once Read's "
+            'line-number prefixes, quote style, trailing whitespace, line endings or a uniform indentation shift '
+            'are undone: "apply" the edit there (the result says what was undone), "suggest" the region in the '
+            'error, or "off".'
+        ),
+    ] = "apply"
+    syntax_check: Annotated[
+        Literal["report", "refuse", "off"],
+        Field(
+            description='After an edit of a Python file: "report" a syntax error the change introduced, "refuse" '
+            'such an edit (the file stays unchanged), or "off".'
+        ),
+    ] = "report"
     history_max_bytes: Annotated[
         int,
         Field(
@@ -302,6 +318,8 @@ PLACES: dict[str, Place] = {
     "bash_env_exclude": _place("bash_env_exclude", "bash", "env_exclude"),
     "spill_budget_bytes": _place("spill_budget_bytes", "bash"),
     "hard_links": _place("hard_links", "files"),
+    "edit_recovery": _place("edit_recovery", "files"),
+    "syntax_check": _place("syntax_check", "files"),
     "history_max_bytes": _place("history_max_bytes", "files"),
     "history_max_entries": _place("history_max_entries", "files"),
     "image_max_side": _place("image_max_side", "read"),
