@@ -142,6 +142,14 @@ class Settings:
     bash_max_timeout_ms: Annotated[
         int, Field(ge=1000, description="Highest timeout a Bash call may ask for; a higher one is lowered to it.")
     ] = 600_000
+    bash_return_after_s: Annotated[
+        float,
+        Field(
+            gt=0,
+            description="Seconds a Bash call waits for its command before returning with the command moved to the "
+            "background (its timeout still applies); keep it under the client's own request timeout.",
+        ),
+    ] = 45
     bash_output_chars: Annotated[
         int, Field(ge=2000, description="Characters of a command's output in the result; the rest is saved to a file.")
     ] = 30_000
@@ -316,6 +324,7 @@ PLACES: dict[str, Place] = {
     "glob_no_ignore": _place("glob_no_ignore", "glob", "no_ignore"),
     "bash_default_timeout_ms": _place("bash_default_timeout_ms", "bash", "default_timeout_ms"),
     "bash_max_timeout_ms": _place("bash_max_timeout_ms", "bash", "max_timeout_ms"),
+    "bash_return_after_s": _place("bash_return_after_s", "bash", "return_after_s"),
     "bash_output_chars": _place("bash_output_chars", "bash", "output_chars"),
     "bash_env_exclude": _place("bash_env_exclude", "bash", "env_exclude"),
     "spill_budget_bytes": _place("spill_budget_bytes", "bash"),
