@@ -98,9 +98,14 @@ class CodeSession:
     def language_servers(self) -> LanguageServers:
         """The session's language servers (each started on first use); they stop when the session ends."""
         if self._language_servers is None:
-            self._language_servers = LanguageServers(available())
+            self._language_servers = LanguageServers(available(self.settings.lsp_servers))
             self.on_close(self._language_servers.aclose)
         return self._language_servers
+
+    @property
+    def language_servers_started(self) -> bool:
+        """Whether any call has asked for a language server yet (edits look for diagnostics only then)."""
+        return self._language_servers is not None
 
     def on_close(self, closer: Closer) -> None:
         """Run `closer` when the session ends, in the order registered."""

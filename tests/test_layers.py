@@ -47,7 +47,8 @@ MCP_SPEAKERS = frozenset(
     {"elicit", "client_roots", "client_log", "server", "transport", "http_server", "manifest", "doctor"}
 )
 """Modules that may import the MCP SDK (doctor only to run a client against the server)."""
-SHARED_BY_TOOLS = {f"{PACKAGE}.tools", f"{PACKAGE}.tools.base"}
+SHARED_BY_TOOLS = {f"{PACKAGE}.tools", f"{PACKAGE}.tools.base", f"{PACKAGE}.tools.edit_checks"}
+"""Not tools: what every tool builds on, and the checks every writing tool runs on its change."""
 
 
 def package_sources(root: Path = SOURCE) -> dict[str, str]:

@@ -10,9 +10,12 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from mcp_codetools.config import LanguageServerEntry
 
 LANGUAGE_IDS = {
     ".py": "python",
@@ -41,6 +44,8 @@ class ServerSpec:
     command: tuple[str, ...]
     extensions: frozenset[str]
     initialization_options: dict[str, Any] = field(default_factory=dict)
+    diagnostics: bool = True
+    """Whether edits wait for its diagnostics (not worth it when it only repeats the syntax check)."""
 
     def language_id(self, path: Path) -> str:
         """The LSP language id of a file this server serves."""
@@ -66,21 +71,23 @@ def python_server() -> ServerSpec | None:
         command = (found,)
     else:
         return None
-    return ServerSpec("python", command, frozenset({".py", ".pyi"}))
+    # jedi's only diagnostic is Python's first syntax error, which the edit check already reports in well
+    # under a millisecond, and it publishes it after a 1 s debounce: edits do not wait for it.
+    return ServerSpec("python", command, frozenset({".py", ".pyi"}), diagnostics=False)
 
 
-def configured(table: dict[str, dict[str, Any]]) -> list[ServerSpec]:
+def configured(table: Mapping[str, LanguageServerEntry]) -> list[ServerSpec]:
     """The servers of `[lsp.servers.NAME]` tables whose program is on the PATH (values checked by the config)."""
     specs = []
     for name, entry in table.items():
-        command = tuple(str(part) for part in entry["command"])
-        if command and shutil.which(command[0]) is not None:
-            extensions = frozenset(e if e.startswith(".") else f".{e}" for e in entry["extensions"])
-            specs.append(ServerSpec(name, command, extensions, dict(entry.get("initialization_options") or {})))
+        if shutil.which(entry.command[0]) is not None:
+            extensions = frozenset((e if e.startswith(".") else f".{e}").lower() for e in entry.extensions)
+            options = dict(entry.initialization_options)
+            specs.append(ServerSpec(name, entry.command, extensions, options, entry.diagnostics))
     return specs
 
 
-def available(table: dict[str, dict[str, Any]] | None = None) -> list[ServerSpec]:
+def available(table: Mapping[str, LanguageServerEntry] | None = None) -> list[ServerSpec]:
     """Every server that can run here: the configured ones first (a table named python replaces the built-in)."""
     specs = configured(table or {})
     if not any(spec.name == "python" for spec in specs) and (builtin := python_server()) is not None:

@@ -31,6 +31,10 @@ START_WINDOW_S = 600.0
 MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
 
 
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
 class LanguageServerUnavailable(Exception):
     """No server can answer for this file now; the message says why and what to do."""
 
@@ -71,20 +75,34 @@ class Client:
     """uri → (version, digest of the text sent)."""
     published: dict[str, _Published] = field(default_factory=dict)
     serial: int = 0
+    sent_serial: dict[str, int] = field(default_factory=dict)
+    """uri → the publication count when its last text was sent (servers that publish no version)."""
     changed: anyio.Event = field(default_factory=anyio.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    sending: anyio.Lock = field(default_factory=anyio.Lock)
 
     def supports(self, capability: str) -> bool:
         """Whether the server announced a provider (`definitionProvider`, `callHierarchyProvider`, …)."""
         return bool(self.capabilities.get(capability))
 
+    def has_seen(self, path: Path, text: str) -> bool:
+        """Whether the server's copy of `path` is `text`."""
+        known = self.documents.get(file_uri(path))
+        return known is not None and known[1] == _digest(text)
+
     async def sync(self, path: Path, text: str) -> int:
         """Make the server's copy of `path` equal `text`; the document version it now has."""
+        async with self.sending:  # reads run side by side: two of them must not both open a document
+            return await self._sync(path, text)
+
+    async def _sync(self, path: Path, text: str) -> int:
         uri = file_uri(path)
-        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+        digest = _digest(text)
         known = self.documents.get(uri)
         if known is not None and known[1] == digest:
             return known[0]
+        with self.lock:  # before sending: the publication it causes may arrive before notify returns
+            self.sent_serial[uri] = self.serial
         if known is None:
             version = 1
             await self.conn.notify(
@@ -114,7 +132,11 @@ class Client:
                 with self.lock:
                     found = self.published.get(uri)
                     event = self.changed
-                if found is not None and found.version is not None and found.version >= version:
+                if found is not None and (
+                    found.version >= version
+                    if found.version is not None
+                    else found.serial > self.sent_serial.get(uri, 0)
+                ):
                     return found.items
                 await event.wait()
         return None

@@ -102,12 +102,26 @@ def publish(uri: str, version: int) -> None:
         for n, line in enumerate(docs[uri].split("\n"))
         if "BAD" in line
     ]
-    send({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": {"uri": uri, "version": version, "diagnostics": items}})
+    send(
+        {
+            "jsonrpc": "2.0",
+            "method": "textDocument/publishDiagnostics",
+            "params": {"uri": uri, "version": version, "diagnostics": items},
+        }
+    )
 
 
 def answer(method: str, params: dict[str, Any]) -> Any:
     if method == "initialize":
-        providers = ["definition", "references", "hover", "documentSymbol", "workspaceSymbol", "implementation", "callHierarchy"]
+        providers = [
+            "definition",
+            "references",
+            "hover",
+            "documentSymbol",
+            "workspaceSymbol",
+            "implementation",
+            "callHierarchy",
+        ]
         caps = {f"{p}Provider": True for p in providers}
         return {"capabilities": {**caps, "textDocumentSync": 1, "positionEncoding": "utf-16"}}
     if method == "shutdown":
@@ -153,7 +167,13 @@ def answer(method: str, params: dict[str, Any]) -> Any:
                         found = definitions(m.group(1))
                         if found:
                             r = found[0]["range"]
-                            to = {"name": m.group(1), "kind": 12, "uri": found[0]["uri"], "range": r, "selectionRange": r}
+                            to = {
+                                "name": m.group(1),
+                                "kind": 12,
+                                "uri": found[0]["uri"],
+                                "range": r,
+                                "selectionRange": r,
+                            }
                             calls.append({"to": to, "fromRanges": [rng(n, m.start(1), len(m.group(1)))]})
         return calls
     return None
@@ -164,7 +184,9 @@ def main() -> None:
         method, params = message.get("method"), message.get("params") or {}
         if method in ("textDocument/didOpen", "textDocument/didChange"):
             uri = params["textDocument"]["uri"]
-            docs[uri] = params["textDocument"]["text"] if method.endswith("didOpen") else params["contentChanges"][-1]["text"]
+            docs[uri] = (
+                params["textDocument"]["text"] if method.endswith("didOpen") else params["contentChanges"][-1]["text"]
+            )
             if "CRASH" in docs[uri]:
                 sys.exit(3)
             publish(uri, params["textDocument"]["version"])
