@@ -56,12 +56,18 @@ def tracing_configured() -> bool:
 STATE_ARG = "state_id"
 """The argument that carries a 2026-07-28 HTTP client's state handle (see `state_handles`)."""
 JOB_ARGS = {"BashOutput": "bash_id", "KillShell": "shell_id"}
-"""Tools that name a job of the state: its lifetime is said there too."""
+"""Tools that name a job of the state."""
 
 
 def _lifetime(settings: Settings | None) -> str:
     seconds = settings.session_idle_timeout_s if settings is not None else DEFAULT_SESSION_IDLE_TIMEOUT_S
     return f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:g} s"
+
+
+STATELESS_TOOLS = frozenset({"Grep", "Glob"})
+"""Searches keep nothing and need nothing kept (absolute paths; relative ones start at the first root there)."""
+HANDLE_EXPLAINED = frozenset({"Read", "Bash", "BashOutput", "KillShell"})
+"""Where the handle's lifetime is said in full; the others point there (tools/list stays within its budget)."""
 
 
 def with_handles(tool_name: str, schema: dict[str, Any], settings: Settings | None) -> dict[str, Any]:
@@ -70,17 +76,15 @@ def with_handles(tool_name: str, schema: dict[str, Any], settings: Settings | No
     One listing for every client and era: SEP-2567 wants lists that never vary per connection, so the
     argument is there on stdio too, where it is ignored.
     """
-    properties = dict(schema.get("properties", {}))
-    lifetime = _lifetime(settings)
-    if tool_name in JOB_ARGS:
-        arg = JOB_ARGS[tool_name]
-        prop = dict(properties[arg])
-        prop["description"] += f" Over 2026-07-28 HTTP it ends with its state ({lifetime} unused)."
-        properties[arg] = prop
-    properties[STATE_ARG] = {
-        "type": "string",
-        "description": f"2026-07-28 HTTP only: a state_id an earlier result gave (ends after {lifetime} unused).",
-    }
+    if tool_name in STATELESS_TOOLS:
+        return schema
+    if tool_name in HANDLE_EXPLAINED:
+        text = (
+            f"2026-07-28 HTTP only: the state_id a result gave. It and its jobs end after {_lifetime(settings)} unused."
+        )
+    else:
+        text = "2026-07-28 HTTP only: the state_id, as for Read."
+    properties = {**schema.get("properties", {}), STATE_ARG: {"type": "string", "description": text}}
     return {**schema, "properties": properties}
 
 

@@ -4,7 +4,9 @@ The process work (group, timeout, capture, cleanup) is in `mcp_codetools.shell.r
 turns a run into the text the model reads: the output (head and tail past 30,000 characters, with the
 path of the full output), `Exit code N` for a failure, the "no match"/"differs" codes of grep, diff,
 test and find reported as such, and notes for a timeout, a cwd reset, stopped leftovers, saved output
-removed to keep within the session's spill budget, and files Read earlier that the command changed.
+removed to keep within the session's spill budget, files Read earlier that the command changed, and
+reads or writes the sandbox refused (with the sandbox on, each command also gets the paths the
+permission rules keep from it: `policy/sandboxing.py`).
 
 A command still running at `bash_return_after_s` (under the ~60 s at which many clients give up on a
 call) is moved to the background rather than waited for: the call returns what it printed so far and
@@ -26,14 +28,15 @@ from typing_extensions import override
 
 from mcp_codetools.errors import ExecutionError, InvalidInputError
 from mcp_codetools.policy.commands import split_command
-from mcp_codetools.policy.engine import CallFacts
+from mcp_codetools.policy.engine import CallFacts, Policy
+from mcp_codetools.policy.sandboxing import SandboxPaths, SandboxPathsUnknown, remove_appeared, sandbox_paths
 from mcp_codetools.session import CodeSession
 from mcp_codetools.shell import capture as capture_limits
 from mcp_codetools.shell import runner
 from mcp_codetools.shell.background import Job
 from mcp_codetools.shell.capture import OutputCapture
 from mcp_codetools.shell.classify import analyze
-from mcp_codetools.shell.sandbox import Confinement, SandboxUnavailable
+from mcp_codetools.shell.sandbox import Confinement, SandboxUnavailable, refusal_note
 from mcp_codetools.shell.spills import removal_note
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
@@ -138,8 +141,13 @@ class BashTool(Tool[BashInput]):
             read_only=read_only, session_marker=session.process_marker, exclude=session.settings.bash_env_exclude
         )
         confinement = _confinement(session)
+        kept = None if confinement is None else _kept(confinement, ctx)
         if args.run_in_background:
+            if confinement is not None and kept is not None:  # nothing checks a job after it ends
+                confinement = confinement.keeping(kept.hidden, (*kept.read_only, *kept.absent))
             return _start_job(session, args.command, cwd, env, notes, confinement)
+        if confinement is not None and kept is not None:
+            confinement = confinement.keeping(kept.hidden, kept.read_only)
 
         settings = session.settings
         timeout_ms = args.timeout or settings.bash_default_timeout_ms
@@ -178,6 +186,7 @@ class BashTool(Tool[BashInput]):
         finally:  # counted even when the call is cancelled: the file stays in the scratch folder
             if capture.spill_path is not None:
                 session.spills.add(capture.spill_path)
+            removed = [] if kept is None else remove_appeared(kept.absent)  # cancelled too: the command is gone
 
         meta: dict[str, object] = {
             "readOnly": read_only,
@@ -198,6 +207,14 @@ class BashTool(Tool[BashInput]):
             notes.append(
                 "Processes the command left running in the background were stopped when it finished. "
                 "Use run_in_background for servers and watchers."
+            )
+        refused = None if confinement is None else refusal_note(capture.render(""), confinement)
+        if refused is not None:
+            notes.append(refused)
+        if removed:
+            notes.append(
+                f"[Sandbox: removed {', '.join(map(str, removed))}, which the command made: it would send git, "
+                "outside the sandbox, to another folder's config and hooks.]"
             )
         if before is not None:
             changed = _changed_files(before)
@@ -365,6 +382,18 @@ def _confinement(session: CodeSession) -> Confinement | None:
         return session.confinement
     except SandboxUnavailable as exc:  # fail closed: never run unconfined when the sandbox was asked for
         raise ExecutionError(f"The command was not run. {exc}") from None
+
+
+def _kept(confinement: Confinement, ctx: CallContext) -> SandboxPaths:
+    """What the rules keep from this command in the sandbox: found now, as files come and go."""
+    policy = ctx.policy or Policy(roots=tuple(ctx.session.workspace.roots))
+    try:
+        return sandbox_paths(policy, confinement.writable)
+    except SandboxPathsUnknown as exc:  # fail closed: never run with some denied paths open
+        raise ExecutionError(
+            f"The command was not run: {exc}. Anchor the deny rule to a folder (`Read(./config/.env)` rather "
+            "than `Read(.env)`, which matches at any depth), or run the command without the sandbox."
+        ) from None
 
 
 def _start_job(
