@@ -66,8 +66,8 @@ def _lifetime(settings: Settings | None) -> str:
 
 STATELESS_TOOLS = frozenset({"Grep", "Glob"})
 """Searches keep nothing and need nothing kept (absolute paths; relative ones start at the first root there)."""
-HANDLE_EXPLAINED = frozenset({"Read", "Bash", "BashOutput", "KillShell"})
-"""Where the handle's lifetime is said in full; the others point there (tools/list stays within its budget)."""
+HANDLE_EXPLAINED = frozenset({"Read", "Bash"})
+"""Where the handle's lifetime is said in full (Bash makes the jobs); the rest point there (token budget)."""
 
 
 def with_handles(tool_name: str, schema: dict[str, Any], settings: Settings | None) -> dict[str, Any]:
@@ -83,7 +83,7 @@ def with_handles(tool_name: str, schema: dict[str, Any], settings: Settings | No
             f"2026-07-28 HTTP only: the state_id a result gave. It and its jobs end after {_lifetime(settings)} unused."
         )
     else:
-        text = "2026-07-28 HTTP only: the state_id, as for Read."
+        text = "2026-07-28 HTTP: state_id, as for Read."
     properties = {**schema.get("properties", {}), STATE_ARG: {"type": "string", "description": text}}
     return {**schema, "properties": properties}
 
