@@ -197,4 +197,6 @@ def _config_command(args: argparse.Namespace) -> int:
     print(f'permissions.default_mode = "{policy.mode}"  # {policy.mode_source}')
     counts = ", ".join(f"{len(getattr(policy, kind))} {kind}" for kind in ("allow", "deny", "ask"))
     print(f"# permission rules: {counts}")
+    for note in policy.ignored:
+        print(f"# ignored: {note}")
     return 0

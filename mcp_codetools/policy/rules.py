@@ -29,6 +29,20 @@ Anchor = Literal["absolute", "home", "settings", "root"]
 
 READ_TOOLS = frozenset({"Read", "Grep", "Glob"})
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit", "FileHistory"})
+TOOL_NAMES: tuple[str, ...] = (
+    "Read",
+    "Edit",
+    "Write",
+    "Grep",
+    "Glob",
+    "Bash",
+    "BashOutput",
+    "KillShell",
+    "MultiEdit",
+    "NotebookEdit",
+    "FileHistory",
+)
+"""Every tool a rule may name (kept here, below the tools; a test checks it against `default_tools()`)."""
 RULE_FAMILIES: dict[str, frozenset[str]] = {"Read": READ_TOOLS, "Edit": EDIT_TOOLS}
 """A `Read(...)` rule covers every tool that reads files; an `Edit(...)` rule every tool that writes them."""
 
