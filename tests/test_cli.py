@@ -68,7 +68,7 @@ def test_doctor_checks_the_given_roots_as_the_server_does(tmp_path: Path) -> Non
     message = served.stderr.strip()
     assert doctor.returncode == 1, doctor.stdout
     assert "everything works" not in doctor.stdout
-    assert f"[FAIL] roots: {message}" in doctor.stdout
+    assert f"[FAIL] settings: {message}" in doctor.stdout
 
 
 def test_doctor_runs_the_installed_console_script(tmp_path: Path) -> None:
