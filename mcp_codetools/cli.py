@@ -66,7 +66,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="LEVEL",
         help=f"one of {', '.join(LOG_LEVELS)} (default WARNING, or MCP_CODETOOLS_LOG_LEVEL)",
     )
-    parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    parser.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio (default): the client starts the server and speaks on its stdin/stdout; "
+        "http: streamable HTTP at http://HOST:PORT/mcp, for remote or shared use (MCP_CODETOOLS_HTTP_TOKEN)",
+    )
     parser.add_argument("--host", help="HTTP: address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="HTTP: port (default 8765; 0 picks a free one)")
     sandbox = parser.add_argument_group("Bash sandbox")
@@ -80,7 +86,15 @@ def _parser() -> argparse.ArgumentParser:
     config = parser.add_argument_group("config command")
     config.add_argument("--check", type=Path, metavar="FILE", help="validate FILE and exit (non-zero on problems)")
     config.add_argument("--markdown", action="store_true", help="print the configuration reference as Markdown")
-    parser.add_argument("command", nargs="?", choices=("serve", "doctor", "config"), default="serve")
+    parser.add_argument(
+        "command",
+        nargs="?",
+        choices=("serve", "doctor", "config"),
+        default="serve",
+        help="serve (default): run the MCP server; doctor: check the install and the settings as serve would "
+        "load them, then run Read -> Edit through a real client; config: print the effective settings and "
+        "where each came from (with --check FILE: validate a file; --markdown: the settings reference)",
+    )
     return parser
 
 

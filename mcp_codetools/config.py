@@ -256,6 +256,14 @@ class Settings:
             "seconds is closed (its jobs killed).",
         ),
     ] = DEFAULT_SESSION_IDLE_TIMEOUT_S
+    http_max_sessions: Annotated[
+        int,
+        Field(
+            ge=1,
+            description="HTTP transport: sessions open at once; a client that would open one more gets HTTP 503 "
+            "until one is deleted or idles out.",
+        ),
+    ] = 256
     audit_log: Annotated[
         Path | None,
         Field(
@@ -350,6 +358,7 @@ PLACES: dict[str, Place] = {
     "http_host": _place("http_host", "http", "host", flag="--host"),
     "http_port": _place("http_port", "http", "port", flag="--port"),
     "session_idle_timeout_s": _place("session_idle_timeout_s", "http"),
+    "http_max_sessions": _place("http_max_sessions", "http", "max_sessions"),
     "audit_log": _place("audit_log", "audit", "log"),
     "audit_log_max_bytes": _place("audit_log_max_bytes", "audit", "max_bytes"),
     "audit_log_keep": _place("audit_log_keep", "audit", "keep"),
@@ -646,6 +655,10 @@ def _more(current: Any, proposed: Any, roots: Sequence[Path]) -> tuple[Any, str 
     return (proposed, None) if proposed >= current else (current, f"lower than {current}")
 
 
+def _fewer(current: Any, proposed: Any, roots: Sequence[Path]) -> tuple[Any, str | None]:
+    return (proposed, None) if proposed <= current else (current, f"higher than {current}")
+
+
 def _with_all_of(current: Any, proposed: Any, roots: Sequence[Path]) -> tuple[Any, str | None]:
     """A list that may only grow: it adds up, as rule lists do (the project's entries join the earlier ones)."""
     if isinstance(current, frozenset):
@@ -688,6 +701,7 @@ TIGHTENING: dict[str, Any] = {
     "bash_env_exclude": _with_all_of,
     "hard_links": _by_rank("write-through", "refuse"),
     "http_host": _host,
+    "http_max_sessions": _fewer,
     "audit_log": _audit_log,
     "audit_log_max_bytes": _more,
     "audit_log_keep": _more,

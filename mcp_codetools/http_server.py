@@ -3,11 +3,14 @@
 The SDK serves the protocol; the layer here sees every request first. It refuses a missing or wrong
 token, keeps each session's activity (which decides when it idles out) and closes its CodeSession
 when the client deletes it, answers a GET or DELETE that names no session without minting one, and
-logs every refused request at INFO.
+logs every refused request at INFO. The SDK caps the sessions open at once (`http_max_sessions`); the
+client it refuses is told the cap and how a slot frees up. A session id is as good as the token for
+its session's state (files read, cwd, jobs), so it is only ever sent to the client that opened it.
 """
 
 from __future__ import annotations
 
+import errno
 import hmac
 import json
 import logging
@@ -58,8 +61,22 @@ def _unauthorized(token_given: bool) -> bytes:
     ).encode()
 
 
-def _jsonrpc_error(message: str) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}).encode()
+def _jsonrpc_error(message: str, code: int = -32600) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode()
+
+
+_SDK_CAP_MESSAGE = b"Too many open sessions"
+"""What the SDK's session manager answers (503) to a request that would open a session past `max_sessions`."""
+
+
+def session_cap_message(max_sessions: int, idle_timeout_s: float) -> str:
+    """What a client refused at the session cap reads: the cap, the setting, and how a slot frees up."""
+    return (
+        f"Too many open sessions: this server allows {max_sessions} at once ([http] max_sessions, "
+        "MCP_CODETOOLS_HTTP_MAX_SESSIONS). End sessions you no longer use (HTTP DELETE with their "
+        f"Mcp-Session-Id; clients do this when they close), or retry once an idle session has closed "
+        f"(after {idle_timeout_s:g} s without a request), or ask the operator to raise the limit."
+    )
 
 
 class SessionGate:
@@ -69,6 +86,10 @@ class SessionGate:
         self._app = app
         self._sessions = sessions
         self._expected = f"Bearer {token}".encode() if token else None
+        settings = sessions.settings
+        self._cap_body = _jsonrpc_error(
+            session_cap_message(settings.http_max_sessions, settings.session_idle_timeout_s), -32000
+        )
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         """Check the token and the session id, then pass the request to the SDK's app."""
@@ -96,7 +117,7 @@ class SessionGate:
                     [(b"content-type", b"application/json")],
                 )
                 return
-            await self._app(scope, receive, _logging_refusals(send, what))
+            await self._app(scope, receive, _explaining_the_cap(_logging_refusals(send, what), self._cap_body, what))
             return
         if self._sessions.has_ended(key):
             logger.info("refused %s: 404 (session %s has ended)", what, key[:16])
@@ -120,6 +141,33 @@ def _logging_refusals(send: Any, what: str, status: list[int] | None = None) -> 
         await send(message)
 
     return watch
+
+
+def _explaining_the_cap(send: Any, body: bytes, what: str) -> Any:
+    """`send`, with the SDK's terse 503 at the session cap replaced by `body` (the cap and what to do)."""
+    held: list[dict[str, Any]] = []
+
+    async def explain(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start" and message["status"] == 503:
+            held.append(message)  # wait for the body: only the cap's 503 is rewritten
+            return
+        if not held:
+            await send(message)
+            return
+        held.append(message)
+        if message.get("more_body"):
+            return
+        sent = b"".join(m.get("body", b"") for m in held[1:])
+        if _SDK_CAP_MESSAGE not in sent:
+            for m in held:
+                await send(m)
+            return
+        logger.info("refused %s: 503 (at the session cap)", what)
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 503, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return explain
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -156,11 +204,20 @@ def serve_http(app: CodeToolsServer, host: str, port: int) -> int:
     try:
         sock = _bind(host, port)
     except OSError as exc:
-        print(f"mcp-codetools: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
+        hint = ""
+        if exc.errno == errno.EADDRINUSE:
+            hint = (
+                f"; another program (perhaps another mcp-codetools) is listening on port {port}: pick another "
+                "with --port N (or [http] port, MCP_CODETOOLS_HTTP_PORT; --port 0 picks a free one)"
+            )
+        print(f"mcp-codetools: cannot listen on {host}:{port}: {exc.strerror or exc}{hint}", file=sys.stderr)
         return 2
     app.serves_http = True
     sdk_app = app.server.streamable_http_app(
-        host=host, streamable_http_path=MCP_PATH, session_idle_timeout=app.settings.session_idle_timeout_s
+        host=host,
+        streamable_http_path=MCP_PATH,
+        session_idle_timeout=app.settings.session_idle_timeout_s,
+        max_sessions=app.settings.http_max_sessions,
     )
     asgi = SessionGate(sdk_app, app.http_sessions, token)
     needs = "a bearer token is required (MCP_CODETOOLS_HTTP_TOKEN)" if token else "no token required"

@@ -85,3 +85,72 @@ def test_doctor_runs_the_installed_console_script(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"Server: {script} --root" in done.stdout
+
+
+def test_help_explains_the_command_and_the_transport() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_codetools", "--help"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())  # argparse wraps to the terminal's width
+    for fragment in (
+        "serve (default): run the MCP server",
+        "doctor: check the install",
+        "config: print the effective settings",
+        "stdio (default): the client starts the server",
+        "http: streamable HTTP at http://HOST:PORT/mcp",
+    ):
+        assert fragment in text, fragment
+
+
+def test_a_port_in_use_says_to_pick_another_with_port(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [*server_command(), "--transport", "http", "--port", str(port), "--root", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    assert done.returncode == 2
+    message = done.stderr.strip().splitlines()[-1]
+    assert message.startswith(f"mcp-codetools: cannot listen on 127.0.0.1:{port}: "), message
+    assert "pick another with --port N" in message and "--port 0 picks a free one" in message, message
+
+
+def test_config_check_reports_every_problem_and_rules_that_name_no_tool(tmp_path: Path) -> None:
+    path = tmp_path / "six.toml"
+    path.write_text(
+        "[limits]\nmax_concurrency = 0\n[read]\ndefault_lines = \"many\"\n[files]\nhard_links = \"sometimes\"\n"
+        '[permissions]\ndeny = ["Raed(.env)", "Bash("]\ndefault_mode = "yolo"\n'
+    )
+    done = subprocess.run(
+        [*server_command(), "config", "--check", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout
+    problems = done.stdout.strip().splitlines()
+    assert len(problems) == 6, problems
+    assert all(p.startswith(str(path)) for p in problems), problems
+    for fragment in ("max_concurrency", "default_lines", "hard_links", "Bash(", "yolo"):
+        assert sum(fragment in p for p in problems) == 1, (fragment, problems)
+    raed = next(p for p in problems if "Raed(.env)" in p)
+    assert "names no tool of this server" in raed and "did you mean Read?" in raed, raed
+    ok = tmp_path / "ok.toml"
+    ok.write_text('[permissions]\ndeny = ["Read(.env)", "Bash(curl *)", "WebFetch"]\n')
+    unknown = subprocess.run(
+        [*server_command(), "config", "--check", str(ok)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert unknown.returncode == 1
+    assert "`WebFetch` names no tool of this server" in unknown.stdout
+    assert "the tools are Read, Edit, Write" in unknown.stdout, unknown.stdout

@@ -385,3 +385,12 @@ def test_check_reports_every_problem_of_a_file(xdg: Path, tmp_path: Path) -> Non
     problems = check_file(path)
     assert len(problems) == 6, problems
     assert all(str(path) in p for p in problems)
+
+
+def test_the_project_file_may_lower_the_http_session_cap_but_not_raise_it(xdg: Path, root: Path) -> None:
+    write(root / "mcp-codetools.toml", "[http]\nmax_sessions = 100000\n")
+    loaded = load_settings([str(root)])
+    assert loaded.settings.http_max_sessions == 256
+    assert any("max_sessions = 100000 ignored" in note for note in loaded.ignored), loaded.ignored
+    write(root / "mcp-codetools.toml", "[http]\nmax_sessions = 8\n")
+    assert load_settings([str(root)]).settings.http_max_sessions == 8
