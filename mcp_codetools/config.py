@@ -670,7 +670,8 @@ def _only_some_of(current: Any, proposed: Any, roots: Sequence[Path]) -> tuple[A
     """A list that may only shrink: entries not already given are not added."""
     added = [v for v in proposed if v not in current]
     kept = tuple(v for v in proposed if v in current)
-    return kept, (f"it adds {_shown(added)}, which only the user's config or the command line may pass" if added else None)
+    why = f"it adds {_shown(added)}, which only the user's config or the command line may pass" if added else None
+    return kept, why
 
 
 def _loopback(host: str) -> bool:
@@ -726,7 +727,8 @@ def _tightened_only(
     ignored: list[str],
 ) -> dict[str, tuple[Any, str]]:
     """A project file's values, each security setting moved only the tight way from what came before."""
-    checked = _validated(base, {name: value for name, (value, _) in found.items()}, {n: w for n, (_, w) in found.items()})
+    values_found = {name: value for name, (value, _) in found.items()}
+    checked = _validated(base, values_found, {name: where for name, (_, where) in found.items()})
     kept: dict[str, tuple[Any, str]] = {}
     for name, (raw, where) in found.items():
         if name not in TIGHTENING:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mcp_codetools.config import LoadedSettings, Settings, load_settings
+from mcp_codetools.config import LoadedSettings, load_settings
 from mcp_codetools.files.paths import Workspace
 
 

@@ -25,10 +25,15 @@ MODES = ["legacy", "auto"]
 Callback = Callable[[Any, types.ElicitRequestParams], Awaitable[types.ElicitResult | types.ErrorData]]
 
 
-def app_with(root: Path, toml: str, **gate: Any) -> CodeToolsServer:
+def app_with(root: Path, toml: str, *, user: str = "", **gate: Any) -> CodeToolsServer:
+    """The server with `toml` as the project file and `user` as the user's own (hooks and loosening live there)."""
     (root / "mcp-codetools.toml").write_text(toml, encoding="utf-8")
+    xdg = root.parent / "no-user-config"
+    if user:
+        (xdg / "mcp-codetools").mkdir(parents=True, exist_ok=True)
+        (xdg / "mcp-codetools" / "config.toml").write_text(user, encoding="utf-8")
     settings = Settings(roots=(root,))
-    return CodeToolsServer(settings, gate=load_gate(settings.roots, environ={}, **gate))
+    return CodeToolsServer(settings, gate=load_gate(settings.roots, environ={"XDG_CONFIG_HOME": str(xdg)}, **gate))
 
 
 def answering(decision: str, asked: list[str]) -> Callback:
@@ -97,7 +102,7 @@ async def test_a_client_that_cannot_be_asked_is_refused_with_the_reason(root: Pa
 
 
 async def test_unanswerable_asks_can_be_allowed_by_the_server_config(root: Path) -> None:
-    app = app_with(root, '[permissions]\nask = ["Write"]\nunanswered_ask = "allow"\n')
+    app = app_with(root, "", user='[permissions]\nask = ["Write"]\nunanswered_ask = "allow"\n')
     with anyio.fail_after(20):
         async with Client(app.server, mode="legacy") as client:
             done = await client.call_tool("Write", {"file_path": "a.txt", "content": "x"})
@@ -145,7 +150,7 @@ matcher = "Write"
 type = "command"
 command = "echo '{{\\"hookSpecificOutput\\": {{\\"additionalContext\\": \\"remember to run the tests\\"}}}}'"
 """
-    app = app_with(root, toml)
+    app = app_with(root, "", user=toml)
     with anyio.fail_after(30):
         async with Client(app.server, mode="legacy") as client:
             blocked = await client.call_tool("Bash", {"command": "echo forbidden"})
@@ -168,7 +173,7 @@ deny = ["Bash(rm *)"]
 [[hooks.PreToolUse.hooks]]
 command = '''echo '{answer}' '''
 """
-    app = app_with(root, toml)
+    app = app_with(root, "", user=toml)
     (root / "keep").write_text("k")
     with anyio.fail_after(20):
         async with Client(app.server, mode="legacy") as client:
