@@ -148,7 +148,7 @@ def start_up(args: argparse.Namespace) -> Startup:
 
 def server_flags(args: argparse.Namespace) -> list[str]:
     """The flags that change how the server starts, for `doctor` to start its test server the same way."""
-    flags = ["--config", str(args.config)] if args.config is not None else []
+    flags = ["--config", os.path.abspath(args.config)] if args.config is not None else []  # it starts elsewhere
     flags += ["--sandbox"] if args.sandbox else []
     flags += ["--sandbox-network"] if args.sandbox_network else []
     flags += ["--sandbox-backend", args.sandbox_backend] if args.sandbox_backend else []

@@ -97,3 +97,22 @@ def test_doctor_says_how_to_turn_the_sandbox_on_when_it_is_off(project: Path) ->
     line = next(line for line in done.stdout.splitlines() if line.lstrip().startswith("sandbox"))
     assert line.startswith("  sandbox      off (--sandbox or [sandbox] enabled = true turns it on); "), line
     assert line.endswith(("masked", ")")) or "unavailable here: " in line, line
+
+
+def test_a_relative_config_file_reaches_the_scenarios_server_too(project: Path) -> None:
+    (project / "mine.toml").write_text("[limits]\nmax_concurrency = 3\n")
+    done = run(["--config", "mine.toml", "doctor"], project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "config files read: mine.toml" in done.stdout
+    assert f" --config {project / 'mine.toml'} --root " in done.stdout
+
+
+def test_a_bad_user_config_fails_doctor_as_it_stops_the_server(project: Path) -> None:
+    user = project.parent / "xdg" / "mcp-codetools" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text("[limits]\nmax_concurency = 3\n")
+    served = run([], project)
+    assert served.returncode == 2
+    doctor = run(["doctor"], project)
+    assert doctor.returncode == 1
+    assert f"[FAIL] settings: {served.stderr.strip().splitlines()[-1]}" in doctor.stdout, doctor.stdout

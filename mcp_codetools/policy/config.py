@@ -18,8 +18,10 @@ The project's sources (`.claude/settings*.json` and `mcp-codetools.toml`) sit in
 can write, so they may only tighten what the defaults and the user's file said: a stricter mode
 (`plan` > `default` > `acceptEdits` > `bypassPermissions`), `ask_unmatched` on, `unanswered_ask` "deny",
 more protected paths. A looser value is ignored and logged. Their allow rules cannot lift a deny or an
-ask (the engine checks those first), and their hooks run only when the user's own configuration says
-`[hooks] from_project = true` (`from_claude_settings`, its older name, means the same).
+ask (the engine checks those first); they can only answer the questions `ask_unmatched` raises, so when
+the user's own files turned that on, the project's allow rules are ignored too. Their hooks run only
+when the user's own configuration says `[hooks] from_project = true` (`from_claude_settings`, its
+older name, means the same).
 
 Everything is read once, at start-up. Nothing a tool call sends can change it, and the files it was
 read from are protected paths.
