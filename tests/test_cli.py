@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -127,7 +128,7 @@ def test_a_port_in_use_says_to_pick_another_with_port(tmp_path: Path) -> None:
 def test_config_check_reports_every_problem_and_rules_that_name_no_tool(tmp_path: Path) -> None:
     path = tmp_path / "six.toml"
     path.write_text(
-        "[limits]\nmax_concurrency = 0\n[read]\ndefault_lines = \"many\"\n[files]\nhard_links = \"sometimes\"\n"
+        '[limits]\nmax_concurrency = 0\n[read]\ndefault_lines = "many"\n[files]\nhard_links = "sometimes"\n'
         '[permissions]\ndeny = ["Raed(.env)", "Bash("]\ndefault_mode = "yolo"\n'
     )
     done = subprocess.run(
@@ -154,3 +155,31 @@ def test_config_check_reports_every_problem_and_rules_that_name_no_tool(tmp_path
     assert unknown.returncode == 1
     assert "`WebFetch` names no tool of this server" in unknown.stdout
     assert "the tools are Read, Edit, Write" in unknown.stdout, unknown.stdout
+
+
+def test_config_lists_the_project_values_it_ignored(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "mcp-codetools.toml").write_text(
+        '[permissions]\ndefault_mode = "bypassPermissions"\n[hooks]\nfrom_project = true\n[sandbox]\nenabled = false\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_CODETOOLS_")}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    (tmp_path / "xdg" / "mcp-codetools").mkdir(parents=True)
+    (tmp_path / "xdg" / "mcp-codetools" / "config.toml").write_text("[sandbox]\nenabled = true\n")
+    done = subprocess.run(
+        [*server_command(), "config"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=project,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    ignored = [line for line in done.stdout.splitlines() if line.startswith("# ignored: ")]
+    assert len(ignored) == 3, done.stdout
+    assert any("permissions.default_mode = 'bypassPermissions' ignored" in line for line in ignored), ignored
+    assert any("hooks.from_project = True ignored" in line for line in ignored), ignored
+    assert any("[sandbox] enabled = false ignored" in line for line in ignored), ignored
+    assert 'permissions.default_mode = "default"' in done.stdout
