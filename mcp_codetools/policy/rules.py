@@ -41,8 +41,9 @@ TOOL_NAMES: tuple[str, ...] = (
     "MultiEdit",
     "NotebookEdit",
     "FileHistory",
+    "LSP",
 )
-"""Every tool a rule may name (kept here, below the tools; a test checks it against `default_tools()`)."""
+"""Every tool a rule may name (kept here, below the tools; a test checks it against the tools' classes)."""
 RULE_FAMILIES: dict[str, frozenset[str]] = {"Read": READ_TOOLS, "Edit": EDIT_TOOLS}
 """A `Read(...)` rule covers every tool that reads files; an `Edit(...)` rule every tool that writes them."""
 
