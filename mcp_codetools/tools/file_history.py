@@ -132,7 +132,8 @@ def _restore(session: CodeSession, path: Path, number: int, force: bool) -> Tool
         )
     if current == content:
         return ToolOutput(f"{path} already holds version {number}; nothing was written.", meta={"path": str(path)})
-    history.remember(path, current, made_by=f"FileHistory restore of version {number}")
+    made_by = f"FileHistory restore of version {number}"
+    # What the restore replaces is recorded once the restore is done, so a failed one leaves no version.
     if content is None:
         # Through a descriptor of the folder checked inside the roots, like every write: a folder on the
         # way swapped for a symlink cannot carry the removal outside them.
@@ -142,12 +143,14 @@ def _restore(session: CodeSession, path: Path, number: int, force: bool) -> Tool
                 os.unlink(path.name, dir_fd=dfd)
         finally:
             os.close(dfd)
+        history.remember(path, current, made_by=made_by)
         session.ledger.forget(path)
         done = f"Restored version {number} of {path}: the file did not exist then, so it was removed."
     else:
         if st is None:
             ensure_parent(path, session.workspace)
         stamp = write_atomic(path, content, session.workspace, st)
+        history.remember(path, current, made_by=made_by)
         session.ledger.record_write(path, stamp)
         done = f"Restored version {number} of {path} ({len(content):,} bytes)."
     return ToolOutput(

@@ -9,15 +9,9 @@ from pydantic import Field
 from typing_extensions import override
 
 from mcp_codetools.errors import InvalidInputError
-from mcp_codetools.files.editing import (
-    Loaded,
-    check_read_state,
-    load_existing,
-    recheck_unchanged,
-    refuse_hard_links,
-)
+from mcp_codetools.files.editing import Loaded, commit_write, load_checked
 from mcp_codetools.files.refusals import missing_file_error
-from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
+from mcp_codetools.files.writes import hard_link_note
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
 if TYPE_CHECKING:
@@ -63,11 +57,9 @@ class NotebookEditTool(Tool[NotebookEditInput, _Prepared]):
         session = ctx.session
         if path.suffix.lower() != ".ipynb":
             raise InvalidInputError(f"{path} is not a Jupyter notebook (.ipynb). Use Edit for other files.")
-        loaded = load_existing(path, session.workspace)
+        loaded = load_checked(path, session.workspace, session.ledger, session.settings.hard_links)
         if loaded is None:
             raise missing_file_error(path, session.cwd, session.workspace)
-        check_read_state(session.ledger, path, loaded)
-        refuse_hard_links(path, loaded, session.settings.hard_links)
         from mcp_codetools.files.notebook_edit import edit_notebook  # nbformat costs ~0.7 s to import
 
         change = edit_notebook(
@@ -85,11 +77,15 @@ class NotebookEditTool(Tool[NotebookEditInput, _Prepared]):
         path = ctx.paths["notebook_path"]
         session = ctx.session
         loaded, change = prepared.loaded, prepared.change
-        refuse_read_only(loaded.st, path)
-        recheck_unchanged(path, loaded)
-        session.history.remember(path, loaded.data, made_by="NotebookEdit")
-        stamp = write_atomic(path, change.data, session.workspace, loaded.st)
-        session.ledger.record_write(path, stamp)
+        commit_write(
+            path,
+            change.data,
+            loaded,
+            workspace=session.workspace,
+            history=session.history,
+            ledger=session.ledger,
+            made_by="NotebookEdit",
+        )
         done = {"replace": "Replaced", "insert": "Inserted", "delete": "Deleted"}[args.edit_mode]
         where = f"at position {change.index + 1}" if args.edit_mode != "delete" else f"from position {change.index + 1}"
         text = (
