@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import json
 import re
 import shlex
 from pathlib import Path
@@ -23,7 +24,14 @@ import nbformat
 
 from mcp_codetools.errors import BinaryFileError, ToolError
 from mcp_codetools.files.images import image_tokens, load_image
-from mcp_codetools.files.kinds import ImageBounds, NotebookLimits, image_kind
+from mcp_codetools.files.kinds import (
+    NOTEBOOK_MAX_BYTES,
+    NOTEBOOK_MAX_CELLS,
+    ImageBounds,
+    NotebookLimits,
+    image_kind,
+    notebook_too_large,
+)
 from mcp_codetools.files.richview import RichView
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -34,13 +42,23 @@ _WIDGET = "application/vnd.jupyter.widget-view+json"
 
 
 def parse_notebook(data: bytes, path: Path) -> Any:
-    """The notebook in nbformat 4 (older versions are converted).
+    """The notebook in nbformat 4 (older versions are converted). Blocking and heavy: run it off the event loop.
 
     Raises:
-        BinaryFileError: it is not valid JSON or not a notebook.
+        BinaryFileError: it is not valid JSON (nested too deeply included) or not a notebook.
+        FileTooLargeError: it is over the size or cell bound.
     """
+    if len(data) > NOTEBOOK_MAX_BYTES:
+        raise notebook_too_large(path, len(data))
     try:
-        notebook = nbformat.reads(data.decode("utf-8-sig"), as_version=nbformat.NO_CONVERT)  # type: ignore[no-untyped-call]
+        text = data.decode("utf-8-sig")
+        # The cell count is checked on the plain JSON first: nbformat's objects and validation cost far more.
+        raw = json.loads(text)
+        cells = raw.get("cells") if isinstance(raw, dict) else None
+        if isinstance(cells, list) and len(cells) > NOTEBOOK_MAX_CELLS:
+            raise notebook_too_large(path, len(data), len(cells))
+        del raw, cells
+        notebook = nbformat.reads(text, as_version=nbformat.NO_CONVERT)  # type: ignore[no-untyped-call]
         if notebook.nbformat < 4:
             notebook = nbformat.convert(notebook, 4)  # type: ignore[no-untyped-call]
             # The conversion gives each cell a random id, a new one at every Read, so NotebookEdit could
@@ -48,6 +66,11 @@ def parse_notebook(data: bytes, path: Path) -> Any:
             for index, cell in enumerate(notebook.cells):
                 cell["id"] = f"cell-{index}"
         return notebook
+    except RecursionError:
+        raise BinaryFileError(
+            f"Cannot read {path} as a Jupyter notebook: it is not valid JSON: nested too deeply (arrays or objects "
+            "inside each other beyond what the parser allows). Look at its raw JSON with Bash (`head -c 2000`)."
+        ) from None
     except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise BinaryFileError(
             f"Cannot read {path} as a Jupyter notebook: {str(exc)[:300]}. "

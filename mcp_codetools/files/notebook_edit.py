@@ -102,12 +102,16 @@ def edit_notebook(
             changed_type = wanted_type
     try:
         nbformat.validate(notebook)
+        text = nbformat.writes(notebook)  # type: ignore[no-untyped-call]
     except nbformat.ValidationError as exc:
         raise InvalidInputError(
             f"After this change {path} would not be a valid notebook ({str(exc).splitlines()[0][:300]}). "
             "Nothing was written."
         ) from None
-    text = nbformat.writes(notebook)  # type: ignore[no-untyped-call]
+    except RecursionError:
+        raise InvalidInputError(
+            f"{path} nests its JSON too deeply to be checked and written back as a notebook. Nothing was written."
+        ) from None
     if not text.endswith("\n"):
         text += "\n"
     return NotebookChange(text.encode("utf-8"), changed_id, index, changed_type, old_source, len(cells))

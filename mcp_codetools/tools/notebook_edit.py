@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+import anyio.to_thread
 from pydantic import Field
 from typing_extensions import override
 
 from mcp_codetools.errors import InvalidInputError
 from mcp_codetools.files.editing import Loaded, commit_write, load_checked
+from mcp_codetools.files.kinds import NOTEBOOK_MAX_BYTES, notebook_too_large
 from mcp_codetools.files.refusals import missing_file_error
 from mcp_codetools.files.writes import hard_link_note
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
@@ -57,19 +63,18 @@ class NotebookEditTool(Tool[NotebookEditInput, _Prepared]):
         session = ctx.session
         if path.suffix.lower() != ".ipynb":
             raise InvalidInputError(f"{path} is not a Jupyter notebook (.ipynb). Use Edit for other files.")
+        size = 0
+        with contextlib.suppress(OSError):  # a cheap first look, so a huge file is not read whole to be refused
+            size = os.stat(path).st_size
+        if size > NOTEBOOK_MAX_BYTES:
+            raise notebook_too_large(path, size)
         loaded = load_checked(path, session.workspace, session.ledger, session.settings.hard_links)
         if loaded is None:
             raise missing_file_error(path, session.cwd, session.workspace)
-        from mcp_codetools.files.notebook_edit import edit_notebook  # nbformat costs ~0.7 s to import
-
-        change = edit_notebook(
-            loaded.data,
-            path,
-            cell=args.cell_id,
-            new_source=args.new_source,
-            cell_type=args.cell_type,
-            mode=args.edit_mode,
-        )
+        # Importing nbformat (~0.7 s), parsing and validating take seconds on a large notebook: in a worker
+        # thread, so every other session's calls go on meanwhile. A cancelled call returns at once; the parse
+        # (no side effects) finishes in its thread and is dropped.
+        change = await anyio.to_thread.run_sync(partial(_edit, loaded.data, path, args), abandon_on_cancel=True)
         return _Prepared(loaded, change)
 
     @override
@@ -104,3 +109,11 @@ class NotebookEditTool(Tool[NotebookEditInput, _Prepared]):
                 "oldSource": change.old_source,
             },
         )
+
+
+def _edit(data: bytes, path: Path, args: NotebookEditInput) -> NotebookChange:
+    from mcp_codetools.files.notebook_edit import edit_notebook  # nbformat costs ~0.7 s to import
+
+    return edit_notebook(
+        data, path, cell=args.cell_id, new_source=args.new_source, cell_type=args.cell_type, mode=args.edit_mode
+    )
