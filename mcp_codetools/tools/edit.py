@@ -108,7 +108,7 @@ class EditTool(Tool[EditInput, Replacement | None]):
         path = ctx.paths["file_path"]
         session = ctx.session
         if replacement is None:
-            size = create_file(path, args.new_string, session.workspace, session.history, session.ledger)
+            size = await create_file(path, args.new_string, session.workspace, session.history, session.ledger)
             return ToolOutput(
                 created_message(path, args.new_string), meta={"path": str(path), "type": "create", "bytes": size}
             )
@@ -121,7 +121,7 @@ class EditTool(Tool[EditInput, Replacement | None]):
             )
         new_body = matching.apply(body, matches, new)
         data = loaded.to_file(new_body)
-        commit_write(
+        await commit_write(
             path,
             data,
             loaded,

@@ -11,7 +11,7 @@ from pydantic import Field
 from typing_extensions import override
 
 from mcp_codetools.errors import ExecutionError, FileChangedError, InvalidInputError, PermissionDeniedError, os_errors
-from mcp_codetools.files.editing import HARD_LINKS_WRITE_THROUGH, read_whole
+from mcp_codetools.files.editing import COMMITS, HARD_LINKS_WRITE_THROUGH, read_whole
 from mcp_codetools.files.history import HistoryEntry
 from mcp_codetools.files.opening import open_parent_dir
 from mcp_codetools.files.stamps import FileStamp, digest_bytes
@@ -119,6 +119,14 @@ def _restore(session: CodeSession, path: Path, number: int, force: bool) -> Tool
         content = history.content(entry)
     except LookupError as exc:
         raise ExecutionError(f"Cannot restore version {number} of {path}: {exc}.") from None
+    # The writing tools look again and write in a worker thread under COMMITS: held from this look to the
+    # write, so none of their writes lands between (blocking the loop for at most one write in progress).
+    with COMMITS:
+        return _put_back(session, path, number, content, force)
+
+
+def _put_back(session: CodeSession, path: Path, number: int, content: bytes | None, force: bool) -> ToolOutput:
+    history = session.history
     current, st = _current(session, path)
     if not force and not _known(session, path, current, st):
         raise FileChangedError(

@@ -100,7 +100,7 @@ class MultiEditTool(Tool[MultiEditInput, _Prepared]):
             f"({total} replacement{'s' if total != 1 else ''}). Around the first change:\n{matching.snippet(window)}"
             + hard_link_note(loaded.st)
         )
-        commit_write(
+        await commit_write(
             path,
             data,
             loaded,

@@ -82,7 +82,7 @@ class NotebookEditTool(Tool[NotebookEditInput, _Prepared]):
         path = ctx.paths["notebook_path"]
         session = ctx.session
         loaded, change = prepared.loaded, prepared.change
-        commit_write(
+        await commit_write(
             path,
             change.data,
             loaded,

@@ -62,7 +62,7 @@ class WriteTool(Tool[WriteInput, Loaded | None]):
         path = ctx.paths["file_path"]
         session = ctx.session
         if loaded is None:
-            size = create_file(path, args.content, session.workspace, session.history, session.ledger)
+            size = await create_file(path, args.content, session.workspace, session.history, session.ledger)
             return ToolOutput(
                 created_message(path, args.content), meta={"path": str(path), "type": "create", "bytes": size}
             )
@@ -70,7 +70,7 @@ class WriteTool(Tool[WriteInput, Loaded | None]):
             matching.adapt_newlines(args.content, loaded.fmt.newline) if "\r" not in args.content else args.content
         )
         data = loaded.to_file(content)
-        commit_write(
+        await commit_write(
             path,
             data,
             loaded,

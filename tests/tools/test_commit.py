@@ -6,11 +6,14 @@ from __future__ import annotations
 import errno
 import json
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.from_thread
 import pytest
 
 from mcp_codetools.config import Settings
@@ -202,3 +205,47 @@ async def test_an_in_place_write_that_fails_keeps_the_version_before_it(
         assert session.history.content(entries[0]) == b"v1\n"
     finally:
         await session.aclose()
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+async def test_the_write_runs_off_the_event_loop_while_another_session_is_served(
+    pipeline: Pipeline, call: Caller, session: CodeSession, root: Path, monkeypatch: pytest.MonkeyPatch, case: Case
+) -> None:
+    """Writing and syncing a large file takes ~90 ms: held in the commit, another session's Read is answered."""
+    path = case.make(root)
+    small = root / "small.txt"
+    small.write_text("small\n", encoding="utf-8")
+    await call.ok("Read", {"file_path": str(path)})
+    writing = anyio.Event()
+    release = threading.Event()
+    loop_thread = threading.get_ident()
+    real_write = editing.write_atomic
+
+    def held_write(target: Path, *args: Any) -> Any:
+        assert threading.get_ident() != loop_thread, "the write ran on the event loop"
+        anyio.from_thread.run_sync(writing.set)
+        assert release.wait(timeout=20), "the test never released the write"
+        return real_write(target, *args)
+
+    monkeypatch.setattr(editing, "write_atomic", held_write)
+    other = CodeSession(Settings(roots=(root,)))
+    results: list[Any] = []
+    try:
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+
+                async def commit() -> None:
+                    results.append(await call(case.tool, case.arguments(path)))
+                    writing.set()  # a call that ended without reaching the write wakes the test, which then fails
+
+                tg.start_soon(commit)
+                await writing.wait()
+                read = await Caller(pipeline, other).ok("Read", {"file_path": str(small)})
+                assert "small" in read and not results, "the Read was answered while the write was held"
+                assert session.history.entries(path) == [], "a version was recorded before the write returned"
+                release.set()
+    finally:
+        release.set()
+        await other.aclose()
+    assert not results[0].is_error, results[0].text
+    assert [e.replaced_by for e in session.history.entries(path)] == [case.tool]
