@@ -15,7 +15,7 @@ import nbformat
 from nbformat import v4
 
 from mcp_codetools.errors import InvalidInputError
-from mcp_codetools.files.notebook import cell_id, parse_notebook
+from mcp_codetools.files.notebook import cell_id, collector_paused, parse_notebook
 
 EditMode = Literal["replace", "insert", "delete"]
 CellType = Literal["code", "markdown"]
@@ -67,6 +67,19 @@ def edit_notebook(
         InvalidInputError: no such cell, or a cell id is missing where one is needed.
         BinaryFileError: the file is not a notebook.
     """
+    with collector_paused():
+        return _edit_notebook(data, path, cell=cell, new_source=new_source, cell_type=cell_type, mode=mode)
+
+
+def _edit_notebook(
+    data: bytes,
+    path: Path,
+    *,
+    cell: str | None,
+    new_source: str,
+    cell_type: CellType | None,
+    mode: EditMode,
+) -> NotebookChange:
     notebook = parse_notebook(data, path)
     cells: list[Any] = notebook.cells
     with_ids = (notebook.nbformat, notebook.nbformat_minor) >= (4, 5)
