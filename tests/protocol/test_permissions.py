@@ -198,15 +198,22 @@ async def test_a_denied_file_is_silently_absent_from_a_grep(root: Path, mode: st
     assert text(found) == "src/app.py:1:needle = 1"
 
 
+@pytest.mark.parametrize("answer", ["deny", "allow once"])
 @pytest.mark.parametrize("mode", MODES)
-async def test_the_question_shows_the_whole_command_with_the_asked_part_marked(root: Path, mode: str) -> None:
+async def test_the_question_shows_the_whole_command_with_the_asked_part_marked(
+    root: Path, mode: str, answer: str
+) -> None:
+    """An "allow once" runs the whole command, so the question must show all of it, not only its subject."""
     app = app_with(root, '[permissions]\nask = ["Bash(git push *)"]\n')
     asked: list[str] = []
     command = "git push origin main; echo owned > pwned"
     with anyio.fail_after(20):
-        async with Client(app.server, mode=mode, elicitation_callback=answering("deny", asked)) as client:  # type: ignore[arg-type]
-            refused = await client.call_tool("Bash", {"command": command})
-    assert refused.is_error and not (root / "pwned").exists()
+        async with Client(app.server, mode=mode, elicitation_callback=answering(answer, asked)) as client:  # type: ignore[arg-type]
+            result = await client.call_tool("Bash", {"command": command})
+    if answer == "deny":
+        assert result.is_error and not (root / "pwned").exists()
+    else:
+        assert (root / "pwned").read_text() == "owned\n", text(result)
     assert len(asked) == 1 and command in asked[0], asked
     assert ">> Asked about this part: git push origin main" in asked[0]
     assert "only part of the call" in asked[0]
