@@ -174,7 +174,8 @@ async def check_permission(tool: Tool[Any], args: ToolInput, ctx: CallContext, g
             roots=roots,
             input_json=lambda: args.model_dump_json(by_alias=True).encode(),
         )
-        ctx.hidden = Hider.for_tool(gate.policy_for(roots), tool.name)  # Grep and Glob leave out what deny rules hide
+        ctx.policy = gate.policy_for(roots)
+        ctx.hidden = Hider.for_tool(ctx.policy, tool.name)  # Grep and Glob leave out what deny rules hide
 
 
 def _hook_input(args: ToolInput) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from mcp_codetools.files.editing import (
     load_checked,
 )
 from mcp_codetools.files.writes import hard_link_note
+from mcp_codetools.tools import edit_checks
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
 
@@ -62,13 +63,19 @@ class WriteTool(Tool[WriteInput, Loaded | None]):
         path = ctx.paths["file_path"]
         session = ctx.session
         if loaded is None:
+            problem = edit_checks.syntax_gate(session.settings, path, None, args.content)
             size = await create_file(path, args.content, session.workspace, session.history, session.ledger)
-            return ToolOutput(
+            created = ToolOutput(
                 created_message(path, args.content), meta={"path": str(path), "type": "create", "bytes": size}
             )
+            edit_checks.add_syntax_note(created, problem)
+            await edit_checks.add_diagnostics_note(created, session, path, None, args.content)
+            return created
         content = (
             matching.adapt_newlines(args.content, loaded.fmt.newline) if "\r" not in args.content else args.content
         )
+        checked = edit_checks.applies(session, path)
+        problem = edit_checks.syntax_gate(session.settings, path, loaded.text, content) if checked else None
         data = loaded.to_file(content)
         await commit_write(
             path,
@@ -80,8 +87,12 @@ class WriteTool(Tool[WriteInput, Loaded | None]):
             made_by="Write",
         )
         lines = count_lines(content)
-        return ToolOutput(
+        output = ToolOutput(
             f"The file {path} has been updated successfully ({lines} line{'s' if lines != 1 else ''})."
             + hard_link_note(loaded.st),
             meta={"path": str(path), "type": "update", "bytes": len(data)},
         )
+        if checked:
+            edit_checks.add_syntax_note(output, problem)
+            await edit_checks.add_diagnostics_note(output, session, path, loaded.text, content)
+        return output
