@@ -109,6 +109,10 @@ READ_ONLY = [
     "cargo -V",
     "rg --hidden foo",
     "file --mime-type a.bin",
+    "ss -tlnp",
+    "ss -f inet -n",
+    "ss -fD",
+    "ss -A tcp,udp",
 ]
 
 NOT_READ_ONLY = [
@@ -228,6 +232,11 @@ NOT_READ_ONLY = [
     "chmod +x f",
     "curl -o f http://x",
     "ss -K",
+    "ss -D out.raw",
+    "ss -tnD out.raw",
+    "ss -nD/tmp/x",
+    "ss --diag=out.raw",
+    "ss --dia out.raw",
     "command rm x",
     # abbreviated long options: getopt takes a prefix as the option
     "sort --outp=F f",
