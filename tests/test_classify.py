@@ -6,6 +6,7 @@ import pytest
 
 from mcp_codetools.shell import rules, sed
 from mcp_codetools.shell.classify import analyze, is_read_only, scan_word
+from mcp_codetools.shell.parsing import parse
 
 READ_ONLY = [
     "ls",
@@ -486,8 +487,10 @@ def test_a_parser_failure_makes_the_command_not_read_only(monkeypatch: pytest.Mo
 
     monkeypatch.setattr(bashlex, "parse", broken)
     analyze.cache_clear()
+    parse.cache_clear()
     try:
         analysis = analyze("ls")
     finally:
         analyze.cache_clear()
+        parse.cache_clear()
     assert not analysis.read_only and "RecursionError" in analysis.reason

@@ -27,10 +27,8 @@ from typing import Any
 from mcp_codetools.policy import operands, wrappers
 from mcp_codetools.policy.wrappers import Reading
 from mcp_codetools.shell.classify import MAX_PARSED_CHARS, scan_word
+from mcp_codetools.shell.parsing import parse
 
-_TIME_KEYWORD = re.compile(r"(^|[;&|(\n]\s*|[;&|(\n]\s*!\s*)time(?:\s+-p)?(?=\s)")
-_QUOTED_HEREDOC = re.compile(r"(?<!<)<<(-?)[ \t]*(?:'([^'\n]+)'|\"([^\"\n]+)\"|\\(\w+))")
-"""bashlex refuses a quoted here-document delimiter (`<<'EOF'`): it is unquoted, same length, before parsing."""
 _WRITING_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", ">&", "<>"})
 _READING_REDIRECTS = frozenset({"<", "<>"})
 _MAX_NESTING = 8
@@ -125,30 +123,20 @@ class _Walk:
         self.redirect_reads: list[str] = []
         self.complete = True
         self.notes: list[str] = []
-        self.quoted_heredocs: set[int] = set()
+        self.quoted_heredocs: frozenset[int] = frozenset()
 
     def run(self, command: str) -> bool:
         """Walk `command`; False when it does not parse."""
-        import bashlex
-
-        # bashlex does not parse the `time` keyword; blanking it (same length, so positions hold) loses nothing
-        source = _TIME_KEYWORD.sub(lambda m: m.group(1) + " " * (len(m.group(0)) - len(m.group(1))), command)
-        self.source = _QUOTED_HEREDOC.sub(self._unquote_heredoc, source)
-        try:
-            trees = bashlex.parse(self.source)
-        except Exception as exc:  # bashlex raises several kinds on input it does not handle
+        parsed = parse(command)
+        self.source = parsed.source
+        self.quoted_heredocs = parsed.quoted_heredocs
+        if parsed.error is not None:
             self.complete = False
-            self.notes.append(f"not parsed ({type(exc).__name__})")
+            self.notes.append(f"not parsed ({parsed.error})")
             return False
-        for tree in trees:
+        for tree in parsed.trees:
             self.visit(tree, "")
         return True
-
-    def _unquote_heredoc(self, match: re.Match[str]) -> str:
-        self.quoted_heredocs.add(match.start())
-        word = match.group(2) or match.group(3) or match.group(4)
-        text = f"<<{match.group(1)}{word}"
-        return text + " " * (len(match.group(0)) - len(text))
 
     def parts(self) -> CommandParts:
         files = self.files

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from mcp_codetools.errors import PermissionDeniedError
 from mcp_codetools.policy.engine import CallFacts, Mode, Policy
+from mcp_codetools.policy.gate import PermissionGate, Question
 from mcp_codetools.policy.rules import Rule, parse_rule
 
 STOPPED = ("deny", "ask")
@@ -483,3 +485,27 @@ def test_writes_elsewhere_still_run(root: Path, command: str) -> None:
 def test_a_cd_into_a_protected_folder_is_followed(root: Path) -> None:
     decision = policy(root).decide(bash("cd .claude && echo {} > settings.json", root))
     assert decision.behaviour == "ask" and decision.subject == str(root / ".claude" / "settings.json")
+
+
+# --- the gate: a question a deny rule raised is answered by a person only --------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("command", ["$(echo git) push", "echo 'git push' | $SHELL", "git pp"])
+async def test_an_unresolved_denied_command_is_refused_when_nobody_can_be_asked(root: Path, command: str) -> None:
+    gate = PermissionGate(policy(root, deny=("Bash(git push *)",)), unanswered="allow", sandboxed_bash=True)
+    with pytest.raises(PermissionDeniedError, match="could apply"):
+        await gate.check(bash(command, root), {}, session_id="s", ask=None)
+
+
+@pytest.mark.anyio
+async def test_a_person_may_allow_an_unresolved_command(root: Path) -> None:
+    gate = PermissionGate(policy(root, deny=("Bash(git push *)",)))
+    asked: list[Question] = []
+
+    async def ask(question: Question) -> bool:
+        asked.append(question)
+        return True
+
+    await gate.check(bash("G=git; $G push", root), {}, session_id="s", ask=ask)
+    assert len(asked) == 1 and "Bash(git push *)" in asked[0].message
