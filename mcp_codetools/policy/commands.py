@@ -72,7 +72,9 @@ class CommandParts:
     notes: tuple[str, ...] = field(default=())
     read_targets: tuple[str, ...] = ()
     tree_reads: tuple[str, ...] = ()
-    """Folders read with everything under them (`grep -r`, `rg`, `cp -r`)."""
+    """Folders read with everything under them (`grep -r`, `rg --hidden`, `cp -r`)."""
+    visible_tree_reads: tuple[str, ...] = ()
+    """Folders read whole except for hidden names (`rg`, `ag`)."""
     unknown_writes: tuple[str | None, ...] = ()
     """Folders under which files are written that the command does not name (None: anywhere)."""
     unknown_reads: tuple[str | None, ...] = ()
@@ -147,6 +149,7 @@ class _Walk:
             tuple(self.notes),
             read_targets=tuple(dict.fromkeys([*self.redirect_reads, *files.reads])),
             tree_reads=tuple(dict.fromkeys(files.trees)),
+            visible_tree_reads=tuple(dict.fromkeys(files.visible_trees)),
             unknown_writes=tuple(dict.fromkeys(files.unknown_writes)),
             unknown_reads=tuple(dict.fromkeys(files.unknown_reads)),
             config_writes=tuple(dict.fromkeys(files.config)),
@@ -230,7 +233,7 @@ class _Walk:
     def _add_files(self, local: operands.Files, folder: str | None) -> None:
         files = self.files
         if folder is None:
-            if local.reads or local.trees or local.unknown_reads or local.glob_reads:
+            if local.reads or local.trees or local.unknown_reads or local.glob_reads or local.visible_trees:
                 files.unknown_reads.append(None)
             if local.writes or local.unknown_writes or local.glob_writes:
                 files.unknown_writes.append(None)
@@ -240,6 +243,7 @@ class _Walk:
         files.glob_reads.extend(_under(folder, p) for p in local.glob_reads)
         files.glob_writes.extend(_under(folder, p) for p in local.glob_writes)
         files.trees.extend(_under(folder, p) for p in local.trees)
+        files.visible_trees.extend(_under(folder, p) for p in local.visible_trees)
         files.writes.extend(_under(folder, p) for p in local.writes)
         files.unknown_writes.extend(None if p is None else _under(folder, p) for p in local.unknown_writes)
         files.unknown_reads.extend(None if p is None else _under(folder, p) for p in local.unknown_reads)
@@ -268,6 +272,8 @@ class _Walk:
             self.complete = False
             self.notes.append("runs a command line whose text is not known")
             self.commands.append(SimpleCommand((), readings=(Reading((), 0),)))
+            self.files.unknown_reads.append(None)  # it may read or write anything
+            self.files.unknown_writes.append(None)
             return
         if not script.strip():
             return
@@ -289,6 +295,7 @@ class _Walk:
             "config",
             "glob_reads",
             "glob_writes",
+            "visible_trees",
         ):
             getattr(self.files, name).extend(getattr(inner.files, name))
         self.folders = tuple(dict.fromkeys([*self.folders, *inner.folders]))[:_MAX_FOLDERS]

@@ -99,6 +99,7 @@ class _BashView:
     parts: CommandParts
     reads: list[str]
     trees: list[str]
+    visible_trees: list[str]
     unknown_reads: list[str | None]
     unknown_writes: list[str | None]
 
@@ -156,12 +157,15 @@ class _RuleIndex:
                     rel = relative(path, base)
                     if rel is not None and pattern.match(rel):
                         return next(r for r in group if _matches_under(r, path, base)), path
-        if bash is not None and bash.trees:
-            return self._tree_hit(bash.trees)
+        if bash is not None and (bash.trees or bash.visible_trees):
+            return self._tree_hit(bash.trees, hidden=True) or self._tree_hit(bash.visible_trees, hidden=False)
         return None
 
-    def _tree_hit(self, trees: list[str]) -> tuple[Rule, str] | None:
-        """A Read rule matching something under a folder the command reads whole (looked up on disk, bounded)."""
+    def _tree_hit(self, trees: list[str], *, hidden: bool) -> tuple[Rule, str] | None:
+        """A Read rule matching something under a folder the command reads whole (looked up on disk, bounded).
+
+        `hidden`: whether the command reads hidden names too (`grep -r` does, `rg` does not unless told).
+        """
         for tree in trees:
             reaching = [r for r, prefixes in self.prefixes if r.tool == "Read" and _overlaps(tree, prefixes)]
             if not reaching:
@@ -169,7 +173,7 @@ class _RuleIndex:
             inside = next((r for r in reaching if self._matches(r, tree)), None)
             if inside is not None:
                 return inside, tree
-            found = _first_under(tree, functools.partial(self._first_matching, reaching))
+            found = _first_under(tree, functools.partial(self._first_matching, reaching), hidden=hidden)
             if found is not None:
                 return found[0] or reaching[0], found[1]
         return None
@@ -261,8 +265,13 @@ def _folder_subject(folder: str | None, verb: str) -> str:
     return f"files the command {verb} {where} (their names are not in the command)"
 
 
-def _first_under(tree: str, match: Callable[[str], Rule | None]) -> tuple[Rule | None, str] | None:
-    """Walk `tree` (no symlinks followed) for a path `match` gives a rule for; too many entries count as a hit."""
+def _first_under(
+    tree: str, match: Callable[[str], Rule | None], *, hidden: bool = True
+) -> tuple[Rule | None, str] | None:
+    """Walk `tree` (no symlinks followed) for a path `match` gives a rule for; too many entries count as a hit.
+
+    `hidden=False` leaves out names that start with a dot, and what is under them.
+    """
     seen = 0
     stack = [tree]
     while stack:
@@ -270,6 +279,8 @@ def _first_under(tree: str, match: Callable[[str], Rule | None]) -> tuple[Rule |
         try:
             with os.scandir(folder) as entries:
                 for entry in entries:
+                    if not hidden and entry.name.startswith("."):
+                        continue
                     rule = match(entry.path)
                     if rule is not None:
                         return rule, entry.path
@@ -407,6 +418,7 @@ class Policy:
             parts,
             [_bash_path(t, cwd) for t in parts.read_targets],
             [_bash_path(t, cwd) for t in parts.tree_reads],
+            [_bash_path(t, cwd) for t in parts.visible_tree_reads],
             [None if t is None else _bash_path(t, cwd) for t in parts.unknown_reads],
             [None if t is None else _bash_path(t, cwd) for t in parts.unknown_writes],
         )

@@ -35,6 +35,8 @@ class Files:
     glob_reads: list[str] = field(default_factory=list)
     """Operands bash replaces with the file names they match (`cat .en*`): read, matched on disk."""
     glob_writes: list[str] = field(default_factory=list)
+    visible_trees: list[str] = field(default_factory=list)
+    """Folders read whole except for hidden names (`rg`, `ag` without `--hidden`)."""
 
 
 _ALL_READ = frozenset(
@@ -133,6 +135,18 @@ _COPY_VALUES = frozenset(
     }
 )
 _IN_PLACE = re.compile(r"^-[a-zA-Z]*i")
+_COMPRESSORS = {
+    "gzip": ".gz",
+    "gunzip": ".gz",
+    "bzip2": ".bz2",
+    "bunzip2": ".bz2",
+    "xz": ".xz",
+    "zstd": ".zst",
+    "unzstd": ".zst",
+    "lz4": ".lz4",
+}
+_SPLIT_VALUES = {"-l", "-b", "-C", "-n", "-a", "-t", "-f", "--prefix", "--suffix-length", "--additional-suffix"}
+_HIDDEN_TOO = frozenset({"--hidden", "-.", "-uu", "-uuu", "--no-ignore-dot"})
 
 
 def _operands(words: Sequence[str], values: frozenset[str] = frozenset()) -> tuple[list[str], list[tuple[str, str]]]:
@@ -192,9 +206,9 @@ def learn(
     one with a glob (`globbed`: indices into `words`) is a pattern matched on disk later. `appended`: more
     operands follow that are not known (xargs adds its input).
     """
-    if not words or not known[0]:
+    if not words:
         return
-    name = words[0]
+    name = words[0] if known[0] else ""  # a name not known: read like a program not in the table
     args = list(words[1:])
     writer = name in _WRITES_ALL or name in _COPIERS or name in ("sed", "perl", "dd", "tar", "ruby")
     for i in sorted(globbed):
@@ -246,23 +260,24 @@ def literal_folder(word: str) -> str | None:
 
 
 def _all_read(name: str, args: list[str], files: Files) -> None:
-    operands, options = _operands(args, frozenset({"-o", "--output"}))
+    values = {"-o", "--output"} | (_SPLIT_VALUES if name in ("split", "csplit") else set())
+    operands, options = _operands(args, frozenset(values))
     outputs = [value for key, value in options if key in ("-o", "--output")]
     if name == "uniq" and len(operands) >= 2:
         outputs.append(operands.pop(1))
     if name in ("sort", "uniq", "split", "csplit", "iconv", "shuf"):
         files.writes.extend(outputs)
-        if name in ("split", "csplit"):
-            files.unknown_writes.append(
-                operands[1].rsplit("/", 1)[0] if len(operands) > 1 and "/" in operands[1] else ""
-            )
+        if name in ("split", "csplit"):  # files named by a prefix (`xaa`, `xab`, …)
+            prefix = next((value for key, value in options if key in ("-f", "--prefix")), None)
+            files.writes.append(prefix or (operands.pop(1) if len(operands) > 1 else "x" if name == "split" else "xx"))
     if name == "xxd" and len(operands) >= 2:
         files.writes.append(operands.pop())
-    if name in ("gzip", "gunzip", "bzip2", "bunzip2", "xz", "zstd", "unzstd", "lz4") and not (
-        _letters(args) & {"-c", "--stdout", "-t", "--test", "-l", "--list"}
-    ):
-        files.writes.extend(operands)
-        files.unknown_writes.extend(op.rsplit("/", 1)[0] if "/" in op else "" for op in operands)
+    suffix = _COMPRESSORS.get(name)
+    if suffix is not None and not (_letters(args) & {"-c", "--stdout", "-t", "--test", "-l", "--list"}):
+        for op in operands:  # the file is replaced by the (de)compressed one beside it
+            files.writes.extend((op, op + suffix, op.rsplit(".", 1)[0]))
+    if name in ("diff", "diff3") and _letters(args) & {"-r", "--recursive"}:
+        files.trees.extend(operands)
     files.reads.extend(operands)
     files.reads.extend(value for key, value in options if key not in ("-o", "--output"))
 
@@ -289,10 +304,17 @@ def _pattern_first(name: str, args: list[str], files: Files) -> None:
     )
     if family == "rg" and "--files" in letters:
         recursive = True
-    if recursive:
+    if recursive and name in ("rg", "ag") and not _finds_hidden(args):
+        files.visible_trees.extend(operands or ["."])  # rg and ag skip hidden names unless told
+    elif recursive:
         files.trees.extend(operands or ["."])
     else:
         files.reads.extend(operands)
+
+
+def _finds_hidden(args: list[str]) -> bool:
+    short_u = sum(a.count("u") for a in args if a.startswith("-") and not a.startswith("--"))
+    return short_u >= 2 or any(a in _HIDDEN_TOO or (a.startswith("-") and "." in a[1:2]) for a in args)
 
 
 def _copy(name: str, args: list[str], files: Files) -> None:
@@ -458,7 +480,13 @@ def _curl(name: str, args: list[str], files: Files) -> None:
     if (name == "curl" and ("-O" in letters or "--remote-name" in letters or "--remote-name-all" in letters)) or (
         name == "wget" and not any(key in ("-O", "--output-document") for key, _ in options)
     ):
-        files.unknown_writes.append("")
+        operands, _ = _operands(args)  # the file is named after the URL's last part
+        files.writes.extend(_url_name(url) for url in operands if "://" in url)
+
+
+def _url_name(url: str) -> str:
+    path = url.split("://", 1)[1].split("?", 1)[0].split("#", 1)[0].partition("/")[2]
+    return path.rstrip("/").rsplit("/", 1)[-1] or "index.html"
 
 
 def _git(name: str, args: list[str], files: Files) -> None:

@@ -295,9 +295,11 @@ READS = [
     "grep -r TOKEN .",
     "grep -rn TOKEN",
     "grep -R TOKEN src/..",
-    "rg TOKEN",
+    "rg --hidden TOKEN",
     "rg -uu TOKEN .",
-    "ag TOKEN",
+    "rg TOKEN .env",
+    "ag --hidden TOKEN",
+    "diff -r . /tmp/other",
     "jq . .env",
     "tr a b < .env",
     "cat <.env",
@@ -342,6 +344,10 @@ def test_a_read_deny_covers_what_bash_reads(root: Path, command: str) -> None:
         "cat .env.example",
         "grep -r TOKEN src",
         "rg TOKEN docs",
+        "rg TOKEN",  # rg leaves hidden names out unless told
+        "gzip docs/guide.md",
+        "wget https://example.invalid/pkg.tgz",
+        "split -l 10 docs/guide.md part-",
         "echo .env >> .gitignore",
         "ls -la .env",
         "stat .env",
@@ -415,6 +421,9 @@ WRITES = [
     "bash -c 'cd src && echo > a.txt'",
     "vim -c wq src/a.txt",
     "xargs rm < list",
+    "gzip src/a.txt",
+    "cd src && wget https://example.invalid/a.txt",
+    "split -l 1 x src/part-",
 ]
 
 
