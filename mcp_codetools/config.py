@@ -142,6 +142,14 @@ class Settings:
     bash_max_timeout_ms: Annotated[
         int, Field(ge=1000, description="Highest timeout a Bash call may ask for; a higher one is lowered to it.")
     ] = 600_000
+    bash_return_after_s: Annotated[
+        float,
+        Field(
+            gt=0,
+            description="Seconds a Bash call waits for its command before returning with the command moved to the "
+            "background (its timeout still applies); keep it under the client's own request timeout.",
+        ),
+    ] = 45
     bash_output_chars: Annotated[
         int, Field(ge=2000, description="Characters of a command's output in the result; the rest is saved to a file.")
     ] = 30_000
@@ -166,6 +174,22 @@ class Settings:
             'roots) or "write-through" (write it in place, so every link sees the change).'
         ),
     ] = "refuse"
+    edit_recovery: Annotated[
+        Literal["apply", "suggest", "off"],
+        Field(
+            description="When Edit's old_string is not in the file as written but matches one region once Read's "
+            'line-number prefixes, quote style, trailing whitespace, line endings or a uniform indentation shift '
+            'are undone: "apply" the edit there (the result says what was undone), "suggest" the region in the '
+            'error, or "off".'
+        ),
+    ] = "apply"
+    syntax_check: Annotated[
+        Literal["report", "refuse", "off"],
+        Field(
+            description='After an edit of a Python file: "report" a syntax error the change introduced, "refuse" '
+            'such an edit (the file stays unchanged), or "off".'
+        ),
+    ] = "report"
     history_max_bytes: Annotated[
         int,
         Field(
@@ -289,10 +313,13 @@ PLACES: dict[str, Place] = {
     "glob_no_ignore": _place("glob_no_ignore", "glob", "no_ignore"),
     "bash_default_timeout_ms": _place("bash_default_timeout_ms", "bash", "default_timeout_ms"),
     "bash_max_timeout_ms": _place("bash_max_timeout_ms", "bash", "max_timeout_ms"),
+    "bash_return_after_s": _place("bash_return_after_s", "bash", "return_after_s"),
     "bash_output_chars": _place("bash_output_chars", "bash", "output_chars"),
     "bash_env_exclude": _place("bash_env_exclude", "bash", "env_exclude"),
     "spill_budget_bytes": _place("spill_budget_bytes", "bash"),
     "hard_links": _place("hard_links", "files"),
+    "edit_recovery": _place("edit_recovery", "files"),
+    "syntax_check": _place("syntax_check", "files"),
     "history_max_bytes": _place("history_max_bytes", "files"),
     "history_max_entries": _place("history_max_entries", "files"),
     "image_max_side": _place("image_max_side", "read"),

@@ -14,7 +14,6 @@ import logging
 import os
 import secrets
 import shutil
-import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,6 +25,7 @@ from mcp_codetools.config import Settings
 from mcp_codetools.files.history import FileHistory
 from mcp_codetools.files.ledger import ReadLedger
 from mcp_codetools.files.paths import Workspace
+from mcp_codetools.files.scratch import make_scratch_dir, sweep_once_in_background
 from mcp_codetools.files.view import LineIndexCache
 from mcp_codetools.shell import runner
 from mcp_codetools.shell.background import JobRegistry
@@ -72,6 +72,7 @@ class CodeSession:
         self._confinement: Confinement | None = None
         self._confined_for: tuple[Path, ...] = ()
         self._dispatcher: Dispatcher | None = None
+        sweep_once_in_background()  # the first session of a server removes what killed servers left
 
     @property
     def dispatcher(self) -> Dispatcher:
@@ -96,9 +97,9 @@ class CodeSession:
 
     @property
     def scratch_dir(self) -> Path:
-        """A private temporary folder for this session (full command output and the like)."""
+        """A private temporary folder for this session (full command output and the like; see `files.scratch`)."""
         if self._scratch is None:
-            self._scratch = Path(tempfile.mkdtemp(prefix="mcp-codetools-")).resolve()
+            self._scratch = make_scratch_dir()
             self.workspace.add_readable(self._scratch)
         return self._scratch
 

@@ -11,7 +11,7 @@ layer never import each other both ways):
     session_registry, roots                 one session per MCP session id; which folders are served
     tools/                                  one module per tool; tools/base.py is what they share
     pipeline
-    elicit                                  asking the user through the client (speaks MCP)
+    elicit, client_roots, client_log        asking the user, the client's roots, messages for it (speak MCP)
     server, transport, http_server, manifest   the only modules that speak MCP (doctor runs a client)
     doctor, cli, __main__
 
@@ -39,11 +39,13 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"session_registry", "roots"}),
     frozenset({"tools"}),
     frozenset({"pipeline"}),
-    frozenset({"elicit", "client_roots"}),
+    frozenset({"elicit", "client_roots", "client_log"}),
     frozenset({"server", "transport", "http_server", "manifest"}),
     frozenset({"doctor", "cli", "__main__"}),
 )
-MCP_SPEAKERS = frozenset({"elicit", "client_roots", "server", "transport", "http_server", "manifest", "doctor"})
+MCP_SPEAKERS = frozenset(
+    {"elicit", "client_roots", "client_log", "server", "transport", "http_server", "manifest", "doctor"}
+)
 """Modules that may import the MCP SDK (doctor only to run a client against the server)."""
 SHARED_BY_TOOLS = {f"{PACKAGE}.tools", f"{PACKAGE}.tools.base"}
 

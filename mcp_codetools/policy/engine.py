@@ -90,6 +90,8 @@ class Decision:
     rule: Rule | None = None
     subject: str = ""
     """What the decision is about: the path or command, for a question to the user."""
+    unmatched: bool = False
+    """Asked only because no rule allows the call: the one question the Bash sandbox may answer itself."""
 
 
 @dataclass(slots=True)
@@ -411,7 +413,9 @@ class Policy:
         if self.mode == "acceptEdits" and facts.tool in EDIT_TOOLS and self._inside_roots(writes):
             return Decision("allow", f"acceptEdits mode ({self.mode_source})")
         subject = facts.command if facts.command is not None else ", ".join(writes)
-        return Decision("ask", f"no rule allows it ({self.mode} mode, {self.mode_source})", None, subject)
+        return Decision(
+            "ask", f"no rule allows it ({self.mode} mode, {self.mode_source})", None, subject, unmatched=True
+        )
 
     def _bash_view(self, parts: CommandParts, cwd: Path | None) -> _BashView:
         return _BashView(

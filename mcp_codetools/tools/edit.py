@@ -19,7 +19,7 @@ from mcp_codetools.errors import (
     OldStringNotFoundError,
     OldStringNotUniqueError,
 )
-from mcp_codetools.files import matching
+from mcp_codetools.files import matching, recovery
 from mcp_codetools.files.editing import (
     Loaded,
     check_read_state,
@@ -47,6 +47,9 @@ class Replacement:
 
     loaded: Loaded
     matches: list[matching.Match]
+    new_string: str | None = None
+    """new_string as recovery adapted it (re-indented, quotes matched), when old_string matched only so."""
+    recovered: recovery.Recovered | None = None
 
 
 class EditTool(Tool[EditInput, Replacement | None]):
@@ -92,11 +95,7 @@ class EditTool(Tool[EditInput, Replacement | None]):
             old = loaded.convert(args.old_string)
             matches = matching.find_matches(body, old) if old is not None else []
             if not matches:
-                # The closest-region search is bounded but can take a moment: never on the event loop.
-                message = await anyio.to_thread.run_sync(
-                    lambda: matching.not_found_message(loaded.text, args.old_string, str(path))
-                )
-                raise OldStringNotFoundError(message)
+                return await _recover(args, loaded, str(path), session.settings.edit_recovery)
             if len(matches) > 1 and not args.replace_all:
                 lines = matching.lines_of(body, [m.start for m in matches[:20]])
                 listed = ", ".join(str(n) for n in lines) + (" …" if len(matches) > 20 else "")
@@ -118,7 +117,8 @@ class EditTool(Tool[EditInput, Replacement | None]):
             )
         loaded, matches = replacement.loaded, replacement.matches
         body = loaded.body
-        new = loaded.convert(matching.adapt_newlines(args.new_string, loaded.fmt.newline))
+        wanted = args.new_string if replacement.new_string is None else replacement.new_string
+        new = loaded.convert(matching.adapt_newlines(wanted, loaded.fmt.newline))
         if new is None:
             raise InvalidInputError(
                 f"new_string has characters the file's encoding ({loaded.fmt.encoding}) cannot hold."
@@ -132,7 +132,24 @@ class EditTool(Tool[EditInput, Replacement | None]):
         session.ledger.record_write(path, stamp)
         output = _edit_result(path, loaded, body, new_body, matches, len(new), args.replace_all)
         output.text += hard_link_note(loaded.st)
+        if replacement.recovered is not None:
+            output.text += "\n" + recovery.applied_note(replacement.recovered)
+            output.meta["recovered"] = list(replacement.recovered.kinds)
         return output
+
+
+async def _recover(args: EditInput, loaded: Loaded, shown: str, mode: str) -> Replacement:
+    """Place an edit whose old_string missed, when exactly one region matches after normalising; else explain."""
+    # Both searches are bounded but can take a moment on a large file: never on the event loop.
+    found = None
+    if mode != "off":
+        found = await anyio.to_thread.run_sync(recovery.recover, loaded.text, args.old_string, args.new_string)
+    if isinstance(found, recovery.Recovered) and mode == "apply":
+        span = recovery.body_span(loaded.text, found, loaded.convert)
+        if span is not None:
+            return Replacement(loaded, [matching.Match(*span)], found.new, found)
+    message = await anyio.to_thread.run_sync(recovery.not_found, loaded.text, args.old_string, shown, found)
+    raise OldStringNotFoundError(message)
 
 
 def _edit_result(

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import override
 
 from mcp_codetools.errors import NotAFileError
-from mcp_codetools.files import matching
+from mcp_codetools.files import matching, recovery
 from mcp_codetools.files.editing import (
     Loaded,
     check_read_state,
@@ -89,7 +89,9 @@ class MultiEditTool(Tool[MultiEditInput, _Prepared]):
         steps = [EditStep(e.old_string, e.new_string, e.replace_all) for e in args.edits]
         # Scanning a large file per edit, and the bounded closest-region search when one misses, take a
         # moment: never on the event loop (as Edit's search).
-        planned = await anyio.to_thread.run_sync(plan_edits, loaded, steps, str(path))
+        planned = await anyio.to_thread.run_sync(
+            plan_edits, loaded, steps, str(path), session.settings.edit_recovery
+        )
         return _Prepared(loaded, planned)
 
     @override
@@ -107,13 +109,17 @@ class MultiEditTool(Tool[MultiEditInput, _Prepared]):
             f"The file {path} has been updated: {edits} edit{'s' if edits != 1 else ''} applied "
             f"({total} replacement{'s' if total != 1 else ''}). Around the first change:\n{matching.snippet(window)}"
             + hard_link_note(loaded.st)
+            + "".join(f"\nedits[{i}]: {recovery.applied_note(r)}" for i, r in planned.recovered.items())
         )
         refuse_read_only(loaded.st, path)
         recheck_unchanged(path, loaded)
         session.history.remember(path, loaded.data, made_by="MultiEdit")
         stamp = write_atomic(path, data, session.workspace, loaded.st)
         session.ledger.record_write(path, stamp)
-        return ToolOutput(text, meta={"path": str(path), "edits": len(planned.counts), "replacements": planned.counts})
+        meta: dict[str, Any] = {"path": str(path), "edits": len(planned.counts), "replacements": planned.counts}
+        if planned.recovered:
+            meta["recovered"] = {str(i): list(r.kinds) for i, r in planned.recovered.items()}
+        return ToolOutput(text, meta=meta)
 
 
 def _display(loaded: Loaded) -> Callable[[Any], str]:
