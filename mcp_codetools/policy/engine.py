@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from mcp_codetools.policy.commands import CommandParts, SimpleCommand, split_command
 from mcp_codetools.policy.rules import (
@@ -355,11 +355,12 @@ class Policy:
             # Unparsed: rules see the raw text too (a huge one as it is, not copied into words and back).
             raw = "" if complete else _normalized(facts.command)
             bash = self._bash_view(parts, facts.cwd)
-            writes += [
+            writes += _and_real(
                 p
                 for p in (*(_bash_path(t, facts.cwd) for t in parts.write_targets), *self._globbed(parts, facts, bash))
                 if p != "/dev/null"
-            ]
+            )
+            bash.reads = _and_real(bash.reads)
         deny, ask, allow = self._index
 
         denied = deny.hit(facts.tool, reads, writes, commands, raw, bash)
@@ -420,11 +421,11 @@ class Policy:
     def _bash_view(self, parts: CommandParts, cwd: Path | None) -> _BashView:
         return _BashView(
             parts,
-            [_bash_path(t, cwd) for t in parts.read_targets],
-            [_bash_path(t, cwd) for t in parts.tree_reads],
-            [_bash_path(t, cwd) for t in parts.visible_tree_reads],
-            [None if t is None else _bash_path(t, cwd) for t in parts.unknown_reads],
-            [None if t is None else _bash_path(t, cwd) for t in parts.unknown_writes],
+            [_bash_path(t, cwd) for t in parts.read_targets],  # made real in `decide`, with the globs' matches
+            _and_real(_bash_path(t, cwd) for t in parts.tree_reads),
+            _and_real(_bash_path(t, cwd) for t in parts.visible_tree_reads),
+            _and_real(None if t is None else _bash_path(t, cwd) for t in parts.unknown_reads),
+            _and_real(None if t is None else _bash_path(t, cwd) for t in parts.unknown_writes),
         )
 
     def _globbed(self, parts: CommandParts, facts: CallFacts, bash: _BashView) -> list[str]:
@@ -489,6 +490,25 @@ def _bash_path(target: str, cwd: Path | None) -> str:
     expanded = os.path.expanduser(target)
     base = str(cwd) if cwd is not None else os.getcwd()
     return os.path.normpath(os.path.join(base, expanded))
+
+
+_MaybePath = TypeVar("_MaybePath", str, str | None)
+
+
+def _and_real(paths: Iterable[_MaybePath]) -> list[_MaybePath]:
+    """Each path, and where its symbolic links lead when that differs (`s/a` with `s -> src` is `src/a` too).
+
+    Rules match real paths for the other tools; a Bash path is as the command names it, so both are checked
+    (a link made by the same command is not there yet: the sandbox is what holds then).
+    """
+    found: list[_MaybePath] = []
+    for path in paths:
+        found.append(path)
+        if path is not None and path != "/dev/null":
+            real = os.path.realpath(path)
+            if real != path:
+                found.append(real)
+    return found
 
 
 def _literal_folder_of(pattern: str) -> str | None:

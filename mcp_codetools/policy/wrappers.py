@@ -296,7 +296,7 @@ _RUNS_A_PROGRAM = re.compile(
     r"|sequence\.editor|diff\.external|diff\..+\.(?:textconv|command)|merge\..+\.driver"
     r"|filter\..+\.(?:clean|smudge|process)|credential\.(?:.+\.)?helper|gpg\.(?:.+\.)?program|pager\..+"
     r"|uploadpack\.packobjectshook|include\.path|includeif\..+\.path|protocol\..+|remote\..+\.(?:receivepack|uploadpack)"
-    r"|alias\..+=\s*!.*|interactive\.difffilter|instaweb\..+|web\.browser|browser\..+\.(?:cmd|path)"
+    r"|interactive\.difffilter|instaweb\..+|web\.browser|browser\..+\.(?:cmd|path)"
     r"|mergetool\..+\.cmd|difftool\..+\.cmd|man\..+\.(?:cmd|path)|sendemail\..+|ssh\.variant|http\..+)",
     re.I | re.S,
 )
@@ -664,10 +664,14 @@ def _git(args: tuple[str, ...], known: tuple[bool, ...], chdir: str | None, add:
 
 
 def _git_option(key: str, value: str, found: Readings) -> None:
-    if key == "-c" and _RUNS_A_PROGRAM.match(value) and (not value.lower().startswith("alias.") or "!" in value):
+    alias = value.lower().startswith("alias.")
+    if key == "-c" and alias:  # `-c alias.p=push p` is `git push`; with `!`, a shell command
+        found.program_config.append(f"git -c {value.partition('=')[0]} defines a command git runs")
+        body = value.partition("=")[2].lstrip()
+        if body.startswith("!"):
+            found.scripts.append(body[1:])
+    elif key == "-c" and _RUNS_A_PROGRAM.match(value):
         found.program_config.append(f"git -c {value.partition('=')[0]} makes git run a program or read more config")
-        if value.lower().startswith("alias."):
-            found.scripts.append(value.partition("=")[2].lstrip().removeprefix("!"))
     elif key == "--config-env":
         found.program_config.append("git --config-env sets config from the environment")
     elif key == "--exec-path":

@@ -443,6 +443,8 @@ PROTECTED = [
     "git -c core.fsmonitor='touch /tmp/p' status",
     "git -c core.sshCommand='sh x' fetch",
     "git -c alias.x='!touch /tmp/p' x",
+    "git -c alias.p=push p",
+    "git -c Alias.st=status st",
     "git -c include.path=/tmp/evil status",
     "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0=x git log",
     "GIT_SSH_COMMAND='sh x' git fetch",
@@ -489,6 +491,30 @@ def test_writes_elsewhere_still_run(root: Path, command: str) -> None:
     if command.startswith("tar"):  # unknown names under docs: no rule or protected path there
         assert decision.behaviour == "allow", decision.reason
     assert decision.behaviour == "allow", f"{command!r}: {decision.reason}"
+
+
+@pytest.mark.parametrize(
+    ("rule", "command"),
+    [
+        ("Edit(src/**)", "echo x > s/a.txt"),
+        ("Edit(src/**)", "cp x s"),
+        ("Edit(src/**)", "sed -i s/a/b/ s/a.txt"),
+        ("Edit(src/**)", "cd s && echo > b"),
+        ("Read(.env)", "cat h"),
+        ("Read(.env)", "head -1 h"),
+    ],
+)
+def test_a_path_through_a_symbolic_link_is_checked_where_it_leads(root: Path, rule: str, command: str) -> None:
+    (root / "s").symlink_to("src")
+    (root / "h").symlink_to(".env")
+    decision = policy(root, deny=(rule,)).decide(bash(command, root))
+    assert decision.behaviour == "deny", f"{command!r}: {decision.reason}"
+
+
+def test_a_link_into_a_protected_folder_is_followed(root: Path) -> None:
+    (root / "c").symlink_to(".claude")
+    decision = policy(root).decide(bash("echo {} > c/settings.json", root))
+    assert decision.behaviour == "ask" and "protected" in decision.reason
 
 
 def test_a_cd_into_a_protected_folder_is_followed(root: Path) -> None:
