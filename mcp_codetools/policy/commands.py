@@ -84,6 +84,8 @@ class CommandParts:
     glob_reads: tuple[str, ...] = ()
     """Operands with globs (`cat .en*`): bash replaces them with the names they match, found on disk."""
     glob_writes: tuple[str, ...] = ()
+    top_writes: tuple[tuple[str, str], ...] = ()
+    """(folder, name): written relative to the repository's top, that folder or one above it (`git apply`)."""
 
     @property
     def open_readings(self) -> Iterator[Reading]:
@@ -155,6 +157,7 @@ class _Walk:
             config_writes=tuple(dict.fromkeys(files.config)),
             glob_reads=tuple(dict.fromkeys(files.glob_reads)),
             glob_writes=tuple(dict.fromkeys(files.glob_writes)),
+            top_writes=tuple(dict.fromkeys(files.top_writes)),
         )
 
     def visit(self, node: Any, stdin: str | None) -> None:
@@ -207,17 +210,19 @@ class _Walk:
         self.commands.append(simple)
         self.files.config.extend(found.program_config)
         for reading in found.readings:
-            self._files(reading, words, known, globbed)
+            self._files(reading, words, known, globbed, stdin)
         for script in found.scripts:
             self._nested(script)
         if words[0] in ("cd", "pushd", "popd"):
             self._cd(words, known)
 
-    def _files(self, reading: Reading, words: list[str], known: list[bool], globbed: set[int]) -> None:
+    def _files(
+        self, reading: Reading, words: list[str], known: list[bool], globbed: set[int], stdin: str | None
+    ) -> None:
         """What one reading reads and writes, in each folder it may run in."""
         local = operands.Files()
         if reading.words == tuple(words):
-            operands.learn(reading.words, known, local, frozenset(globbed))
+            operands.learn(reading.words, known, local, frozenset(globbed), stdin=stdin)
         else:  # a reading through a wrapper: its words are a tail of the command's, so globs are found by text
             start = len(words) - len(reading.words)
             marks = [
@@ -225,7 +230,7 @@ class _Walk:
             ]
             tail = frozenset(i - start for i in globbed if i >= start) if start >= 0 else frozenset()
             appended = reading.open_from is not None and reading.open_from >= len(reading.words)
-            operands.learn(reading.words, marks, local, tail, appended=appended)
+            operands.learn(reading.words, marks, local, tail, appended=appended, stdin=stdin)
         for folder in self.folders:
             where = wrappers._join(folder, reading.chdir) if folder is not None else None
             self._add_files(local, where)
@@ -235,7 +240,7 @@ class _Walk:
         if folder is None:
             if local.reads or local.trees or local.unknown_reads or local.glob_reads or local.visible_trees:
                 files.unknown_reads.append(None)
-            if local.writes or local.unknown_writes or local.glob_writes:
+            if local.writes or local.unknown_writes or local.glob_writes or local.top_writes:
                 files.unknown_writes.append(None)
             files.config.extend(local.config)
             return
@@ -247,6 +252,7 @@ class _Walk:
         files.writes.extend(_under(folder, p) for p in local.writes)
         files.unknown_writes.extend(None if p is None else _under(folder, p) for p in local.unknown_writes)
         files.unknown_reads.extend(None if p is None else _under(folder, p) for p in local.unknown_reads)
+        files.top_writes.extend((_under(folder, f) if f else folder, name) for f, name in local.top_writes)
         files.config.extend(local.config)
 
     def _cd(self, words: list[str], known: list[bool]) -> None:
@@ -296,6 +302,7 @@ class _Walk:
             "glob_reads",
             "glob_writes",
             "visible_trees",
+            "top_writes",
         ):
             getattr(self.files, name).extend(getattr(inner.files, name))
         self.folders = tuple(dict.fromkeys([*self.folders, *inner.folders]))[:_MAX_FOLDERS]

@@ -357,7 +357,11 @@ class Policy:
             bash = self._bash_view(parts, facts.cwd)
             writes += _and_real(
                 p
-                for p in (*(_bash_path(t, facts.cwd) for t in parts.write_targets), *self._globbed(parts, facts, bash))
+                for p in (
+                    *(_bash_path(t, facts.cwd) for t in parts.write_targets),
+                    *self._globbed(parts, facts, bash),
+                    *_from_every_top(parts.top_writes, facts.cwd),
+                )
                 if p != "/dev/null"
             )
             bash.reads = _and_real(bash.reads)
@@ -490,6 +494,21 @@ def _bash_path(target: str, cwd: Path | None) -> str:
     expanded = os.path.expanduser(target)
     base = str(cwd) if cwd is not None else os.getcwd()
     return os.path.normpath(os.path.join(base, expanded))
+
+
+def _from_every_top(top_writes: Sequence[tuple[str, str]], cwd: Path | None) -> Iterable[str]:
+    """Each name under the folder and under every folder above it: the repository's top is one of them.
+
+    Not looked up on disk, where what makes a folder a repository's top could change before the command runs.
+    """
+    for folder, name in top_writes:
+        base = _bash_path(folder or ".", cwd)
+        while True:
+            yield os.path.normpath(os.path.join(base, name))
+            parent = os.path.dirname(base)
+            if parent == base:
+                break
+            base = parent
 
 
 _MaybePath = TypeVar("_MaybePath", str, str | None)

@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from mcp_codetools.policy.diffnames import diff_names, stripped
 from mcp_codetools.shell.rules import Word
 from mcp_codetools.shell.rules import check as read_only_problem
 
@@ -37,6 +38,8 @@ class Files:
     glob_writes: list[str] = field(default_factory=list)
     visible_trees: list[str] = field(default_factory=list)
     """Folders read whole except for hidden names (`rg`, `ag` without `--hidden`)."""
+    top_writes: list[tuple[str, str]] = field(default_factory=list)
+    """(folder, name): `name` written relative to the repository's top, which is that folder or one above it."""
 
 
 _ALL_READ = frozenset(
@@ -199,12 +202,14 @@ def learn(
     globbed: frozenset[int] = frozenset(),
     *,
     appended: bool = False,
+    stdin: str | None = None,
 ) -> None:
     """Add what the command `words` reads and writes to `files` (paths relative to its folder).
 
     An operand whose text is not known (an expansion) is an unknown read or write under its literal folder;
     one with a glob (`globbed`: indices into `words`) is a pattern matched on disk later. `appended`: more
-    operands follow that are not known (xargs adds its input).
+    operands follow that are not known (xargs adds its input). `stdin`: the command's input when it is text
+    the command line holds (a here-document), "" when it is a file or nothing, None when it is not known.
     """
     if not words:
         return
@@ -231,8 +236,11 @@ def learn(
         files.unknown_reads.append(None)  # `xargs cat`: the input names the files
     if appended and writer:
         files.unknown_writes.append(None)
+    fed = _FED_HANDLERS.get(name)
     handler = _HANDLERS.get(name)
-    if handler is not None:
+    if fed is not None:
+        fed(name, args, files, stdin)
+    elif handler is not None:
         handler(name, args, files)
     elif name in _ALL_READ:
         _all_read(name, args, files)
@@ -419,20 +427,64 @@ def _zip(name: str, args: list[str], files: Files) -> None:
         (files.trees if {"-r", "-R"} & _letters(args) else files.reads).extend(operands[1:])
 
 
-def _patch(name: str, args: list[str], files: Files) -> None:
+def _patch(name: str, args: list[str], files: Files, stdin: str | None) -> None:
     operands, options = _operands(
         args,
         frozenset(
-            {"-d", "--directory", "-i", "--input", "-o", "--output", "-p", "-B", "-r", "-z", "-D", "-F", "-V", "-Y"}
+            {"-d", "--directory", "-i", "--input", "-o", "--output", "-p", "--strip", "-B", "--prefix", "-r",
+             "--reject-file", "-z", "--suffix", "-D", "--ifdef", "-F", "--fuzz", "-V", "--version-control", "-Y",
+             "--basename-prefix"}
         ),
-    )
+    )  # fmt: skip
     folder = next((value for key, value in options if key in ("-d", "--directory")), "")
-    if not {"--dry-run", "-C", "--check"} & _letters(args):
-        files.unknown_writes.append(folder)
-        files.writes.extend(f"{folder}/{op}" if folder else op for op in operands[:1])
-        files.writes.extend(value for key, value in options if key in ("-o", "--output"))
-    files.reads.extend(value for key, value in options if key in ("-i", "--input"))
+    letters = _letters(args)
+    source = next((value for key, value in options if key in ("-i", "--input")), None)
+    if source is not None:
+        files.reads.append(source)
     files.reads.extend(operands[1:])
+    if {"--dry-run", "-C", "--check"} & letters:
+        return
+    files.writes.extend(_joined(folder, op) for op in operands[:1])
+    files.writes.extend(value for key, value in options if key in ("-o", "--output", "-r", "--reject-file"))
+    for key, value in options:
+        if key in ("-B", "--prefix", "-Y", "--basename-prefix"):
+            files.unknown_writes.append(literal_folder(value + "x"))  # backups named by a prefix
+    names = None
+    if source is None and len(operands) < 2 and stdin and not {"-e", "--ed", "-n", "--normal"} & letters:
+        names = diff_names(stdin)
+    if names is None:  # the diff is a file (it may change before patch runs) or not known
+        files.unknown_writes.append(folder)
+        return
+    strip = _strip_level(options)
+    prefixed, top = names
+    for target in dict.fromkeys([*(c for n in prefixed for c in stripped(n, strip)), *top]):
+        files.writes.extend(_joined(folder, t) for t in (target, target + ".orig", target + ".rej"))
+
+
+def _strip_level(options: list[tuple[str, str]]) -> int | None:
+    value = next((value for key, value in reversed(options) if key in ("-p", "--strip")), None)
+    return int(value) if value is not None and value.isdigit() else None  # None: every level counts
+
+
+def _joined(folder: str, path: str) -> str:
+    return path if not folder or path.startswith(("/", "~")) else f"{folder.rstrip('/')}/{path}"
+
+
+def _git_apply(rest: list[str], files: Files, stdin: str | None) -> None:
+    """`git apply`: the diff's names (from a here-document) under the repository's top; else not known."""
+    values = frozenset({"-p", "-C", "--directory", "--exclude", "--include", "--whitespace"})
+    operands, options = _operands(rest, values)
+    names = diff_names(stdin) if stdin and (not operands or operands == ["-"]) else None
+    if names is None:
+        files.unknown_writes.append("")
+        return
+    strip = _strip_level(options)
+    strip = 1 if strip is None and not any(k == "-p" for k, _ in options) else strip
+    directory = next((value for key, value in reversed(options) if key == "--directory"), "")
+    prefixed, top = names
+    for target in dict.fromkeys([*(c for n in prefixed for c in stripped(n, strip)), *top]):
+        for name in (target, target + ".rej"):
+            files.top_writes.append(("", _joined(directory, name)))
 
 
 def _curl(name: str, args: list[str], files: Files) -> None:
@@ -489,16 +541,16 @@ def _url_name(url: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1] or "index.html"
 
 
-def _git(name: str, args: list[str], files: Files) -> None:
+def _git(name: str, args: list[str], files: Files, stdin: str | None) -> None:
     sub = args[0] if args else ""
     rest = args[1:]
     if sub == "config" and read_only_problem("git", [Word(a) for a in args]):
         files.config.append("git config writes git's configuration")
-    elif (
-        sub in ("apply", "am")
-        and not {"--check", "--stat", "--numstat", "--summary", "--cached"} & _letters(rest)
-        or (sub == "apply" and "--apply" in rest)
+    elif sub == "apply" and (
+        not {"--check", "--stat", "--numstat", "--summary", "--cached"} & _letters(rest) or "--apply" in rest
     ):
+        _git_apply(rest, files, stdin)
+    elif sub == "am" and not {"--show-current-patch"} & _letters(rest):
         files.unknown_writes.append("")
     elif sub in ("add", "stash", "commit", "hash-object", "diff", "show", "blame", "log", "grep", "cat-file", "mv"):
         operands, _ = _operands(rest)
@@ -550,6 +602,8 @@ def _shell(name: str, args: list[str], files: Files) -> None:
         files.reads.extend(operands[:1])  # the script it runs
 
 
+_FED_HANDLERS = {"patch": _patch, "git": _git}
+"""Handlers that read the command's input (a diff in a here-document)."""
 _HANDLERS = {
     "dd": _dd,
     "tar": _tar,
@@ -557,10 +611,8 @@ _HANDLERS = {
     "gtar": _tar,
     "unzip": _unzip,
     "zip": _zip,
-    "patch": _patch,
     "curl": _curl,
     "wget": _curl,
-    "git": _git,
     "ss": _ss,
     "tree": _tree,
     "script": _script,

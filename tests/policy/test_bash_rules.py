@@ -424,6 +424,9 @@ WRITES = [
     "gzip src/a.txt",
     "cd src && wget https://example.invalid/a.txt",
     "split -l 1 x src/part-",
+    "patch -p1 <<'EOF'\n--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1 +1 @@\n-a\n+b\nEOF",
+    "git apply <<'EOF'\n--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1 +1 @@\n-a\n+b\nEOF",
+    "cd docs && git apply <<'EOF'\n--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1 +1 @@\n-a\n+b\nEOF",
 ]
 
 
@@ -515,6 +518,57 @@ def test_a_link_into_a_protected_folder_is_followed(root: Path) -> None:
     (root / "c").symlink_to(".claude")
     decision = policy(root).decide(bash("echo {} > c/settings.json", root))
     assert decision.behaviour == "ask" and "protected" in decision.reason
+
+
+def _diff(*names: str) -> str:
+    return "".join(f"--- a/{n}\t2026-01-01\n+++ b/{n}\n@@ -0,0 +1 @@\n+x\n" for n in names)
+
+
+_DOCS_DIFF = _diff("docs/guide.md")
+_SRC_DIFF = _diff("docs/guide.md", "src/a.txt")
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        # names from a diff the command holds: -p, -d and --directory are applied
+        (f"patch -p1 <<'EOF'\n{_DOCS_DIFF}EOF", "allow"),
+        (f"patch -p1 <<'EOF'\n{_SRC_DIFF}EOF", "deny"),
+        (f"patch <<'EOF'\n{_SRC_DIFF}EOF", "deny"),  # no -p: every level counts
+        (f"patch -p2 <<'EOF'\n{_SRC_DIFF}EOF", "allow"),  # a.txt at the top
+        (f"patch -d src -p1 <<'EOF'\n{_DOCS_DIFF}EOF", "deny"),
+        (f"patch -p1 <<< '{_SRC_DIFF}'", "deny"),
+        (f"echo '{_SRC_DIFF}' | patch -p1", "deny"),
+        (f"timeout 5 patch -p1 <<'EOF'\n{_SRC_DIFF}EOF", "deny"),
+        (f"patch -p1 src/a.txt <<'EOF'\n{_DOCS_DIFF}EOF", "deny"),
+        (f"git apply <<'EOF'\n{_DOCS_DIFF}EOF", "allow"),
+        (f"git apply <<'EOF'\n{_SRC_DIFF}EOF", "deny"),
+        (f"git apply --directory=src <<'EOF'\n{_DOCS_DIFF}EOF", "deny"),
+        (f"git -C docs apply <<'EOF'\n{_SRC_DIFF}EOF", "deny"),  # relative to the repository's top
+        ("git apply <<'EOF'\ndiff --git a/docs/x b/src/y\nsimilarity index 100%\nrename from docs/x\n"
+         "rename to src/y\nEOF", "deny"),
+        ('git apply <<\'EOF\'\ndiff --git "a/docs/a b" "b/src/\\141"\nEOF', "deny"),  # C-quoted: src/a
+        # names not known: asked where a rule could apply
+        (f"patch -p1 <<EOF\n{_DOCS_DIFF}$X\nEOF", "ask"),
+        ("patch <<'EOF'\n1c1\n< a\n---\n> b\nEOF", "ask"),  # a normal diff names no file
+        ("patch -p1 <<'EOF'\ndiff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+src\n"
+         "--- /dev/null\n+++ b/l/a.txt\nEOF", "ask"),  # a link it makes, written through
+        ("patch -p1 < fix.diff", "ask"),  # a file may change before patch reads it
+        ("cat fix.diff | patch -p1", "ask"),
+        ("git apply fix.diff", "ask"),
+    ],
+)  # fmt: skip
+def test_patch_and_git_apply_write_the_files_their_diff_names(root: Path, command: str, expected: str) -> None:
+    decision = policy(root, deny=("Edit(src/**)",)).decide(bash(command, root))
+    assert decision.behaviour == expected, f"{command!r}: {decision.reason}"
+
+
+def test_a_diff_in_the_command_into_protected_paths_is_asked_and_one_elsewhere_runs(root: Path) -> None:
+    claude = policy(root).decide(bash(f"patch -p1 <<'EOF'\n{_diff('.claude/settings.json')}EOF", root))
+    assert claude.behaviour == "ask" and "protected" in claude.reason
+    hook = policy(root).decide(bash(f"cd docs && git apply <<'EOF'\n{_diff('.git/hooks/pre-commit')}EOF", root))
+    assert hook.behaviour == "ask"
+    assert policy(root).decide(bash(f"patch -p1 <<'EOF'\n{_DOCS_DIFF}EOF", root)).behaviour == "allow"
 
 
 def test_a_cd_into_a_protected_folder_is_followed(root: Path) -> None:
