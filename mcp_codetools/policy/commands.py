@@ -84,6 +84,12 @@ class CommandParts:
     glob_reads: tuple[str, ...] = ()
     """Operands with globs (`cat .en*`): bash replaces them with the names they match, found on disk."""
     glob_writes: tuple[str, ...] = ()
+    tree_changes: tuple[str, ...] = ()
+    """Why the command rewrites a repository's working tree wholesale: asked where an Edit rule lies anywhere.
+
+    Not a protected-path question: git manages its own `.git`, and asking at every `git pull` would teach
+    a user to say yes. The sandbox keeps protected paths read-only whatever git checks out.
+    """
     top_writes: tuple[tuple[str, str], ...] = ()
     """(folder, name): written relative to the repository's top, that folder or one above it (`git apply`)."""
 
@@ -158,6 +164,7 @@ class _Walk:
             glob_reads=tuple(dict.fromkeys(files.glob_reads)),
             glob_writes=tuple(dict.fromkeys(files.glob_writes)),
             top_writes=tuple(dict.fromkeys(files.top_writes)),
+            tree_changes=tuple(dict.fromkeys(files.tree_changes)),
         )
 
     def visit(self, node: Any, stdin: str | None) -> None:
@@ -191,7 +198,9 @@ class _Walk:
                 word = scan_word(self._text(part))
                 if word.glob:
                     globbed.add(len(words))
-                known.append(not word.expands and not word.brace and not (word.glob and not words))
+                known.append(
+                    not word.expands and not word.brace and not (word.glob and not words) and not _stack_dir(word.text)
+                )
                 words.append(word.text)
             elif part.kind == "redirect":
                 stdin = self._redirect(part, stdin)
@@ -213,8 +222,11 @@ class _Walk:
             self._files(reading, words, known, globbed, stdin)
         for script in found.scripts:
             self._nested(script)
-        if words[0] in ("cd", "pushd", "popd"):
-            self._cd(words, known)
+        for reading in found.readings:  # `builtin cd src`, `command cd src` move the folder too
+            if reading.words and reading.words[0] in ("cd", "pushd", "popd"):
+                opened = reading.open_from if reading.open_from is not None else len(reading.words)
+                self._cd(list(reading.words), [i < opened for i in range(len(reading.words))])
+                break
 
     def _files(
         self, reading: Reading, words: list[str], known: list[bool], globbed: set[int], stdin: str | None
@@ -243,6 +255,7 @@ class _Walk:
             if local.writes or local.unknown_writes or local.glob_writes or local.top_writes:
                 files.unknown_writes.append(None)
             files.config.extend(local.config)
+            files.tree_changes.extend(local.tree_changes)
             return
         files.reads.extend(_under(folder, p) for p in local.reads)
         files.glob_reads.extend(_under(folder, p) for p in local.glob_reads)
@@ -253,17 +266,18 @@ class _Walk:
         files.unknown_writes.extend(None if p is None else _under(folder, p) for p in local.unknown_writes)
         files.unknown_reads.extend(None if p is None else _under(folder, p) for p in local.unknown_reads)
         files.top_writes.extend((_under(folder, f) if f else folder, name) for f, name in local.top_writes)
+        files.tree_changes.extend(local.tree_changes)
         files.config.extend(local.config)
 
     def _cd(self, words: list[str], known: list[bool]) -> None:
         """A `cd` moves where the parts after it run; it may fail, so they may also run where they were."""
-        targets = [w for w in words[1:] if not w.startswith("-") or w == "-"]
+        targets = [w for w in words[1:] if not w.startswith("-") or w == "-" or _rotates(w)]
         if words[0] == "popd":
             return  # back to a folder the parts already may run in
         if not targets:
-            target: str | None = "~"
-        elif not known[words.index(targets[0])] or targets[0] == "-":
-            target = None
+            target: str | None = "~" if words[0] == "cd" else None  # a bare pushd swaps the stack's top two
+        elif not known[words.index(targets[0])] or targets[0] == "-" or (words[0] == "pushd" and _rotates(targets[0])):
+            target = None  # `cd -`, `pushd +1`: a folder from the environment or the stack
         else:
             target = targets[0]
         moved = [None if f is None or target is None else _under(f, target) for f in self.folders]
@@ -303,6 +317,7 @@ class _Walk:
             "glob_writes",
             "visible_trees",
             "top_writes",
+            "tree_changes",
         ):
             getattr(self.files, name).extend(getattr(inner.files, name))
         self.folders = tuple(dict.fromkeys([*self.folders, *inner.folders]))[:_MAX_FOLDERS]
@@ -356,7 +371,7 @@ class _Walk:
         text = word.text
         if text == "/dev/null" or text.isdigit() or text == "-" or (kind in (">&", "<&") and text.isdigit()):
             return stdin
-        unknown = word.expands or word.glob or word.brace
+        unknown = word.expands or word.glob or word.brace or _stack_dir(text)
         for folder in self.folders:
             if unknown or folder is None:
                 where = None if folder is None else operands.literal_folder(text)
@@ -375,6 +390,18 @@ class _Walk:
     def _text(self, node: Any) -> str:
         start, end = node.pos
         return self.source[start:end]
+
+
+_STACK_DIR = re.compile(r"^~(?:[+-]|\d)")
+
+
+def _stack_dir(text: str) -> bool:
+    """`~+/x`, `~-/x`, `~1/x`: the current, previous or a stacked folder, not known from the text."""
+    return _STACK_DIR.match(text) is not None
+
+
+def _rotates(word: str) -> bool:
+    return word[:1] in "+-" and word[1:].isdigit()
 
 
 def _under(folder: str, path: str) -> str:

@@ -38,6 +38,8 @@ class Files:
     glob_writes: list[str] = field(default_factory=list)
     visible_trees: list[str] = field(default_factory=list)
     """Folders read whole except for hidden names (`rg`, `ag` without `--hidden`)."""
+    tree_changes: list[str] = field(default_factory=list)
+    """Why the command rewrites a repository's working tree wholesale (`git checkout BRANCH`, `git pull`)."""
     top_writes: list[tuple[str, str]] = field(default_factory=list)
     """(folder, name): `name` written relative to the repository's top, which is that folder or one above it."""
 
@@ -112,6 +114,7 @@ _WRITES_ALL = frozenset(
         "pico",
         "joe",
         "mcedit",
+        "sponge",
     }
 )
 """Every operand may be written (modes and owners counted too, which can only refuse more)."""
@@ -137,7 +140,7 @@ _COPY_VALUES = frozenset(
         "-c",
     }
 )
-_IN_PLACE = re.compile(r"^-[a-zA-Z]*i")
+_IN_PLACE = re.compile(r"^-[a-zA-Z0-9]*i")
 _COMPRESSORS = {
     "gzip": ".gz",
     "gunzip": ".gz",
@@ -260,6 +263,8 @@ def learn(
 
 def literal_folder(word: str) -> str | None:
     """The folder a word whose text is not known certainly lies under: `src/$X` is under `src`; `$D/a` anywhere."""
+    if re.match(r"~[+-]|~\d", word):
+        return None  # `~+/src`: the current folder, or one on the stack
     cut = min((word.find(c) for c in "$`*?[{" if c in word), default=len(word))
     prefix = word[:cut]
     if "/" not in prefix:
@@ -300,6 +305,10 @@ def _pattern_first(name: str, args: list[str], files: Files) -> None:
         operands = operands[1:]  # the pattern, script or program
     files.reads.extend(value for key, value in options if key in ("-f", "--file", "--from-file"))
     letters = _letters(args)
+    if family == "awk" and any(
+        key in ("-i", "--include") for key, _ in _operands(args, frozenset({"-i", "--include"}))[1]
+    ):
+        files.writes.extend(operands)  # `gawk -i inplace`: an included library may rewrite the files
     if family in ("sed", "perl", "ruby") and (
         "--in-place" in letters or any(_IN_PLACE.match(a) for a in args if not a.startswith("--"))
     ):
@@ -336,6 +345,10 @@ def _copy(name: str, args: list[str], files: Files) -> None:
         operands = [op for op in operands if ":" not in op.split("/", 1)[0]]  # host:path is not here
     sources = operands if target_dirs else operands[:-1]
     destinations = target_dirs or operands[-1:]
+    if name in ("ln", "link") and len(operands) == 1 and not target_dirs:
+        sources, destinations = operands, ["."]  # `ln -s ../src`: a link named after its target, here
+    if name in ("ln", "link"):
+        _linked(sources, destinations, symbolic=bool(letters & {"-s", "--symbolic"}), files=files)
     recursive = name in ("rsync", "scp") or bool(letters & {"-r", "-R", "-a", "--recursive", "--archive"})
     (files.trees if recursive else files.reads).extend(sources)
     if name == "mv":
@@ -345,6 +358,22 @@ def _copy(name: str, args: list[str], files: Files) -> None:
         files.writes.extend(f"{dest.rstrip('/')}/{src.rstrip('/').rsplit('/', 1)[-1]}" for src in sources)
         if recursive:
             files.unknown_writes.append(dest)
+
+
+def _linked(sources: list[str], destinations: list[str], *, symbolic: bool, files: Files) -> None:
+    """A link is another name for its target: writing through it writes the target (and, for a folder, under it).
+
+    A symbolic link's target is relative to the link's folder, which is the destination or the folder it is in.
+    """
+    for src in sources:
+        targets = [src]
+        if symbolic and not src.startswith(("/", "~")):
+            for dest in destinations:
+                targets.extend(f"{folder}/{src}" for folder in (dest.rstrip("/"), dest.rsplit("/", 1)[0]) if folder)
+                targets.extend([src] if "/" not in dest.rstrip("/") else [])
+        for target in dict.fromkeys(targets):
+            files.writes.append(target)
+            files.unknown_writes.append(target)
 
 
 def _dd(name: str, args: list[str], files: Files) -> None:
@@ -487,36 +516,37 @@ def _git_apply(rest: list[str], files: Files, stdin: str | None) -> None:
             files.top_writes.append(("", _joined(directory, name)))
 
 
+_CURL_VALUES = frozenset(
+    {
+        "-o",
+        "--output",
+        "-O",
+        "--output-document",
+        "-P",
+        "--directory-prefix",
+        "--output-dir",
+        "-T",
+        "--upload-file",
+        "-d",
+        "--data",
+        "-F",
+        "--form",
+        "--data-binary",
+        "-K",
+        "--config",
+        "-b",
+        "--cookie",
+        "-c",
+        "--cookie-jar",
+        "-D",
+        "--dump-header",
+    }
+)
+
+
 def _curl(name: str, args: list[str], files: Files) -> None:
-    _, options = _operands(
-        args,
-        frozenset(
-            {
-                "-o",
-                "--output",
-                "-O",
-                "--output-document",
-                "-P",
-                "--directory-prefix",
-                "--output-dir",
-                "-T",
-                "--upload-file",
-                "-d",
-                "--data",
-                "-F",
-                "--form",
-                "--data-binary",
-                "-K",
-                "--config",
-                "-b",
-                "--cookie",
-                "-c",
-                "--cookie-jar",
-                "-D",
-                "--dump-header",
-            }
-        ),
-    )
+    # curl's -O names no file (the URL's last part is the name); wget's -O does
+    _, options = _operands(args, _CURL_VALUES - {"-O"} if name == "curl" else _CURL_VALUES)
     letters = _letters(args)
     for key, value in options:
         if key in ("-o", "--output", "--output-document", "-c", "--cookie-jar", "-D", "--dump-header") or (
@@ -552,9 +582,32 @@ def _git(name: str, args: list[str], files: Files, stdin: str | None) -> None:
         _git_apply(rest, files, stdin)
     elif sub == "am" and not {"--show-current-patch"} & _letters(rest):
         files.unknown_writes.append("")
+        files.tree_changes.append("git am")
+    elif sub in ("rm", "restore", "checkout"):
+        operands, _ = _operands(rest, _GIT_PATH_VALUES)
+        paths = operands[operands.index("--") + 1 :] if "--" in rest and "--" in operands else operands
+        files.writes.extend(paths)  # a branch name counts as a path too: it can only ask more
+        files.unknown_writes.extend(paths)  # a folder (`.`) with what is under it
+        if sub == "checkout" and "--" not in rest:
+            files.tree_changes.append("git checkout")
+        if any(a.startswith("--pathspec-from-file") for a in rest):
+            files.unknown_writes.append("")
+    elif sub in ("clone", "init") or (sub == "worktree" and rest[:1] == ["add"]):
+        operands, _ = _operands(rest[1:] if sub == "worktree" else rest, _GIT_CLONE_VALUES)
+        target = operands[-1] if operands and (sub != "clone" or len(operands) > 1) else None
+        if sub == "clone" and target is None and operands:
+            target = _url_name(operands[0] if "://" in operands[0] else "x://x/" + operands[0]).removesuffix(".git")
+        files.writes.append(target or ".")
+        files.unknown_writes.append(target or "")
+    elif _changes_the_tree(sub, rest):
+        files.tree_changes.append(f"git {sub}")
     elif sub in ("add", "stash", "commit", "hash-object", "diff", "show", "blame", "log", "grep", "cat-file", "mv"):
         operands, _ = _operands(rest)
         files.reads.extend(op for op in operands if op != ".")
+        if sub == "mv":
+            files.writes.extend(operands)
+        if sub == "stash" and _changes_the_tree(sub, rest):
+            files.tree_changes.append("git stash")
         # `git show HEAD:.env`: a path in a revision; `git add .` is left to .gitignore (and the sandbox)
         files.reads.extend(op.split(":", 1)[1] for op in operands if ":" in op and op.split(":", 1)[1])
     for arg in rest:
@@ -572,6 +625,92 @@ def _git(name: str, args: list[str], files: Files, stdin: str | None) -> None:
             files.config.append(f"git {sub} {arg.partition('=')[0]} makes git run a program")
     if sub in ("clone", "init", "submodule") and any(a.startswith("--template") for a in rest):
         files.config.append(f"git {sub} --template installs hooks")
+
+
+_GIT_PATH_VALUES = frozenset({"-s", "--source", "-b", "-B", "--orphan", "--conflict", "-m"})
+_GIT_CLONE_VALUES = frozenset(
+    "-b --branch -o --origin --depth --reference --reference-if-able -c --config --template --separate-git-dir "
+    "-u --upload-pack -j --jobs --filter --shallow-since --shallow-exclude --bundle-uri --object-format "
+    "--initial-branch --ref-format --server-option -s".split()
+)
+_TREE_CHANGERS = frozenset(
+    "switch merge rebase pull cherry-pick revert clean bisect checkout-index sparse-checkout submodule".split()
+)
+
+
+def _changes_the_tree(sub: str, rest: list[str]) -> bool:
+    """Whether a git subcommand may rewrite tracked or untracked files of the working tree it does not name."""
+    if sub in _TREE_CHANGERS:
+        return True
+    if sub == "reset":
+        return bool({"--hard", "--merge", "--keep"} & set(rest))
+    if sub == "stash":
+        return not rest or rest[0] not in ("list", "show", "create", "store", "drop", "clear")
+    if sub == "read-tree":
+        return "-u" in rest
+    return False
+
+
+_FIND_WRITES = frozenset({"-fprint", "-fprint0", "-fls", "-fprintf"})
+
+
+def _find(name: str, args: list[str], files: Files) -> None:
+    """`find src -delete` removes what it finds under `src`; `-fprint FILE` writes FILE."""
+    i = 0
+    while i < len(args) and args[i] in ("-H", "-L", "-P", "-D", "-O") or (i < len(args) and args[i][:2] == "-O"):
+        i += 2 if args[i] == "-D" else 1
+    starts: list[str] = []
+    while i < len(args) and not args[i].startswith("-") and args[i] not in ("(", "!", ","):
+        starts.append(args[i])
+        i += 1
+    if "-delete" in args[i:]:
+        files.unknown_writes.extend(starts or ["."])
+    for key, value in zip(args[i:], args[i + 1 :], strict=False):
+        if key in _FIND_WRITES:
+            files.writes.append(value)
+
+
+def _seven_zip(name: str, args: list[str], files: Files) -> None:
+    command = next((a for a in args if not a.startswith("-")), "")
+    operands = [a for a in args if not a.startswith("-")][1:]
+    if command in ("x", "e"):
+        out = next((a[2:] for a in args if a.startswith("-o")), "")
+        files.unknown_writes.append(out)
+        files.reads.extend(operands[:1])
+    elif command in ("a", "u", "d", "rn") and operands:
+        files.writes.append(operands[0])
+        files.trees.extend(operands[1:])
+    else:
+        files.reads.extend(operands[:1])
+
+
+def _cpio(name: str, args: list[str], files: Files) -> None:
+    operands, options = _operands(args, frozenset({"-D", "--directory", "-F", "--file", "-E", "-H", "-R", "-I", "-O"}))
+    folder = next((value for key, value in options if key in ("-D", "--directory")), "")
+    letters = _letters(args)
+    if letters & {"-i", "--extract"}:
+        files.unknown_writes.append(folder)
+    elif letters & {"-p", "--pass-through"}:
+        files.unknown_writes.extend(operands[:1] or [folder])
+    files.writes.extend(value for key, value in options if key in ("-O",))
+    files.reads.extend(value for key, value in options if key in ("-I", "-E"))
+
+
+def _ssh_keygen(name: str, args: list[str], files: Files) -> None:
+    _, options = _operands(args, frozenset({"-f", "-t", "-b", "-C", "-N", "-P", "-a", "-m", "-n", "-I", "-V", "-O"}))
+    for key, value in options:
+        if key == "-f":
+            files.writes.extend((value, value + ".pub"))
+
+
+def _mktemp(name: str, args: list[str], files: Files) -> None:
+    operands, options = _operands(args, frozenset({"-p", "--tmpdir", "--suffix"}))
+    folder = next((value for key, value in options if key in ("-p", "--tmpdir") and value), None)
+    for template in operands[:1]:
+        where = template.rsplit("/", 1)[0] if "/" in template else ""
+        files.unknown_writes.append(f"{folder}/{where}".rstrip("/") if folder else where or "")
+    if not operands and folder:
+        files.unknown_writes.append(folder)
 
 
 def _ss(name: str, args: list[str], files: Files) -> None:
@@ -617,5 +756,12 @@ _HANDLERS = {
     "tree": _tree,
     "script": _script,
     "time": _time,
+    "find": _find,
+    "7z": _seven_zip,
+    "7za": _seven_zip,
+    "7zr": _seven_zip,
+    "cpio": _cpio,
+    "ssh-keygen": _ssh_keygen,
+    "mktemp": _mktemp,
     **dict.fromkeys(("bash", "sh", "zsh", "dash", "ksh", "fish"), _shell),
 }

@@ -427,6 +427,37 @@ WRITES = [
     "patch -p1 <<'EOF'\n--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1 +1 @@\n-a\n+b\nEOF",
     "git apply <<'EOF'\n--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1 +1 @@\n-a\n+b\nEOF",
     "cd docs && git apply <<'EOF'\n--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1 +1 @@\n-a\n+b\nEOF",
+    # found after the issue's run: cd through a wrapper, the folder stack, find, git's own writers, links
+    "builtin cd src && echo > a.txt",
+    "command cd src && touch b",
+    "cd ~+/src && echo > a.txt",
+    "echo > ~+/src/a.txt",
+    "pushd docs; pushd +1; echo > a.txt",
+    "find src -delete",
+    "find . -name '*.txt' -delete",
+    "find . -fprint src/list",
+    "git checkout -- src/a.txt",
+    "git checkout -- .",
+    "git restore src/a.txt",
+    "git rm -q src/a.txt",
+    "git mv src/a.txt b",
+    "git stash",
+    "git reset --hard HEAD~1",
+    "git checkout -q other",
+    "git clean -fdx",
+    "git pull -q",
+    "git worktree add src/wt",
+    "git clone -q . src/c",
+    "perl -0pi -e 's/a/b/' src/a.txt",
+    "gawk -i inplace 1 src/a.txt",
+    "curl -sO --output-dir src https://example.invalid/a.txt",
+    "sponge src/a.txt < x",
+    "7z x x.7z -osrc",
+    "cpio -idm < x.cpio",
+    "ssh-keygen -q -N '' -f src/k",
+    "mktemp src/XXXX",
+    "ln -s src s2 && echo > s2/a.txt",
+    "ln src/a.txt h && echo x > h",
 ]
 
 
@@ -487,6 +518,14 @@ def test_protected_writes_through_bash_are_asked_about(root: Path, command: str)
         "sed -i s/a/b/ docs/guide.md",
         "echo hi > /dev/null",
         "npm test > out.log 2>&1",
+        "find docs -delete",
+        "git restore docs/guide.md",
+        "git reset HEAD docs",
+        "git stash list",
+        "ln -s docs d2",
+        "7z x x.7z -odocs",
+        "curl -sO https://example.invalid/a.txt",
+        "mktemp",
     ],
 )
 def test_writes_elsewhere_still_run(root: Path, command: str) -> None:
@@ -569,6 +608,13 @@ def test_a_diff_in_the_command_into_protected_paths_is_asked_and_one_elsewhere_r
     hook = policy(root).decide(bash(f"cd docs && git apply <<'EOF'\n{_diff('.git/hooks/pre-commit')}EOF", root))
     assert hook.behaviour == "ask"
     assert policy(root).decide(bash(f"patch -p1 <<'EOF'\n{_DOCS_DIFF}EOF", root)).behaviour == "allow"
+
+
+@pytest.mark.parametrize("command", ["git checkout main", "git pull", "git stash", "git reset --hard"])
+def test_git_rewriting_the_tree_is_not_a_protected_path_question(root: Path, command: str) -> None:
+    """Asked only where an Edit rule lies (git manages .git itself, and the sandbox holds the rest)."""
+    assert policy(root).decide(bash(command, root)).behaviour == "allow"
+    assert policy(root, deny=("Edit(src/**)",)).decide(bash(command, root)).behaviour == "ask"
 
 
 def test_a_cd_into_a_protected_folder_is_followed(root: Path) -> None:
