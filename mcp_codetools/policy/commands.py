@@ -84,8 +84,9 @@ class CommandParts:
     glob_reads: tuple[str, ...] = ()
     """Operands with globs (`cat .en*`): bash replaces them with the names they match, found on disk."""
     glob_writes: tuple[str, ...] = ()
-    tree_changes: tuple[str, ...] = ()
-    """Why the command rewrites a repository's working tree wholesale: asked where an Edit rule lies anywhere.
+    unseen_writes: tuple[str, ...] = ()
+    """Why the command may write files anywhere (`git checkout BRANCH` rewrites the working tree, a command
+    that does not parse): asked where any Read or Edit path rule lies.
 
     Not a protected-path question: git manages its own `.git`, and asking at every `git pull` would teach
     a user to say yes. The sandbox keeps protected paths read-only whatever git checks out.
@@ -109,7 +110,10 @@ def split_command(command: str) -> CommandParts:
     return _split_command(command)
 
 
-_TOO_LONG = CommandParts((), (), False, ("too long to analyse",), parsed=False)
+_TOO_LONG = CommandParts(
+    (), (), False, ("too long to analyse",), unknown_reads=(None,), parsed=False,
+    unseen_writes=("a command too long to analyse",),
+)  # fmt: skip
 
 
 @functools.lru_cache(maxsize=256)
@@ -117,8 +121,11 @@ def _split_command(command: str) -> CommandParts:
     if not command.strip():
         return CommandParts((), (), True)
     walk = _Walk(("",), 0)
-    if not walk.run(command):
-        return CommandParts((), (), False, tuple(walk.notes), parsed=False)
+    if not walk.run(command):  # it may read or write anything
+        return CommandParts(
+            (), (), False, tuple(walk.notes), unknown_reads=(None,), parsed=False,
+            unseen_writes=("a command that could not be parsed",),
+        )  # fmt: skip
     return walk.parts()
 
 
@@ -164,7 +171,7 @@ class _Walk:
             glob_reads=tuple(dict.fromkeys(files.glob_reads)),
             glob_writes=tuple(dict.fromkeys(files.glob_writes)),
             top_writes=tuple(dict.fromkeys(files.top_writes)),
-            tree_changes=tuple(dict.fromkeys(files.tree_changes)),
+            unseen_writes=tuple(dict.fromkeys(files.unseen_writes)),
         )
 
     def visit(self, node: Any, stdin: str | None) -> None:
@@ -183,8 +190,12 @@ class _Walk:
                 self.visit(part, fed)
                 fed = self._piped_script(part)
             return
+        # `( … ) > f`, `{ …; } < f`, `while …; done <<< s`: the redirections of a compound command are its
+        # parts' too, made in the folder it starts in; its parts share its input.
+        for redirect in getattr(node, "redirects", None) or ():
+            stdin = self._redirect(redirect, stdin)
         for child in _children(node):
-            self.visit(child, "")
+            self.visit(child, stdin)
 
     def _command(self, node: Any, stdin: str | None) -> None:
         words: list[str] = []
@@ -255,7 +266,7 @@ class _Walk:
             if local.writes or local.unknown_writes or local.glob_writes or local.top_writes:
                 files.unknown_writes.append(None)
             files.config.extend(local.config)
-            files.tree_changes.extend(local.tree_changes)
+            files.unseen_writes.extend(local.unseen_writes)
             return
         files.reads.extend(_under(folder, p) for p in local.reads)
         files.glob_reads.extend(_under(folder, p) for p in local.glob_reads)
@@ -266,7 +277,7 @@ class _Walk:
         files.unknown_writes.extend(None if p is None else _under(folder, p) for p in local.unknown_writes)
         files.unknown_reads.extend(None if p is None else _under(folder, p) for p in local.unknown_reads)
         files.top_writes.extend((_under(folder, f) if f else folder, name) for f, name in local.top_writes)
-        files.tree_changes.extend(local.tree_changes)
+        files.unseen_writes.extend(local.unseen_writes)
         files.config.extend(local.config)
 
     def _cd(self, words: list[str], known: list[bool]) -> None:
@@ -317,7 +328,7 @@ class _Walk:
             "glob_writes",
             "visible_trees",
             "top_writes",
-            "tree_changes",
+            "unseen_writes",
         ):
             getattr(self.files, name).extend(getattr(inner.files, name))
         self.folders = tuple(dict.fromkeys([*self.folders, *inner.folders]))[:_MAX_FOLDERS]
@@ -385,7 +396,7 @@ class _Walk:
                 self.redirect_writes.append(path)
             if kind in _READING_REDIRECTS:
                 self.redirect_reads.append(path)
-        return "" if kind == "<" else stdin
+        return None if kind == "<" else stdin  # a file as input: a shell reading it runs what is not known
 
     def _text(self, node: Any) -> str:
         start, end = node.pos

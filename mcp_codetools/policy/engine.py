@@ -208,10 +208,10 @@ class _RuleIndex:
                 reaching = self._reaching(folder, ("Read", "Edit"))
                 if reaching is not None:
                     return reaching, _folder_subject(folder, "writes")
-            if parts.tree_changes:  # the repository's top may lie above every folder the command names
+            if parts.unseen_writes:  # a repository's top may lie above every folder the command names
                 reaching = self._reaching(None, ("Read", "Edit"))
                 if reaching is not None:
-                    return reaching, f"files `{parts.tree_changes[0]}` changes in the working tree"
+                    return reaching, f"files written by {parts.unseen_writes[0]}"
         return None
 
     def _reaching(self, folder: str | None, tools: tuple[str, ...]) -> Rule | None:

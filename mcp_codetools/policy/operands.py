@@ -38,8 +38,8 @@ class Files:
     glob_writes: list[str] = field(default_factory=list)
     visible_trees: list[str] = field(default_factory=list)
     """Folders read whole except for hidden names (`rg`, `ag` without `--hidden`)."""
-    tree_changes: list[str] = field(default_factory=list)
-    """Why the command rewrites a repository's working tree wholesale (`git checkout BRANCH`, `git pull`)."""
+    unseen_writes: list[str] = field(default_factory=list)
+    """Why the command may write files it does not name anywhere (`git checkout BRANCH`, `git pull`)."""
     top_writes: list[tuple[str, str]] = field(default_factory=list)
     """(folder, name): `name` written relative to the repository's top, which is that folder or one above it."""
 
@@ -540,6 +540,8 @@ _CURL_VALUES = frozenset(
         "--cookie-jar",
         "-D",
         "--dump-header",
+        "--post-file",
+        "--body-file",
     }
 )
 
@@ -553,7 +555,7 @@ def _curl(name: str, args: list[str], files: Files) -> None:
             name == "wget" and key == "-O"
         ):
             files.writes.append(value)
-        elif key in ("-T", "--upload-file", "-K", "--config", "-b", "--cookie"):
+        elif key in ("-T", "--upload-file", "-K", "--config", "-b", "--cookie", "--post-file", "--body-file"):
             files.reads.append(value)
         elif key in ("-d", "--data", "--data-binary", "-F", "--form") and "@" in value:
             files.reads.append(value.split("@", 1)[1].split(";", 1)[0])
@@ -582,14 +584,14 @@ def _git(name: str, args: list[str], files: Files, stdin: str | None) -> None:
         _git_apply(rest, files, stdin)
     elif sub == "am" and not {"--show-current-patch"} & _letters(rest):
         files.unknown_writes.append("")
-        files.tree_changes.append("git am")
+        files.unseen_writes.append("`git am`")
     elif sub in ("rm", "restore", "checkout"):
         operands, _ = _operands(rest, _GIT_PATH_VALUES)
         paths = operands[operands.index("--") + 1 :] if "--" in rest and "--" in operands else operands
         files.writes.extend(paths)  # a branch name counts as a path too: it can only ask more
         files.unknown_writes.extend(paths)  # a folder (`.`) with what is under it
         if sub == "checkout" and "--" not in rest:
-            files.tree_changes.append("git checkout")
+            files.unseen_writes.append("`git checkout`")
         if any(a.startswith("--pathspec-from-file") for a in rest):
             files.unknown_writes.append("")
     elif sub in ("clone", "init") or (sub == "worktree" and rest[:1] == ["add"]):
@@ -600,14 +602,18 @@ def _git(name: str, args: list[str], files: Files, stdin: str | None) -> None:
         files.writes.append(target or ".")
         files.unknown_writes.append(target or "")
     elif _changes_the_tree(sub, rest):
-        files.tree_changes.append(f"git {sub}")
+        files.unseen_writes.append(f"`git {sub}`")
     elif sub in ("add", "stash", "commit", "hash-object", "diff", "show", "blame", "log", "grep", "cat-file", "mv"):
         operands, _ = _operands(rest)
         files.reads.extend(op for op in operands if op != ".")
         if sub == "mv":
             files.writes.extend(operands)
+        if sub == "grep" and {"--no-index", "--untracked"} & set(rest):  # files git does not track, too
+            patterned = any(a in ("-e", "-f") or a.startswith(("--regexp", "--file")) for a in rest)
+            paths = rest[rest.index("--") + 1 :] if "--" in rest else operands if patterned else operands[1:]
+            files.trees.extend(paths or ["."])
         if sub == "stash" and _changes_the_tree(sub, rest):
-            files.tree_changes.append("git stash")
+            files.unseen_writes.append("`git stash`")
         # `git show HEAD:.env`: a path in a revision; `git add .` is left to .gitignore (and the sandbox)
         files.reads.extend(op.split(":", 1)[1] for op in operands if ":" in op and op.split(":", 1)[1])
     for arg in rest:

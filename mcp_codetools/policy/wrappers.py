@@ -17,6 +17,7 @@ asked about.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -169,6 +170,7 @@ WRAPPERS: dict[str, Spec] = {
     "chronic": _spec("", "-e -v"),
     "fakeroot": _spec("-l --lib --faked -s -i", "-u --unknown-is-real"),
     "eatmydata": _spec(),
+    "busybox": _spec(),  # `busybox sh -c …`: the applet is the command
     "torsocks": _spec("-u -p -a -P", "-i -d -q --shell"),
     "proxychains": _spec("-f", "-q"),
     "proxychains4": _spec("-f", "-q"),
@@ -205,7 +207,7 @@ RUNNERS: dict[tuple[str, str], Spec] = {
 }
 """`tool sub cmd …`: subcommands that run a command (npx: the package's binary, read as a command too)."""
 
-SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish", "yash", "posh", "rbash", "busybox"})
+SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish", "yash", "posh", "rbash"})
 _SHELL_VALUES = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 
 # Global options: what a program reads before its subcommand. Rules name subcommands (`Bash(git push *)`).
@@ -361,6 +363,11 @@ def _read(
         words = (name, *words[1:])
         add(Reading(words, _open_from(known), chdir))
     rest, rest_known = words[1:], known[1:]
+    if name in ("su", "runuser"):
+        _su(rest, rest_known, found)  # `su - root -c '…'`: after the user, the words are the shell's
+    if name == "parallel":
+        _parallel(rest, rest_known, stdin, chdir, depth, add, found)
+        return
     spec = WRAPPERS.get(name)
     if spec is not None:
         for start, scripts, folder in _parse(spec, rest, rest_known):
@@ -600,6 +607,40 @@ def _xargs(
         _read_open(command, marks, chdir, depth, add, found)
 
 
+def _su(args: tuple[str, ...], known: tuple[bool, ...], found: Readings) -> None:
+    """Every `-c CMD` of su, wherever it stands (the wrapper table reads only the options before the user)."""
+    for i, word in enumerate(args):
+        key, eq, value = word.partition("=")
+        if word in ("-c", "--command", "--session-command") and i + 1 < len(args):
+            found.scripts.append(args[i + 1] if known[i + 1] else None)
+        elif eq and key in ("--command", "--session-command"):
+            found.scripts.append(value if known[i] else None)
+        elif word.startswith("-c") and len(word) > 2:
+            found.scripts.append(word[2:] if known[i] else None)
+
+
+def _parallel(
+    args: tuple[str, ...],
+    known: tuple[bool, ...],
+    stdin: str | None,
+    chdir: str | None,
+    depth: int,
+    add: _Add,
+    found: Readings,
+) -> None:
+    """GNU parallel: the words before `:::` are a command, with arguments not known; none: the input's lines."""
+    end = next((i for i, w in enumerate(args) if w in (":::", "::::", ":::+", "::::+")), len(args))
+    start = next((i for i in range(end) if not args[i].startswith("-")), end)
+    if start > 0:  # an option may take the next word: read from every start, as for an unknown option
+        for i in range(start + 1):
+            if i < end and not args[i].startswith("-"):
+                _read_open((*args[i:end], ""), (*known[i:end], False), chdir, depth, add, found)
+    if start >= end:
+        found.scripts.append(stdin or None)  # the commands are the input's lines
+    elif start == 0:
+        _read_open((*args[:end], ""), (*known[:end], False), chdir, depth, add, found)
+
+
 def _read_open(
     words: tuple[str, ...], known: tuple[bool, ...], chdir: str | None, depth: int, add: _Add, found: Readings
 ) -> None:
@@ -657,10 +698,38 @@ def _git(args: tuple[str, ...], known: tuple[bool, ...], chdir: str | None, add:
         else:
             break
     rest, rest_known = args[i:], known[i:]
+    _git_runs(rest, rest_known, found)
     opened = _open_from((True, *rest_known))
     if rest and rest_known[0] and rest[0] not in GIT_COMMANDS:
         opened = 1  # an alias (or a git-NAME program): what it runs is not in the text
     add(Reading(("git", *rest), opened, folder))
+
+
+_GIT_COMMAND_OPTIONS = {
+    "rebase": ("-x", "--exec"),
+    "difftool": ("-x", "--extcmd"),
+    "filter-branch": ("--env-filter", "--tree-filter", "--index-filter", "--parent-filter", "--msg-filter",
+                      "--commit-filter", "--tag-name-filter"),
+}  # fmt: skip
+"""git subcommands' options whose value is a command line git runs."""
+
+
+def _git_runs(rest: tuple[str, ...], known: tuple[bool, ...], found: Readings) -> None:
+    """Command lines a git subcommand runs: `submodule foreach CMD`, `bisect run CMD`, `rebase --exec CMD`."""
+    sub = rest[0] if rest else ""
+    if sub == "submodule" and "foreach" in rest:
+        at = rest.index("foreach") + 1
+        while at < len(rest) and rest[at] in ("--recursive", "-q", "--quiet"):
+            at += 1
+        found.scripts.append(" ".join(rest[at:]) if all(known[at:]) else None)
+    elif sub == "bisect" and rest[1:2] == ("run",):
+        found.scripts.append(shlex.join(rest[2:]) if all(known[2:]) else None)
+    for key in _GIT_COMMAND_OPTIONS.get(sub, ()):
+        for i, word in enumerate(rest):
+            if word == key and i + 1 < len(rest):
+                found.scripts.append(rest[i + 1] if known[i + 1] else None)
+            elif word.startswith(key + "=") or (len(key) == 2 and word.startswith(key) and len(word) > 2):
+                found.scripts.append(word[len(key) + (word[len(key)] == "=") :] if known[i] else None)
 
 
 def _git_option(key: str, value: str, found: Readings) -> None:
@@ -672,6 +741,8 @@ def _git_option(key: str, value: str, found: Readings) -> None:
             found.scripts.append(body[1:])
     elif key == "-c" and _RUNS_A_PROGRAM.match(value):
         found.program_config.append(f"git -c {value.partition('=')[0]} makes git run a program or read more config")
+        if not value.lower().startswith(("include", "http.", "protocol.")):
+            found.scripts.append(value.partition("=")[2].lstrip().removeprefix("!"))  # the command git runs
     elif key == "--config-env":
         found.program_config.append("git --config-env sets config from the environment")
     elif key == "--exec-path":
