@@ -31,6 +31,7 @@ from mcp_codetools.files.editing import (
 )
 from mcp_codetools.files.refusals import missing_file_error
 from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
+from mcp_codetools.tools import edit_checks
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
 
@@ -111,10 +112,14 @@ class EditTool(Tool[EditInput, Replacement | None]):
         path = ctx.paths["file_path"]
         session = ctx.session
         if replacement is None:
+            problem = edit_checks.syntax_gate(session.settings, path, None, args.new_string)
             size = create_file(path, args.new_string, session.workspace, session.history, session.ledger)
-            return ToolOutput(
+            created = ToolOutput(
                 created_message(path, args.new_string), meta={"path": str(path), "type": "create", "bytes": size}
             )
+            edit_checks.add_syntax_note(created, problem)
+            await edit_checks.add_diagnostics_note(created, session, path, None, args.new_string)
+            return created
         loaded, matches = replacement.loaded, replacement.matches
         body = loaded.body
         wanted = args.new_string if replacement.new_string is None else replacement.new_string
@@ -124,6 +129,13 @@ class EditTool(Tool[EditInput, Replacement | None]):
                 f"new_string has characters the file's encoding ({loaded.fmt.encoding}) cannot hold."
             )
         new_body = matching.apply(body, matches, new)
+        checked = edit_checks.applies(session, path)
+        new_text = loaded.to_display(new_body) if checked else ""
+        problem = None
+        if checked:
+            first = matching.line_of(new_body, matches[0].start) - 1
+            last = first + loaded.to_display(new).count("\n") if len(matches) == 1 else None
+            problem = edit_checks.syntax_gate(session.settings, path, loaded.text, new_text, first, last)
         data = loaded.to_file(new_body)
         refuse_read_only(loaded.st, path)
         session.history.remember(path, loaded.data, made_by="Edit")
@@ -135,6 +147,9 @@ class EditTool(Tool[EditInput, Replacement | None]):
         if replacement.recovered is not None:
             output.text += "\n" + recovery.applied_note(replacement.recovered)
             output.meta["recovered"] = list(replacement.recovered.kinds)
+        if checked:
+            edit_checks.add_syntax_note(output, problem)
+            await edit_checks.add_diagnostics_note(output, session, path, loaded.text, new_text)
         return output
 
 

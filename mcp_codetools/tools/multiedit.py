@@ -23,6 +23,7 @@ from mcp_codetools.files.editing import (
 from mcp_codetools.files.multi_edit import EditStep, Planned, plan_edits
 from mcp_codetools.files.refusals import missing_file_error
 from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
+from mcp_codetools.tools import edit_checks
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
 
@@ -111,6 +112,9 @@ class MultiEditTool(Tool[MultiEditInput, _Prepared]):
             + hard_link_note(loaded.st)
             + "".join(f"\nedits[{i}]: {recovery.applied_note(r)}" for i, r in planned.recovered.items())
         )
+        checked = edit_checks.applies(session, path)
+        new_text = _display(loaded)(body) if checked else ""
+        problem = edit_checks.syntax_gate(session.settings, path, loaded.text, new_text) if checked else None
         refuse_read_only(loaded.st, path)
         recheck_unchanged(path, loaded)
         session.history.remember(path, loaded.data, made_by="MultiEdit")
@@ -119,7 +123,11 @@ class MultiEditTool(Tool[MultiEditInput, _Prepared]):
         meta: dict[str, Any] = {"path": str(path), "edits": len(planned.counts), "replacements": planned.counts}
         if planned.recovered:
             meta["recovered"] = {str(i): list(r.kinds) for i, r in planned.recovered.items()}
-        return ToolOutput(text, meta=meta)
+        output = ToolOutput(text, meta=meta)
+        if checked:
+            edit_checks.add_syntax_note(output, problem)
+            await edit_checks.add_diagnostics_note(output, session, path, loaded.text, new_text)
+        return output
 
 
 def _display(loaded: Loaded) -> Callable[[Any], str]:
