@@ -243,7 +243,7 @@ class PermissionGate:
                 f"The user declined this {facts.tool} call (asked because {decision.reason}). "
                 "Do not retry it as it is; ask the user how to go on."
             )
-        if self.unanswered == "allow":
+        if self.unanswered == "allow" and not _deny_rule_may_hold(decision):
             logger.info("permission: %s allowed without asking (the client cannot be asked)", facts.tool)
             return
         raise PermissionDeniedError(
@@ -269,6 +269,11 @@ class PermissionGate:
         return notes
 
 
+def _deny_rule_may_hold(decision: Decision) -> bool:
+    """A question asked because a deny rule could apply (`$(echo git) push`): only a person answers it."""
+    return decision.rule is not None and decision.rule.behaviour == "deny"
+
+
 def _refusal(tool: str, reason: str) -> str:
     return f"Permission to use {tool} was denied: {reason}. The call was not run."
 
@@ -280,6 +285,6 @@ def _with_hook(decision: Decision, outcome: HookOutcome, facts: CallFacts) -> De
         return Decision("deny", _refusal(facts.tool, f"a PreToolUse hook said no ({outcome.reason})"))
     if outcome.decision == "ask" and decision.behaviour == "allow":
         return Decision("ask", f"a PreToolUse hook asks ({outcome.reason})", None, decision.subject)
-    if outcome.decision == "allow" and decision.behaviour == "ask":
+    if outcome.decision == "allow" and decision.behaviour == "ask" and not _deny_rule_may_hold(decision):
         return Decision("allow", f"a PreToolUse hook allowed it ({outcome.reason})")
     return decision

@@ -227,3 +227,19 @@ def _command_body(spec: str) -> str:
     if bare_too:
         body += "(?: .*)?"
     return body
+
+
+def literal_prefix(rule: Rule, roots: Iterable[str]) -> list[str]:
+    """The folders (absolute) below which every path `rule` matches lies: `src/**/*.py` at each root is `<root>/src`."""
+    if rule.specifier is None or rule.path_body is None:
+        return ["/"]
+    _, pattern = _anchor_of(rule.specifier)
+    literal: list[str] = []
+    for part in pattern.strip("/").split("/"):
+        if part in ("", "."):
+            continue
+        if any(c in part for c in "*?[\\"):
+            break
+        literal.append(part)
+    tail = "/".join(literal)
+    return [os.path.normpath(f"{base}/{tail}") if tail else base for base in rule.bases(roots)]
