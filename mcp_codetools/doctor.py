@@ -48,14 +48,26 @@ def _environment(roots: list[str]) -> bool:
 
 
 def _sandbox_check() -> bool:
-    """Which sandbox backend works here; a failure only when the environment asks for the sandbox."""
+    """The backends this platform has and whether each works, and the one in use; a failure only when asked for."""
     from mcp_codetools.config import SandboxSettings
-    from mcp_codetools.shell.sandbox import SandboxUnavailable, probe
+    from mcp_codetools.shell.sandbox import SandboxUnavailable, platform_backends, probe
 
     try:
         wanted = SandboxSettings.from_env()
     except ValueError as exc:
         return _say(False, f"sandbox: {exc}")
+    kinds = platform_backends()
+    if not kinds:
+        print(f"  sandbox      no backend exists for {sys.platform} (under WSL, bubblewrap and Landlock work)")
+        return not wanted.enabled or _say(False, "sandbox: asked for, and no backend exists here")
+    states = []
+    for kind in kinds:
+        try:
+            probe(dataclasses.replace(wanted, enabled=True, backend=kind))
+            states.append(f"{kind} (works)")
+        except SandboxUnavailable:
+            states.append(f"{kind} (does not work here)")
+    print(f"  sandbox      backends on {sys.platform}: {', '.join(states)}")
     state = "on" if wanted.enabled else "off; --sandbox turns it on"
     try:
         works = probe(dataclasses.replace(wanted, enabled=True))
@@ -64,8 +76,21 @@ def _sandbox_check() -> bool:
             return _say(False, f"sandbox ({state}): {exc}")
         print(f"  sandbox      ({state}) unavailable: {exc}")
         return True
-    print(f"  sandbox      ({state}) {works.describe()}")
+    print(f"  sandbox      ({state}) backend {works.backend}: {works.describe()}")
     return True
+
+
+def native_windows_notice() -> str:
+    """What works on native Windows, and how to run the server under WSL instead (stderr and doctor)."""
+    config = '{"command": "wsl", "args": ["/home/you/.local/bin/mcp-codetools", "--root", "/home/you/project"]}'
+    return (
+        "mcp-codetools: native Windows is not supported yet, so the server does not start here. Its file tools "
+        "confine every path by opening it from a checked folder's descriptor without following links, which "
+        "Windows does not offer, and the server would rather not start than run them unconfined. What works "
+        "on Windows: `mcp-codetools config`, `mcp-codetools doctor` and `--version`. Run the server under WSL "
+        "instead: install it there (`pipx install mcp-codetools`; `command -v mcp-codetools` prints its path) "
+        f"and put in the client's config: {config} (Windows drives are under /mnt/c in WSL)."
+    )
 
 
 async def _scenario(workdir: Path) -> bool:
@@ -157,6 +182,11 @@ def _roots_ok(roots: list[str]) -> bool:
 def run_doctor(roots: list[str] | None) -> int:
     """Check the environment and the roots, then run Read -> Edit through a real client; 0 when all works."""
     roots = roots or []
+    if sys.platform == "win32":
+        _environment(roots)
+        print(native_windows_notice().removeprefix("mcp-codetools: "))
+        print("\nVerdict: the server does not run natively on Windows; run it under WSL (see above)")
+        return 1
     env_ok = _environment(roots)
     env_ok = _roots_ok(roots) and env_ok
     print("Seed scenario (Read -> Edit) through a real MCP client")

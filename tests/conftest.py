@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def _platform_skips() -> dict[str, str]:
+    """Why each platform marker's tests cannot run here (absent: they can)."""
+    skips = {}
+    if not sys.platform.startswith("linux"):
+        skips["linux_only"] = f"needs Linux (this is {sys.platform})"
+    if sys.platform != "darwin":
+        skips["macos_only"] = f"needs macOS (this is {sys.platform})"
+    if sys.platform == "win32":
+        skips["posix_only"] = "needs POSIX (this is Windows)"
+    if not os.path.isdir("/proc/self/fd"):
+        skips["proc"] = "needs /proc (absent or empty here)"
+    return skips
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    skips = _platform_skips()
+    for item in items:
+        for marker, reason in skips.items():
+            if marker in item.keywords:
+                item.add_marker(pytest.mark.skip(reason=f"{marker}: {reason}"))
+                break
     if config.getoption("--run-slow"):
         return
     skip = pytest.mark.skip(reason="slow: pass --run-slow")
