@@ -76,7 +76,8 @@ def _sandbox_check() -> bool:
             return _say(False, f"sandbox ({state}): {exc}")
         print(f"  sandbox      ({state}) unavailable: {exc}")
         return True
-    print(f"  sandbox      ({state}) backend {works.backend}: {works.describe()}")
+    using = "in use" if wanted.enabled else "would use"
+    print(f"  sandbox      ({state}) {using} {works.backend}: {works.describe()}")
     return True
 
 

@@ -501,7 +501,8 @@ def probe(settings: SandboxSettings) -> Sandbox:
     if not wanted:
         problems.append(f"no sandbox backend exists for this platform ({sys.platform})")
     raise SandboxUnavailable(
-        f"The Bash sandbox was asked for, but no backend works on this machine: {'; '.join(problems)}. {_advice()}"
+        f"The Bash sandbox was asked for, but no backend works on this machine: {'; '.join(problems)}. "
+        + (_advice() if settings.backend in ("auto", *here) else _elsewhere(here))
     )
 
 
@@ -538,6 +539,11 @@ def _probe_one(kind: Backend, settings: SandboxSettings, problems: list[str]) ->
 def _platforms_of(kind: str) -> str:
     names = {"linux": "Linux", "darwin": "macOS"}
     return " and ".join(names[platform] for platform, kinds in PLATFORM_BACKENDS.items() if kind in kinds)
+
+
+def _elsewhere(here: Sequence[Backend]) -> str:
+    options = " or ".join(f"`{kind}`" for kind in ("auto", *here))
+    return f"Here use {options} (--sandbox-backend), or start the server without --sandbox."
 
 
 def _advice() -> str:

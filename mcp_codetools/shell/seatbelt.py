@@ -127,9 +127,7 @@ def profile(
     kept = list(dict.fromkeys(p for path in read_only for p in resolved(path)))
     hidden_filters = _path_filters(hidden)
     fixed = _folders_on_the_way([*kept, *hidden], folders)
-    fixed_filters = [f"(literal {sbpl_string(f)})" for f in fixed] + [
-        caseless_pattern(f, beneath=False) for f in fixed
-    ]
+    fixed_filters = [f"(literal {sbpl_string(f)})" for f in fixed] + [caseless_pattern(f, beneath=False) for f in fixed]
     unwritable = [*_path_filters(kept), *hidden_filters, *fixed_filters]
     lines = [
         "(version 1)",

@@ -51,7 +51,7 @@ def run(sandbox: Sandbox, root: Path, script: str, scratch: Path | None = None) 
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
 
 
-@pytest.fixture(params=["bwrap", "landlock"])
+@pytest.fixture(params=["bwrap", "landlock", "seatbelt"])
 def sandbox(request: pytest.FixtureRequest) -> Sandbox:
     return backend(request.param)
 
@@ -116,6 +116,7 @@ def test_bwrap_has_a_private_tmp(tmp_path: Path) -> None:
     assert not marker.exists(), "the sandbox's /tmp is the host's"
 
 
+@pytest.mark.proc  # finds the leftovers in /proc
 def test_bwrap_leaves_no_process_behind(tmp_path: Path) -> None:
     tag = f"sandboxed-{secrets.token_hex(4)}"
     sandbox = backend("bwrap")
@@ -256,6 +257,7 @@ def test_an_unknown_backend_machine_is_refused_with_a_reason(monkeypatch: pytest
 
     monkeypatch.setattr(module, "find_bwrap", lambda: None)
     monkeypatch.setattr(module, "landlock_abi", lambda: 0)
+    monkeypatch.setattr(module.seatbelt, "SANDBOX_EXEC", "/nonexistent/sandbox-exec")
     with pytest.raises(SandboxUnavailable, match="no backend works"):
         probe(SandboxSettings(enabled=True))
 

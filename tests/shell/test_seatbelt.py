@@ -35,7 +35,7 @@ def read_sbpl(text: str) -> list[Rule]:
     stack: list[list[Any]] = [[]]
     end = 0
     for token in tokens:
-        assert token.start() == end, f"unreadable SBPL at {text[end:end + 40]!r}"
+        assert token.start() == end, f"unreadable SBPL at {text[end : end + 40]!r}"
         end = token.end()
         if token["open"]:
             stack.append([])
