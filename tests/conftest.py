@@ -16,6 +16,7 @@ from mcp_codetools.session import CodeSession
 from mcp_codetools.tools import default_tools
 from mcp_codetools.tools.base import ToolOutput
 from tests.gates import Gates
+from tests.platform_marks import reads_proc
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -26,6 +27,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="after a run of the whole tests/reliability suite, write its report to PATH (default: no report)",
     )
+
+
+def _conftests(path: Path) -> list[Path]:
+    tests = Path(__file__).resolve().parent
+    return [folder / "conftest.py" for folder in path.parents if folder.is_relative_to(tests)
+            and (folder / "conftest.py").is_file()]  # fmt: skip
 
 
 def _platform_skips() -> dict[str, str]:
@@ -44,6 +51,11 @@ def _platform_skips() -> dict[str, str]:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     skips = _platform_skips()
+    for item in items:  # found from the sources: many tests read /proc through shared helpers
+        if isinstance(item, pytest.Function) and reads_proc(
+            item.path, item.originalname, item.fixturenames, _conftests(item.path)
+        ):
+            item.add_marker(pytest.mark.proc)
     for item in items:
         for marker, reason in skips.items():
             if marker in item.keywords:
