@@ -42,8 +42,6 @@ def _platform_skips() -> dict[str, str]:
         skips["linux_only"] = f"needs Linux (this is {sys.platform})"
     if sys.platform != "darwin":
         skips["macos_only"] = f"needs macOS (this is {sys.platform})"
-    if sys.platform == "win32":
-        skips["posix_only"] = "needs POSIX (this is Windows)"
     if not os.path.isdir("/proc/self/fd"):
         skips["proc"] = "needs /proc (absent or empty here)"
     return skips

@@ -12,11 +12,13 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from mcp_codetools import cli
+from mcp_codetools.search.locate import find_rg
 
 AUDIT = Path(__file__).with_name("windows_imports.py")
 TIMEOUT_S = 120
@@ -69,6 +71,15 @@ def _package_modules() -> list[str]:
     return names
 
 
+@pytest.fixture
+def windows(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """`sys.platform` says win32 for the test; what was looked up under it (rg's path) is forgotten after."""
+    monkeypatch.setattr(sys, "platform", "win32")
+    find_rg.cache_clear()
+    yield
+    find_rg.cache_clear()
+
+
 def _check_notice(text: str) -> None:
     assert "native Windows is not supported yet" in text and "does not start" in text
     assert "`mcp-codetools config`, `mcp-codetools doctor` and `--version`" in text, "what works there"
@@ -78,20 +89,20 @@ def _check_notice(text: str) -> None:
     assert parsed["command"] == "wsl" and parsed["args"][0].endswith("mcp-codetools") and "--root" in parsed["args"]
 
 
+@pytest.mark.usefixtures("windows")
 def test_serve_on_windows_refuses_with_what_works_and_the_wsl_line(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(sys, "platform", "win32")
     assert cli.main(["--root", str(tmp_path)]) == 1
     out, err = capsys.readouterr()
     assert out == "", "stdout is the protocol"
     _check_notice(err)
 
 
+@pytest.mark.usefixtures("windows")
 def test_doctor_on_windows_reports_and_points_at_wsl(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(sys, "platform", "win32")
     monkeypatch.delenv("MCP_CODETOOLS_SANDBOX", raising=False)
     assert cli.main(["doctor"]) == 1
     out = capsys.readouterr().out
@@ -100,8 +111,8 @@ def test_doctor_on_windows_reports_and_points_at_wsl(
     assert "Verdict: the server does not run natively on Windows" in out
 
 
-def test_config_works_on_windows(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(sys, "platform", "win32")
+@pytest.mark.usefixtures("windows")
+def test_config_works_on_windows(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["config", "--markdown"]) == 0
     assert "`[sandbox] backend`" in capsys.readouterr().out
 

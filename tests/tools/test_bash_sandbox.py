@@ -209,6 +209,7 @@ async def test_a_symlink_beside_a_masked_folder_does_not_open_it(call: Caller, f
     assert out.is_error and "PRIVATE" not in out.text
 
 
+@pytest.mark.linux_only  # bwrap only
 async def test_a_read_only_folder_cannot_be_remounted(call: Caller, backend: str, far: Path) -> None:
     if backend != "bwrap":
         pytest.skip("remounting is a mount-namespace matter (Landlock refuses it anyway: no_new_privs)")
