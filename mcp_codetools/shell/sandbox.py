@@ -165,7 +165,7 @@ class Sandbox:
                 writable=[str(f) for f in folders], masks=[str(p) for p in hidden], read_only=kept_paths(read_only),
                 network=self.settings.network,
             )  # fmt: skip
-            return [seatbelt.SANDBOX_EXEC, "-p", text, *argv], passed
+            return seatbelt.command(text, argv), passed
         launcher = [*LANDLOCK_LAUNCHER, "--chdir", str(cwd)]
         for folder in folders:
             launcher += ["--write", str(folder)]

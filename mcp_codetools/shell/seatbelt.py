@@ -10,15 +10,19 @@ runner set. The profile denies everything by default, then allows:
   outside the sandbox;
 - reading everything but the masked paths (credentials, Read-denied paths): they and all beneath them
   are unreadable, while the folders around them stay listable (unlike under Landlock);
-- writing beneath the writable folders (the roots, the scratch folder and the private tmp inside it) and
-  to a few devices, but not to the kept paths (protected paths, Edit denies) nor the masked ones, and
-  not to the folders on the way to them inside a writable folder, which may not be renamed or removed
-  (renaming `.git` and back would otherwise reach `.git/hooks`). Unlike bind mounts and Landlock,
-  Seatbelt rules name paths, so a kept path that does not exist yet cannot be created and the folder
-  it would be made in stays open to new entries;
+- writing (and making hard links) beneath the writable folders (the roots, the scratch folder and the
+  private tmp inside it) and to a few devices, but not to the kept paths (protected paths, Edit denies)
+  nor the masked ones, and not to the folders on the way to them inside a writable folder, which may not
+  be renamed or removed (renaming `.git` and back would otherwise reach `.git/hooks`). Unlike bind
+  mounts and Landlock, Seatbelt rules name paths, so a kept path that does not exist yet cannot be
+  created and the folder it would be made in stays open to new entries;
 - the network only when the setting allows it.
 
-Every rule that keeps something is written twice, as an exclusion in the allow rule and as a deny rule
+Not allowed at all: copy-on-write clones (`clonefile`; a clone of a masked file would be a readable
+copy), Launch Services, and whatever else the profile does not name.
+
+A profile longer than `INLINE_MAX` is passed as a file (`command`). Every rule that keeps something is
+written twice, as an exclusion in the allow rule and as a deny rule
 after it, so the profile holds whichever way the rules' order is read. Seatbelt matches the path the
 kernel resolved, so every path is given with its symbolic links resolved (`/tmp` is `/private/tmp`
 there: `resolved`), and a kept or masked path is also matched by a pattern that ignores letter case,
@@ -27,10 +31,15 @@ because macOS volumes usually do (`MCP-CODETOOLS.TOML` is `mcp-codetools.toml` t
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import os
+import shutil
+import tempfile
 from collections.abc import Iterable, Sequence
+from functools import cache
 
-__all__ = ["SANDBOX_EXEC", "profile", "resolved", "sbpl_string"]
+__all__ = ["SANDBOX_EXEC", "command", "profile", "resolved", "sbpl_string"]
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
 """By its full path: a `sandbox-exec` earlier on the PATH would be trusted with the confinement."""
@@ -54,6 +63,8 @@ _NETWORK_SERVICES = (
     "com.apple.trustd.agent",
     "com.apple.networkd",
 )
+INLINE_MAX = 64 * 1024
+"""A longer profile (many Read-denied paths) goes in a file: the command line has a size limit (ARG_MAX)."""
 _DEVICES = ("/dev/null", "/dev/zero", "/dev/tty", "/dev/dtracehelper", "/dev/ptmx")
 _TTYS = r'(regex #"^/dev/ttys[0-9]+$")'
 _CASE_FREE = frozenset("0123456789/_- ~,:@%=!#&';<>`")
@@ -144,15 +155,22 @@ def profile(
         "(allow mach-lookup " + " ".join(f"(global-name {sbpl_string(s)})" for s in _services(network)) + ")",
         "(allow file-ioctl " + " ".join(f"(literal {sbpl_string(d)})" for d in _DEVICES) + f" {_TTYS})",
         _allow("file-read*", None, hidden_filters),
+        "(allow file-test-existence)",  # a masked path is present but unreadable, as under bubblewrap
+        "(allow file-map-executable)",  # mapping code needs an open descriptor, which reading grants
     ]
-    lines += [_allow("file-write*", f"(subpath {sbpl_string(folder)})", unwritable) for folder in folders]
+    for folder in folders:
+        within = f"(subpath {sbpl_string(folder)})"
+        lines.append(_allow("file-write*", within, unwritable))
+        # Hard links are a separate operation (also checked when a file with several names is renamed):
+        # only among the writable paths, so a kept or masked file gets no second name to be reached by.
+        lines.append(_allow("file-link", within, unwritable))
     devices = " ".join(f"(literal {sbpl_string(d)})" for d in _DEVICES)
     lines.append(f'(allow file-write* {devices} (subpath "/dev/fd") {_TTYS})')
     # The same again as deny rules, last: they hold whether the later or the more specific rule wins.
     if hidden_filters:
         lines.append("(deny file-read* " + " ".join(hidden_filters) + ")")
     if unwritable:
-        lines.append("(deny file-write* " + " ".join(unwritable) + ")")
+        lines.append("(deny file-write* file-link " + " ".join(unwritable) + ")")
     lines.append("(allow network*)" if network else "(deny network*)")
     return "\n".join(lines) + "\n"
 
@@ -167,3 +185,27 @@ def _allow(operation: str, within: str | None, excluded: Sequence[str]) -> str:
         return f"(allow {operation}{'' if within is None else ' ' + within})"
     parts = ([] if within is None else [within]) + [f"(require-not {f})" for f in excluded]
     return f"(allow {operation} (require-all {' '.join(parts)}))"
+
+
+def command(text: str, argv: Sequence[str]) -> list[str]:
+    """The command line running `argv` under the profile `text`: inline, or from a file when it is long.
+
+    The file is named by its content in a folder of the server's own, outside every writable folder, so
+    no sandboxed command (a background job, say) can change a profile before `sandbox-exec` reads it.
+    """
+    if len(text.encode()) <= INLINE_MAX:
+        return [SANDBOX_EXEC, "-p", text, *argv]
+    path = os.path.join(_profile_folder(), hashlib.sha256(text.encode()).hexdigest() + ".sb")
+    if not os.path.exists(path):
+        spare = f"{path}.{os.getpid()}.tmp"
+        with open(spare, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(spare, path)  # whole or not at all: a command started meanwhile never reads half of it
+    return [SANDBOX_EXEC, "-f", path, *argv]
+
+
+@cache
+def _profile_folder() -> str:
+    folder = tempfile.mkdtemp(prefix="mcp-codetools-seatbelt-")  # mode 0700
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder

@@ -70,12 +70,13 @@ def matches(check: Rule, path: str) -> bool:
 
 
 def decide(rules: list[Rule], operation: str, path: str, *, deny_wins: bool) -> bool:
-    """Whether `operation` (`file-read*`, `file-write*`) on `path` is allowed; `(deny default)` when none matches."""
+    """Whether `operation` (`file-read*`, `file-write*`, …) on `path` is allowed; `(deny default)` if none matches."""
     verdicts = []
     for action, *rest in rules:
-        if action not in ("allow", "deny") or rest[0] != operation:
+        operations = [r for r in rest if isinstance(r, str)]
+        if action not in ("allow", "deny") or operation not in operations:
             continue
-        filters = [r for r in rest[1:] if isinstance(r, list)]
+        filters = [r for r in rest if isinstance(r, list)]
         if not filters or any(matches(f, path) for f in filters):
             verdicts.append(action == "allow")
     if not verdicts:
@@ -154,6 +155,7 @@ def test_kept_paths_are_read_only_missing_ones_too_and_their_folders_cannot_move
     rules = rules_for(layout)
     root = layout["root"]
     deny_write = next(r for r in rules if r[:2] == ["deny", "file-write*"])
+    assert deny_write[2] == "file-link", "no second name for a kept file (a hard link is its own operation)"
     for kept in ("mcp-codetools.toml", ".git/hooks", ".git/config"):
         assert ["subpath", str(root / kept)] in deny_write, kept
     assert ["literal", str(root / ".git")] in deny_write, "renaming .git and back would reach .git/hooks"
@@ -164,6 +166,11 @@ def test_kept_paths_are_read_only_missing_ones_too_and_their_folders_cannot_move
         assert not allowed(rules, "file-write*", f"{root}/{path}"), path
     for path in (".git/index", ".git/objects/ab/cd", "new-top-level.txt", "config/app.toml"):
         assert allowed(rules, "file-write*", f"{root}/{path}"), path
+        assert allowed(rules, "file-link", f"{root}/{path}"), path
+    for path in (".git/config", "config/.env", "mcp-codetools.toml"):
+        assert not allowed(rules, "file-link", f"{root}/{path}"), path
+    assert not allowed(rules, "file-link", f"{layout['base']}/elsewhere"), "hard links only among writable paths"
+    assert not allowed(rules, "file-clone", f"{root}/src/a"), "no copy-on-write clones"
 
 
 def test_paths_are_named_by_their_real_path(tmp_path: Path) -> None:
@@ -226,6 +233,32 @@ def test_the_backend_wraps_with_sandbox_exec_and_a_private_tmpdir(tmp_path: Path
     assert "Seatbelt" in sandbox.describe() and "no network" in sandbox.describe()
 
 
+def test_a_long_profile_is_passed_as_a_file_outside_the_writable_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    monkeypatch.setattr(seatbelt, "_profile_folder", lambda: str(folder))
+    monkeypatch.setattr(seatbelt, "INLINE_MAX", 1000)
+    root = tmp_path / "root"
+    root.mkdir()
+    sandbox = Sandbox("seatbelt", SandboxSettings(enabled=True, backend="seatbelt"))
+    hidden = [root / "secrets" / f"key-{i}.pem" for i in range(50)]
+    argv, _ = sandbox.wrap(["/bin/bash", "-c", "true"], cwd=root, writable=[root], env={}, masks=hidden)
+    assert argv[:2] == ["/usr/bin/sandbox-exec", "-f"] and argv[3:] == ["/bin/bash", "-c", "true"]
+    written = Path(argv[2])
+    assert written.parent == folder and not written.is_relative_to(root)
+    rules = read_sbpl(written.read_text(encoding="utf-8"))
+    assert not allowed(rules, "file-read*", str(hidden[-1])) and allowed(rules, "file-write*", f"{root}/a")
+    again, _ = sandbox.wrap(["/bin/bash", "-c", "true"], cwd=root, writable=[root], env={}, masks=hidden)
+    assert again == argv and os.listdir(folder) == [written.name], "one file per profile, no leftovers"
+    short, _ = sandbox.wrap(["/bin/bash", "-c", "true"], cwd=root, writable=[root], env={}, masks=[])
+    monkeypatch.setattr(seatbelt, "INLINE_MAX", 64 * 1024)
+    assert short[1] == "-f" and len(short[2]) < 200
+    inline, _ = sandbox.wrap(["/bin/bash", "-c", "true"], cwd=root, writable=[root], env={}, masks=[])
+    assert inline[1] == "-p" and inline[2].startswith("(version 1)")
+
+
 def test_seatbelt_is_not_available_off_macos(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "platform", "linux")
     with pytest.raises(SandboxUnavailable, match=r"seatbelt is not available on this platform \(linux; macOS only\)"):
@@ -285,7 +318,7 @@ def test_seatbelt_confines_a_real_command(tmp_path: Path, name: str) -> None:
     attempts = [
         f"echo x > '{outside}/escape'", "echo x > .git/hooks/pre-commit", "echo x > mcp-codetools.toml",
         "echo x > MCP-CODETOOLS.TOML", "mv .git .git2", "mv config config2", "ln config/.env leak",
-        "echo x > /tmp/mcp-codetools-seatbelt-escape",
+        "echo x > /tmp/mcp-codetools-seatbelt-escape", "cp -c config/.env clone",
     ]  # fmt: skip
     for script in attempts:
         _run(sandbox, root, script, **kept)
