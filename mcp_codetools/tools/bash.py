@@ -7,6 +7,12 @@ test and find reported as such, and notes for a timeout, a cwd reset, stopped le
 removed to keep within the session's spill budget, files Read earlier that the command changed, and
 reads or writes the sandbox refused (with the sandbox on, each command also gets the paths the
 permission rules keep from it: `policy/sandboxing.py`).
+
+A command still running at `bash_return_after_s` (under the ~60 s at which many clients give up on a
+call) is moved to the background rather than waited for: the call returns what it printed so far and
+a job id, the job goes on from the next byte (BashOutput shows only what follows), its timeout still
+counts from its start, and it no longer moves the session's cwd. A larger `timeout` does not lift the
+budget (the client's limit is what it guards against); the setting does.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from mcp_codetools.policy.sandboxing import SandboxPaths, SandboxPathsUnknown, r
 from mcp_codetools.session import CodeSession
 from mcp_codetools.shell import capture as capture_limits
 from mcp_codetools.shell import runner
+from mcp_codetools.shell.background import Job
 from mcp_codetools.shell.capture import OutputCapture
 from mcp_codetools.shell.classify import analyze
 from mcp_codetools.shell.sandbox import Confinement, SandboxUnavailable, refusal_note
@@ -77,7 +84,9 @@ class BashTool(Tool[BashInput]):
         "The working directory persists between calls (a cd that leaves the workspace is undone); "
         "environment variables and other shell state do not. stdin is /dev/null and there is no terminal, "
         "so interactive programs get end of file. timeout is in ms: default 120000, max 600000; on timeout "
-        "the command and every process it started are killed. Output over 30000 characters keeps the "
+        "the command and every process it started are killed. Whatever the timeout, a command still running "
+        "after 45 s moves to the background: you get its output so far and a BashOutput id. Output over "
+        "30000 characters keeps the "
         "beginning and the end, and the full output is saved to a file you can Read. A non-zero exit is an "
         "error starting with `Exit code N` (grep/diff/test/find's 'no match' codes are not). Use "
         "run_in_background for servers, watchers and long builds, then BashOutput and KillShell. Prefer "
@@ -88,6 +97,7 @@ class BashTool(Tool[BashInput]):
         ("default {}, max", "bash_default_timeout_ms"),
         (", max {}", "bash_max_timeout_ms"),
         ("Output over {} characters", "bash_output_chars"),
+        ("running after {:g} s", "bash_return_after_s"),
     )
     read_only = False
     destructive = True
@@ -154,6 +164,11 @@ class BashTool(Tool[BashInput]):
             except Exception:
                 logger.debug("progress notification failed", exc_info=True)
 
+        moved: list[Job] = []
+
+        def to_background(detached: runner.Detached) -> None:
+            moved.append(session.jobs.adopt(detached, args.command, log_dir=session.scratch_dir, timeout_ms=timeout_ms))
+
         try:
             result = await runner.run(
                 args.command,
@@ -163,6 +178,8 @@ class BashTool(Tool[BashInput]):
                 capture=capture,
                 progress=report,
                 confinement=confinement,
+                return_after_s=settings.bash_return_after_s,
+                detach=to_background,
             )
         except OSError as exc:
             raise ExecutionError(f"Could not start the command: {exc.strerror or exc}.") from None
@@ -182,6 +199,8 @@ class BashTool(Tool[BashInput]):
         if capture.spill_path is not None:
             meta["persistedOutputPath"] = str(capture.spill_path)
             meta["persistedOutputSize"] = capture.spilled_bytes
+        if moved:
+            return _moved(session, moved[0], capture, notes, meta, cwd)
         _keep_within_budget(session, capture.spill_path, notes, meta)
         meta["cwd"] = str(_follow_cwd(session, ctx, cwd, result.final_cwd, notes))
         if result.leftovers_stopped:
@@ -249,6 +268,39 @@ def _result(
     if is_error:
         meta["errorCode"] = ExecutionError.code
     return ToolOutput(text, meta=meta, is_error=is_error)
+
+
+def _moved(
+    session: CodeSession, job: Job, capture: OutputCapture, notes: list[str], meta: dict[str, object], cwd: Path
+) -> ToolOutput:
+    """A command moved to the background at the return-after budget: its output so far and how to follow it."""
+    meta["cwd"] = str(cwd)
+    _track_job(session, job, capture.spill_path, notes, meta)
+    output = capture.render(_where(capture)) or "(no output yet)"
+    budget = f"{session.settings.bash_return_after_s:g}s"
+    text = (
+        f"{output}\n\n"
+        f"Command was still running after {budget}, so it was moved to the background. "
+        f"Command running in background with ID: {job.id}. Output is being written to: {job.log_path}. "
+        f'BashOutput (bash_id "{job.id}") shows what it prints after the output above (wait_s waits for it); '
+        f'KillShell (shell_id "{job.id}") stops it. Its timeout of {_duration(job.timeout_ms or 0)} still '
+        f"counts from its start. A `cd` in it does not change the working directory of later calls."
+    )
+    if notes:
+        text += "\n\n" + "\n".join(notes)
+    return ToolOutput(text, meta=meta)
+
+
+def _track_job(session: CodeSession, job: Job, keep: Path | None, notes: list[str], meta: dict[str, object]) -> None:
+    """Count a job's log against the session's spill budget (removable once it ends), and say so in meta."""
+
+    def log_removed() -> None:
+        job.log_removed = True
+
+    session.spills.add(job.log_path, in_use=lambda: job.running, on_remove=log_removed)
+    meta["backgroundTaskId"] = job.id
+    meta["logPath"] = str(job.log_path)
+    _keep_within_budget(session, keep or job.log_path, notes, meta)
 
 
 def _where(capture: OutputCapture) -> str:
@@ -357,12 +409,8 @@ def _start_job(
     except OSError as exc:
         raise ExecutionError(f"Could not start the command: {exc.strerror or exc}.") from None
 
-    def log_removed() -> None:
-        job.log_removed = True
-
-    session.spills.add(job.log_path, in_use=lambda: job.running, on_remove=log_removed)
-    meta: dict[str, object] = {"backgroundTaskId": job.id, "logPath": str(job.log_path), "cwd": str(cwd)}
-    _keep_within_budget(session, job.log_path, notes, meta)
+    meta: dict[str, object] = {"cwd": str(cwd)}
+    _track_job(session, job, None, notes, meta)
     text = (
         f"Command running in background with ID: {job.id}. Output is being written to: {job.log_path}. "
         f'Read new output with BashOutput (bash_id "{job.id}"); stop it with KillShell (shell_id "{job.id}").'
