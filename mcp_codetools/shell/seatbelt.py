@@ -24,9 +24,9 @@ copy), Launch Services, and whatever else the profile does not name.
 A profile longer than `INLINE_MAX` is passed as a file (`command`). Every rule that keeps something is
 written twice, as an exclusion in the allow rule and as a deny rule
 after it, so the profile holds whichever way the rules' order is read. Seatbelt matches the path the
-kernel resolved, so every path is given with its symbolic links resolved (`/tmp` is `/private/tmp`
-there: `resolved`), and a kept or masked path is also matched by a pattern that ignores letter case,
-because macOS volumes usually do (`MCP-CODETOOLS.TOML` is `mcp-codetools.toml` there).
+kernel resolved, so every path is given as the kernel names it (`/tmp` is `/private/tmp` there, and the
+letter case is the volume's: `resolved`), and a kept or masked path is also matched by a pattern that
+ignores letter case, because macOS volumes usually do (`MCP-CODETOOLS.TOML` is `mcp-codetools.toml`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from functools import cache
 
-__all__ = ["SANDBOX_EXEC", "command", "profile", "resolved", "sbpl_string"]
+__all__ = ["SANDBOX_EXEC", "command", "kernel_path", "profile", "resolved", "sbpl_string"]
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
 """By its full path: a `sandbox-exec` earlier on the PATH would be trusted with the confinement."""
@@ -61,6 +61,8 @@ _NETWORK_SERVICES = (
     "com.apple.dnssd.service",
     "com.apple.trustd",
     "com.apple.trustd.agent",
+    "com.apple.SecurityServer",
+    "com.apple.ocspd",
     "com.apple.networkd",
 )
 INLINE_MAX = 64 * 1024
@@ -75,12 +77,45 @@ def resolved(path: str | os.PathLike[str]) -> list[str]:
     """The paths Seatbelt must name for `path`: its folder's links resolved, and where it leads, if elsewhere.
 
     The first keeps the name itself (a link kept read-only may not be replaced); the second what a
-    link leads to. A path that does not exist keeps its missing part as given.
+    link leads to. A path that does not exist keeps its missing part as given. Where the kernel can say
+    how it names a file (macOS: `F_GETPATH`), that name is used: the one Seatbelt matches, in the letter
+    case and form the volume stored (`/Users/me/Project` for `/users/me/project`).
     """
     text = os.path.abspath(path)
     folder, name = os.path.split(text)
-    named = os.path.join(os.path.realpath(folder), name) if name else os.path.realpath(text)
-    return list(dict.fromkeys([named, os.path.realpath(text)]))
+    named = os.path.join(kernel_path(folder), name) if name else kernel_path(text)
+    return list(dict.fromkeys([named, kernel_path(text)]))
+
+
+def kernel_path(path: str) -> str:
+    """`path` with its links resolved, its existing part as the kernel names it where it can say (macOS)."""
+    real = os.path.realpath(path)
+    try:
+        import fcntl
+    except ImportError:  # Windows: nothing here runs there, but the module imports
+        return real
+    getpath = getattr(fcntl, "F_GETPATH", None)
+    if getpath is None:
+        return real
+    head, missing = real, list[str]()
+    while True:
+        try:
+            # O_EVTONLY: no read access needed; O_NONBLOCK: a FIFO does not hold the open
+            fd = os.open(head, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_EVTONLY", 0) | os.O_CLOEXEC)
+        except OSError:
+            parent = os.path.dirname(head)
+            if parent == head:
+                return real
+            missing.insert(0, os.path.basename(head))
+            head = parent
+            continue
+        try:
+            named = fcntl.fcntl(fd, getpath, bytes(1024)).split(b"\0", 1)[0]
+        except OSError:
+            return real
+        finally:
+            os.close(fd)
+        return os.path.join(os.fsdecode(named), *missing)
 
 
 def sbpl_string(text: str) -> str:

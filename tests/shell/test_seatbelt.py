@@ -188,6 +188,31 @@ def test_paths_are_named_by_their_real_path(tmp_path: Path) -> None:
     assert not allowed(rules, "file-write*", str(tmp_path / "link" / "a.txt")), "the kernel names the real path"
 
 
+def test_the_kernel_names_the_existing_part_and_the_missing_part_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`F_GETPATH` (macOS) stood in for by /proc: the kernel's name, in its case, for what the open reached."""
+    real = tmp_path / "Project"
+    (real / "src").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(real)
+    asked: list[str] = []
+
+    def getpath(fd: int, op: int, buffer: bytes) -> bytes:
+        assert op == 50 and len(buffer) == 1024
+        named = os.readlink(f"/proc/self/fd/{fd}")
+        asked.append(named)
+        return named.upper().encode() + b"\0" + b"x" * 10
+
+    monkeypatch.setitem(sys.modules, "fcntl", type(sys)("fcntl"))
+    monkeypatch.setattr(sys.modules["fcntl"], "F_GETPATH", 50, raising=False)
+    monkeypatch.setattr(sys.modules["fcntl"], "fcntl", getpath, raising=False)
+    assert seatbelt.kernel_path(str(tmp_path / "link" / "src")) == str(real / "src").upper()
+    assert seatbelt.kernel_path(str(real / "missing" / "file.txt")) == f"{str(real).upper()}/missing/file.txt"
+    assert asked[-1] == str(real), "the walk opened the deepest folder that exists"
+    # the name itself as given in its folder's kernel name, and where it leads as the kernel names it
+    assert resolved(tmp_path / "link" / "src") == [f"{str(real).upper()}/src", str(real / "src").upper()]
+
+
 @pytest.mark.parametrize(
     "name", ['say "hi"', "back\\slash", "with space", "ünïcødé-目录", "semi;colon(paren)", "tab\tand\nnewline", '\\"']
 )
