@@ -353,3 +353,14 @@ def test_seatbelt_confines_a_real_command(tmp_path: Path, name: str) -> None:
     assert "secret" not in read.stdout and "Operation not permitted" in read.stderr
     net = _run(sandbox, root, "/usr/bin/curl -sS --max-time 5 http://127.0.0.1:9/ || echo refused", **kept)
     assert "refused" in net.stdout
+
+
+@pytest.mark.macos_only
+def test_macos_names_tmp_and_a_path_in_another_case_as_the_volume_does(tmp_path: Path) -> None:
+    assert seatbelt.kernel_path("/tmp") == "/private/tmp"
+    folder = Path(seatbelt.kernel_path(str(tmp_path))) / "Project"
+    folder.mkdir()
+    if not os.path.exists(str(folder).swapcase()):
+        pytest.skip("this volume tells letter case apart")
+    assert seatbelt.kernel_path(str(folder).swapcase()) == str(folder)
+    assert seatbelt.kernel_path(str(folder).swapcase() + "/New.txt") == f"{folder}/New.txt"
