@@ -351,8 +351,7 @@ def test_seatbelt_confines_a_real_command(tmp_path: Path, name: str) -> None:
     assert not any(outside.iterdir()) and not os.path.exists("/tmp/mcp-codetools-seatbelt-escape")
     read = _run(sandbox, root, "cat config/.env; cat CONFIG/.ENV", **kept)
     assert "secret" not in read.stdout and "Operation not permitted" in read.stderr
-    net = _run(sandbox, root, "/usr/bin/curl -sS --max-time 5 http://127.0.0.1:9/ || echo refused", **kept)
-    assert "refused" in net.stdout
+    # the network: tests/shell/test_sandbox.py runs its listening-port check on this backend too
 
 
 @pytest.mark.macos_only
