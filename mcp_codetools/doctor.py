@@ -57,6 +57,7 @@ def _sandbox_check() -> bool:
     except ValueError as exc:
         return _say(False, f"sandbox: {exc}")
     kinds = platform_backends()
+    print("  sandbox      backends by platform: Linux bwrap, landlock; macOS seatbelt; Windows none (use WSL)")
     if not kinds:
         print(f"  sandbox      no backend exists for {sys.platform} (under WSL, bubblewrap and Landlock work)")
         return not wanted.enabled or _say(False, "sandbox: asked for, and no backend exists here")
