@@ -363,3 +363,17 @@ def test_macos_names_tmp_and_a_path_in_another_case_as_the_volume_does(tmp_path:
         pytest.skip("this volume tells letter case apart")
     assert seatbelt.kernel_path(str(folder).swapcase()) == str(folder)
     assert seatbelt.kernel_path(str(folder).swapcase() + "/New.txt") == f"{folder}/New.txt"
+
+
+@pytest.mark.macos_only
+def test_a_command_cannot_have_launchd_start_a_job_outside_the_sandbox(tmp_path: Path) -> None:
+    """launchd starts what it is asked to outside any sandbox: a sandboxed `launchctl submit` must be refused."""
+    sandbox = probe(SandboxSettings(enabled=True, backend="seatbelt"))
+    root = Path(seatbelt.kernel_path(str(tmp_path))) / "root"
+    root.mkdir()
+    label = f"mcp-codetools-escape-{os.getpid()}"
+    try:
+        done = _run(sandbox, root, f"launchctl submit -l {label} -- /usr/bin/true; echo rc=$?")
+        assert "rc=0" not in done.stdout, "a sandboxed command had launchd start a job: " + done.stderr
+    finally:
+        subprocess.run(["launchctl", "remove", label], capture_output=True, timeout=30, check=False)
