@@ -373,7 +373,9 @@ def test_a_command_cannot_have_launchd_start_a_job_outside_the_sandbox(tmp_path:
     root.mkdir()
     label = f"mcp-codetools-escape-{os.getpid()}"
     try:
-        done = _run(sandbox, root, f"launchctl submit -l {label} -- /usr/bin/true; echo rc=$?")
-        assert "rc=0" not in done.stdout, "a sandboxed command had launchd start a job: " + done.stderr
+        done = _run(sandbox, root, f"launchctl submit -l {label} -- /usr/bin/true")
+        # asked outside the sandbox: launchd registers a submitted job before submit returns
+        listed = subprocess.run(["launchctl", "list", label], capture_output=True, timeout=30, check=False)
+        assert listed.returncode != 0, "a sandboxed command had launchd take a job: " + done.stderr
     finally:
         subprocess.run(["launchctl", "remove", label], capture_output=True, timeout=30, check=False)
