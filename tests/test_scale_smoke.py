@@ -84,3 +84,48 @@ def test_scale_tiny_run_holds_every_check_and_leaves_nothing(short_tmp: Path) ->
     pids = [pid for outcome in report["outcomes"] for pid in outcome["pids"]]
     assert pids and not [pid for pid in pids if alive(pid)]
     assert list(short_tmp.iterdir()) == []
+
+
+def test_the_template_is_valid_and_outlasts_the_longest_call(short_tmp: Path) -> None:
+    from benchmarks.replicas import TEMPLATE, haproxy_config
+    from mcp_codetools.config import Settings
+
+    text = haproxy_config(TEMPLATE.read_text(), [("r1", 8801), ("r2", 8802)], 8800, 8899, short_tmp)
+    (short_tmp / "haproxy.cfg").write_text(text, encoding="utf-8")
+    shutil.copytree(TEMPLATE.parent / "errors", short_tmp / "errors")
+    checked = subprocess.run(
+        ["haproxy", "-c", "-f", str(short_tmp / "haproxy.cfg")], capture_output=True, text=True, timeout=30
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    minutes = {
+        line.split()[1]: int(line.split()[2].removesuffix("m"))
+        for line in text.splitlines()
+        if line.strip().startswith(("timeout client ", "timeout server "))
+    }
+    longest_call_s = Settings().bash_max_timeout_ms / 1000
+    assert minutes.keys() == {"client", "server"}
+    assert all(value * 60 > longest_call_s + 60 for value in minutes.values()), minutes
+
+
+def test_a_2026_state_handle_header_reaches_the_replica_it_names(tmp_path: Path) -> None:
+    import httpx2
+
+    from benchmarks.replicas import cluster
+
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+    }
+    accept = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    with cluster(2, tmp_path) as running, httpx2.Client(timeout=30) as http:
+        served = [
+            http.post(running.url, json=init, headers={**accept, "mcp-param-state-id": f"st_{name}_0f0f"}).headers.get(
+                "x-mcp-replica"
+            )
+            for name in ("r2", "r1", "r2")
+        ]
+        pids = running.pids()
+    assert served == ["r2", "r1", "r2"]
+    assert not [pid for pid in pids if alive(pid)]
