@@ -73,6 +73,7 @@ CALLS: list[tuple[str, dict[str, Any], bool, str]] = [
     ),
     ("NotebookEdit", {"notebook_path": "nb.ipynb", "new_source": "x = 1"}, True, "does not exist"),
     ("FileHistory", {"action": "list"}, False, "No file has been changed"),
+    ("LSP", {"operation": "documentSymbol", "file_path": "src/greet.ts"}, True, "No language server is configured"),
 ]
 
 
