@@ -6,6 +6,10 @@ when the client deletes it, answers a GET or DELETE that names no session withou
 logs every refused request at INFO. The SDK caps the sessions open at once (`http_max_sessions`); the
 client it refuses is told the cap and how a slot frees up. A session id is as good as the token for
 its session's state (files read, cwd, jobs), so it is only ever sent to the client that opened it.
+Behind a load balancer (deploy/haproxy) two more things matter:
+`GET /healthz` answers 200 without a token (a liveness check that reveals nothing else), and a request
+naming a session this process does not hold (ended, or held by a replica that went away) gets a 404 whose
+message says the session is lost and to start a new one, which the SDK's client shows as the error.
 """
 
 from __future__ import annotations
@@ -28,6 +32,14 @@ logger = logging.getLogger(__name__)
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MCP_PATH = "/mcp"
+HEALTH_PATH = "/healthz"
+SESSION_LOST = (
+    "Session not found: this server holds no session with this Mcp-Session-Id. It ended (deleted, or idle "
+    "for too long), or it was lost when the server process that held it stopped (a restarted server, or a "
+    "replica behind a load balancer that went away); its reads, working directory and background jobs are "
+    "gone. Start a new session: initialize again, without the Mcp-Session-Id header."
+)
+"""The 404 message for a session id this process does not hold (the SDK's own says only "Session not found")."""
 REFUSED_STATUSES = frozenset({401, 403, 404, 421})
 """Answers that refuse the request itself (token, Origin, unknown session, Host): logged at INFO."""
 
@@ -79,6 +91,12 @@ def session_cap_message(max_sessions: int, idle_timeout_s: float) -> str:
     )
 
 
+async def _session_lost(send: Any) -> None:
+    body = _jsonrpc_error(SESSION_LOST)
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await _answer(send, 404, body, headers)
+
+
 class SessionGate:
     """The ASGI layer in front of the SDK's app (see the module docstring)."""
 
@@ -97,6 +115,9 @@ class SessionGate:
             await self._app(scope, receive, send)
             return
         method = scope.get("method", "")
+        if method in ("GET", "HEAD") and scope.get("path", "") == HEALTH_PATH:
+            await _answer(send, 200, b"ok\n", [(b"content-type", b"text/plain; charset=utf-8")])
+            return
         what = f"{method} {scope.get('path', '')} from {_peer(scope)}"
         if self._expected is not None:
             given = _header(scope, b"authorization") or ""
@@ -121,13 +142,31 @@ class SessionGate:
             return
         if self._sessions.has_ended(key):
             logger.info("refused %s: 404 (session %s has ended)", what, key[:16])
-            await _answer(send, 404, _jsonrpc_error("Session not found"), [(b"content-type", b"application/json")])
+            await _session_lost(send)
             return
         status: list[int] = []
         with self._sessions.activity(key):
-            await self._app(scope, receive, _logging_refusals(send, what, status))
+            on_mcp_path = scope.get("path", "").rstrip("/") == MCP_PATH
+            answer = _explaining_lost_sessions(send) if on_mcp_path else send
+            await self._app(scope, receive, _logging_refusals(answer, what, status))
         if method == "DELETE" and status and status[0] < 400:
             await self._sessions.end(key, "deleted by the client")
+
+
+def _explaining_lost_sessions(send: Any) -> Any:
+    """`send`, with the SDK's 404 for a session id it does not know replaced by `SESSION_LOST`."""
+    replaced = False
+
+    async def explain(message: dict[str, Any]) -> None:
+        nonlocal replaced
+        if message["type"] == "http.response.start" and message["status"] == 404:
+            replaced = True
+            await _session_lost(send)
+        elif not replaced:
+            await send(message)
+        # else: the SDK's own body for the 404 just replaced, dropped
+
+    return explain
 
 
 def _logging_refusals(send: Any, what: str, status: list[int] | None = None) -> Any:
