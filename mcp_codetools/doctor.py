@@ -7,6 +7,7 @@ function), then starts the real server over stdio with those flags and speaks to
 from __future__ import annotations
 
 import dataclasses
+import os
 import platform
 import sys
 import tempfile
@@ -175,7 +176,8 @@ async def _scenario(workdir: Path, flags: Sequence[str]) -> bool:
 
 def server_command() -> list[str]:
     """The installed console script beside this Python (what clients are configured to run), else the module."""
-    script = Path(sys.executable).parent / ("mcp-codetools.exe" if sys.platform == "win32" else "mcp-codetools")
+    # abspath, not resolve: a venv's python is a symlink to the base interpreter, whose folder has no script.
+    script = Path(os.path.abspath(sys.executable)).parent / ("mcp-codetools.exe" if sys.platform == "win32" else "mcp-codetools")
     if script.exists():
         return [str(script)]
     print(f"  (no console script at {script}; running the module instead)")
