@@ -50,7 +50,7 @@ def _environment(roots: list[str]) -> bool:
 def _sandbox_check() -> bool:
     """Which sandbox backend works here; a failure only when the environment asks for the sandbox."""
     from mcp_codetools.config import SandboxSettings
-    from mcp_codetools.shell.sandbox import SandboxUnavailable, probe
+    from mcp_codetools.shell.sandbox import SandboxUnavailable, prepared
 
     try:
         wanted = SandboxSettings.from_env()
@@ -58,12 +58,13 @@ def _sandbox_check() -> bool:
         return _say(False, f"sandbox: {exc}")
     state = "on" if wanted.enabled else "off; --sandbox turns it on"
     try:
-        works = probe(dataclasses.replace(wanted, enabled=True))
+        works = prepared(dataclasses.replace(wanted, enabled=True))
     except SandboxUnavailable as exc:
         if wanted.enabled:
             return _say(False, f"sandbox ({state}): {exc}")
-        print(f"  sandbox      ({state}) unavailable: {exc}")
+        print(f"  sandbox      ({state}) {exc}")
         return True
+    assert works is not None  # enabled=True: a backend or SandboxUnavailable
     print(f"  sandbox      ({state}) {works.describe()}")
     return True
 

@@ -111,7 +111,7 @@ class CodeSession:
         the scratch folder. The backend was probed once for the process (at start-up).
 
         Raises:
-            SandboxUnavailable: the sandbox is on and no backend works here.
+            SandboxUnavailable: the sandbox is on and no backend can run here.
         """
         sandbox = prepared(self.settings.sandbox)
         if sandbox is None:

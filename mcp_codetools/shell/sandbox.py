@@ -22,7 +22,10 @@ them; the folders on the way to a masked path cannot be listed, see `landlock.py
 the kernel's Landlock ABI is 4 or newer; from ABI 6 signals and abstract Unix sockets reach only the
 command's own processes. It does not stop UDP or Unix sockets that are files, has no private /tmp
 (TMPDIR points into the scratch folder) and adds no PID namespace. With neither backend available,
-asking for the sandbox is an error at start-up rather than a silent run without one.
+asking for the sandbox is an error at start-up rather than a silent run without one. Each backend is
+chosen by a trial run of a confined `true` (once per process), so a container that blocks user
+namespaces and Landlock's syscalls gets "no sandbox backend can run here: <each reason>", not a
+backend whose every command fails.
 """
 
 from __future__ import annotations
@@ -87,6 +90,8 @@ PASSED_ENV = (
 _ENV_PREFIXES = ("MCP_CODETOOLS_SESSION", "MCP_CODETOOLS_CALL")
 """The server's own process markers always pass, so it can still find and kill what a command starts."""
 PROBE_TIMEOUT_S = 10.0
+NONE_CAN_RUN = "no sandbox backend can run here"
+"""How a failed probe's message starts, in the start-up line, `doctor` and a refused command alike."""
 LANDLOCK_LAUNCHER = (sys.executable, "-I", "-S", str(Path(__file__).with_name("landlock.py")))
 """The launcher is run as a file, without `site` (-S): it needs only the standard library, and each
 command pays for its start-up."""
@@ -177,13 +182,14 @@ class Confinement:
         return self.sandbox.wrap(argv, cwd=cwd, writable=self.writable, env=env, tmpdir=self.tmpdir, masks=self.masks)
 
 
-_probed: dict[SandboxSettings, Sandbox] = {}
+_probed: dict[SandboxSettings, Sandbox | SandboxUnavailable] = {}
 
 
 def prepared(settings: SandboxSettings) -> Sandbox | None:
     """The working sandbox for `settings`, probed once per process; None when the sandbox is off.
 
-    A failed probe is not remembered: every later ask fails the same way (closed), never runs unconfined.
+    The outcome is kept either way: a failed probe fails every later ask the same way (closed, never
+    unconfined) without paying for the trial runs again on each command.
 
     Raises:
         SandboxUnavailable: the sandbox is on and no backend works here.
@@ -192,7 +198,13 @@ def prepared(settings: SandboxSettings) -> Sandbox | None:
         return None
     found = _probed.get(settings)
     if found is None:
-        found = _probed[settings] = probe(settings)
+        try:
+            found = probe(settings)
+        except SandboxUnavailable as exc:
+            found = exc
+        _probed[settings] = found
+    if isinstance(found, SandboxUnavailable):
+        raise SandboxUnavailable(str(found))
     return found
 
 
@@ -308,10 +320,14 @@ def landlock_abi() -> int:
 
 
 def probe(settings: SandboxSettings) -> Sandbox:
-    """Find a backend that works on this machine, by running a real confined `true`.
+    """Find a backend that works on this machine, by running a real confined `true` under each in turn.
+
+    Each backend is tried for real, not judged by what the kernel reports: in a container the Landlock
+    syscalls may answer while a seccomp filter or a missing Python stops the launcher, and a backend
+    that cannot run its `true` would fail every command.
 
     Raises:
-        SandboxUnavailable: none works; the message says why and what to do.
+        SandboxUnavailable: none works; the message gives each backend's reason and what to do.
     """
     problems: list[str] = []
     if settings.backend in ("auto", "bwrap"):
@@ -322,20 +338,24 @@ def probe(settings: SandboxSettings) -> Sandbox:
             problem = _try(bwrap_argv(bwrap, ["true"], cwd=Path("/"), writable=[], settings=settings))
             if problem is None:
                 return Sandbox("bwrap", settings, bwrap=bwrap)
-            problems.append(f"bubblewrap cannot create its namespaces here ({problem})")
+            problems.append(f"bubblewrap cannot create its namespaces (user namespaces blocked?): {problem}")
     if settings.backend in ("auto", "landlock"):
         abi = landlock_abi()
         if abi < 1:
             problems.append("Landlock is not available in this kernel (Linux 5.13+ with Landlock enabled)")
         else:
-            notes = () if abi >= 4 or settings.network else ("Landlock ABI < 4: the network is not confined",)
-            return Sandbox("landlock", settings, landlock_abi=abi, notes=notes)
+            trial = [*LANDLOCK_LAUNCHER, "--chdir", "/", *([] if settings.network else ["--no-network"]), "--", "true"]
+            problem = _try(trial)
+            if problem is None:
+                notes = () if abi >= 4 or settings.network else ("Landlock ABI < 4: the network is not confined",)
+                return Sandbox("landlock", settings, landlock_abi=abi, notes=notes)
+            problems.append(f"Landlock (ABI {abi}) cannot confine a command here: {problem}")
     raise SandboxUnavailable(
-        "The Bash sandbox was asked for, but no backend works on this machine: "
+        f"{NONE_CAN_RUN}: "
         + "; ".join(problems)
         + ". Allow unprivileged user namespaces (e.g. on Ubuntu 24.04: an AppArmor profile for bwrap, or "
-        "sysctl kernel.apparmor_restrict_unprivileged_userns=0), use a kernel with Landlock, or start "
-        "the server without --sandbox."
+        "sysctl kernel.apparmor_restrict_unprivileged_userns=0; in a container: a seccomp profile that "
+        "permits them), use a kernel with Landlock, or start the server without --sandbox."
     )
 
 
