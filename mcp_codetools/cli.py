@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_codetools import __version__
-from mcp_codetools.config import LoadedSettings, Settings
+from mcp_codetools.config import SANDBOX_BACKENDS, LoadedSettings, Settings
 from mcp_codetools.roots import loaded_settings_from
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -71,7 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     sandbox.add_argument(
         "--sandbox-network", action="store_true", default=None, help="let sandboxed commands use the network"
     )
-    sandbox.add_argument("--sandbox-backend", choices=("auto", "bwrap", "landlock"), help="default: auto")
+    sandbox.add_argument("--sandbox-backend", choices=SANDBOX_BACKENDS, help="default: auto")
     config = parser.add_argument_group("config command")
     config.add_argument("--check", type=Path, metavar="FILE", help="validate FILE and exit (non-zero on problems)")
     config.add_argument("--markdown", action="store_true", help="print the configuration reference as Markdown")

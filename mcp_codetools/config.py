@@ -36,7 +36,7 @@ DEFAULT_QUEUE_TIMEOUT_S = 600.0
 MAX_RESULT_TOKENS = 25_000
 DEFAULT_SPILL_BUDGET_BYTES = 2 << 30
 DEFAULT_SESSION_IDLE_TIMEOUT_S = 30 * 60.0
-SANDBOX_BACKENDS = ("auto", "bwrap", "landlock")
+SANDBOX_BACKENDS = ("auto", "bwrap", "landlock", "container")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 PROJECT_FILE = "mcp-codetools.toml"
@@ -58,12 +58,21 @@ class SandboxSettings:
     ] = False
     network: Annotated[bool, Field(description="Let sandboxed commands use the network.")] = False
     backend: Annotated[
-        Literal["auto", "bwrap", "landlock"],
+        Literal["auto", "bwrap", "landlock", "container"],
         Field(
             description="Which sandbox: `auto` (bubblewrap where user namespaces work, else Landlock), "
-            "`bwrap` or `landlock`."
+            "`bwrap`, `landlock`, or `container` (each session's commands in a container of `image`)."
         ),
     ] = "auto"
+    image: Annotated[
+        str, Field(description="The image the `container` backend runs commands in (e.g. the project's dev container).")
+    ] = ""
+    engine: Annotated[
+        Literal["docker", "podman"], Field(description="The container engine's command: `docker` or `podman`.")
+    ] = "docker"
+    memory: Annotated[str, Field(description="The container's memory limit (`--memory`; empty: none).")] = "4g"
+    pids: Annotated[int, Field(ge=0, description="The container's process limit (`--pids-limit`; 0: none).")] = 1024
+    cpus: Annotated[float, Field(ge=0, description="The container's CPU limit (`--cpus`; 0: none).")] = 2.0
     mask: Annotated[
         tuple[str, ...],
         Field(description="Paths to mask, beside the default credential folders (comma-separated in the environment)."),
@@ -316,6 +325,11 @@ PLACES: dict[str, Place] = {
         "sandbox.backend", "sandbox", "backend", env="MCP_CODETOOLS_SANDBOX_BACKEND", flag="--sandbox-backend"
     ),
     "sandbox.mask": _place("sandbox.mask", "sandbox", "mask", env="MCP_CODETOOLS_SANDBOX_MASK"),
+    "sandbox.image": _place("sandbox.image", "sandbox", "image", env="MCP_CODETOOLS_SANDBOX_IMAGE"),
+    "sandbox.engine": _place("sandbox.engine", "sandbox", "engine", env="MCP_CODETOOLS_SANDBOX_ENGINE"),
+    "sandbox.memory": _place("sandbox.memory", "sandbox", "memory", env="MCP_CODETOOLS_SANDBOX_MEMORY"),
+    "sandbox.pids": _place("sandbox.pids", "sandbox", "pids", env="MCP_CODETOOLS_SANDBOX_PIDS"),
+    "sandbox.cpus": _place("sandbox.cpus", "sandbox", "cpus", env="MCP_CODETOOLS_SANDBOX_CPUS"),
     "sandbox.env": _place("sandbox.env", "sandbox", "env", env="MCP_CODETOOLS_SANDBOX_ENV"),
 }
 """Every setting but `roots` (flags only: the project file is found through them)."""

@@ -120,8 +120,12 @@ class CodeSession:
         if self._confinement is None or self._confined_for != writable:
             tmpdir = self.scratch_dir / "tmp"
             tmpdir.mkdir(mode=0o700, exist_ok=True)
-            self._confinement = Confinement.for_session(sandbox, writable, tmpdir)
+            self._confinement = Confinement.for_session(sandbox, writable, tmpdir, self.scratch_dir)
             self._confined_for = writable
+            if self._confinement.container is not None:
+                # Its mounts are fixed when it starts: roots that change get a new container, and each is
+                # removed when the session ends.
+                self.on_close(self._confinement.container.remove)
         return self._confinement
 
     def resolve(self, raw: str, *, field: str = "file_path", for_read: bool = False) -> Path:

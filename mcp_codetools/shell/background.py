@@ -66,6 +66,8 @@ class Job:
     """Removed (after the job finished) to keep within the session's spill budget."""
     pid_namespace: bool = False
     """Runs in a sandbox's own PID namespace (see `runner.namespace_teardown`)."""
+    confinement: Confinement | None = None
+    """The sandbox it runs in; a container's processes are stopped inside it."""
     done: anyio.Event = field(default_factory=anyio.Event)
     task: asyncio.Task[None] | None = None
 
@@ -138,6 +140,7 @@ class JobRegistry:
         marker = marker.started(proc.pid, forks)
         job = Job(job_id, command, proc, runner.ExitWatcher(proc), log_path, marker)
         job.pid_namespace = confinement is not None and confinement.pid_namespace
+        job.confinement = confinement
         self.jobs[job_id] = job
         job.task = asyncio.get_running_loop().create_task(self._watch(job), name=f"watch {job_id}")
         return job
@@ -158,16 +161,18 @@ class JobRegistry:
             while not await job.watcher.wait(CAP_CHECK_S):
                 if _size(job.log_path) > LOG_CAP_BYTES:
                     job.over_cap = True
-                    await runner.stop(job.proc, job.watcher, job.marker)
+                    await runner.stop(job.proc, job.watcher, job.marker, job.confinement)
                     break
             job.proc.poll()
             if job.pid_namespace:
                 await runner.namespace_teardown(job.proc.pid, job.marker)
             job.leftovers_stopped = await runner.stop_remaining(job.proc.pid, job.marker)
+            if job.confinement is not None and job.confinement.container is not None:
+                job.leftovers_stopped = job.confinement.container.finish(job.marker.entry) or job.leftovers_stopped
         except Exception:
             logger.exception("watching background job %s failed", job.id)
             with anyio.CancelScope(shield=True):
-                await runner.stop(job.proc, job.watcher, job.marker)
+                await runner.stop(job.proc, job.watcher, job.marker, job.confinement)
         finally:
             job.proc.poll()
             job.returncode = job.proc.returncode
@@ -183,6 +188,8 @@ class JobRegistry:
         if not job.running:
             return
         job.killed = True
+        if job.confinement is not None and job.confinement.container is not None:
+            await job.confinement.container.stop_call(job.marker.entry)  # the client's death would not reach them
         strays = runner.stray_descendants(job.proc.pid)
         runner.signal_group(job.proc.pid, signal.SIGTERM)
         runner.signal_pids(strays, signal.SIGTERM)

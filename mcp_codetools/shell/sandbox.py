@@ -42,10 +42,11 @@ from pathlib import Path
 from typing import Literal
 
 from mcp_codetools.config import SandboxSettings
+from mcp_codetools.shell import container as containers
 
 __all__ = ["Confinement", "Sandbox", "SandboxSettings", "SandboxUnavailable", "prepared", "probe"]
 
-Backend = Literal["bwrap", "landlock"]
+Backend = Literal["bwrap", "landlock", "container"]
 
 DEFAULT_MASK = (
     "~/.ssh",
@@ -110,6 +111,8 @@ class Sandbox:
     bwrap: str | None = None
     landlock_abi: int = 0
     notes: tuple[str, ...] = field(default=())
+    engine: str | None = None
+    """The container engine's command (the `container` backend)."""
 
     def wrap(
         self,
@@ -145,6 +148,14 @@ class Sandbox:
 
     def describe(self) -> str:
         """One line on the backend and what it confines, for the start log and doctor."""
+        if self.backend == "container":
+            s = self.settings
+            limits = f"memory {s.memory or 'unlimited'}, pids {s.pids or 'unlimited'}, cpus {s.cpus or 'unlimited'}"
+            net = "network allowed" if s.network else "no network"
+            return (
+                f"container: engine {s.engine} ({self.engine}), image {s.image}; one container per session, "
+                f"roots mounted at their paths; {net}; {limits}; uid {os.getuid()}"
+            )
         if self.backend == "bwrap":
             net = "network allowed" if self.settings.network else "no network"
             return f"bubblewrap ({self.bwrap}): writes only to the roots, scratch and a private /tmp; {net}; masks"
@@ -164,11 +175,22 @@ class Confinement:
     writable: tuple[Path, ...]
     tmpdir: Path | None = None
     masks: tuple[Path, ...] = ()
+    container: containers.SessionContainer | None = None
+    """The session's container (the `container` backend): the writable folders are its bind mounts."""
 
     @classmethod
-    def for_session(cls, sandbox: Sandbox, writable: Sequence[Path], tmpdir: Path | None) -> Confinement:
-        """The confinement for a session's writable folders, with the masks looked up now."""
+    def for_session(
+        cls, sandbox: Sandbox, writable: Sequence[Path], tmpdir: Path | None, state_dir: Path | None = None
+    ) -> Confinement:
+        """The confinement for a session's writable folders, with the masks looked up now.
+
+        `state_dir` (a writable folder of the server's own) holds the container backend's per-call files.
+        """
         folders = tuple(_real_folders(writable))
+        if sandbox.backend == "container":
+            assert sandbox.engine is not None and state_dir is not None
+            box = containers.SessionContainer(sandbox.engine, sandbox.settings, folders, state_dir)
+            return cls(sandbox, folders, tmpdir, container=box)
         masks = tuple(masked_paths(sandbox.settings, folders))
         return cls(sandbox, folders, tmpdir, masks)
 
@@ -177,8 +199,23 @@ class Confinement:
         """Commands run in their own PID namespace: all of it dies with the namespace's first process."""
         return self.sandbox.backend == "bwrap"
 
+    async def ready(self) -> None:
+        """Start what must run before a command can (the session's container, at its first command).
+
+        Raises:
+            SandboxUnavailable: the container could not be started.
+        """
+        if self.container is not None:
+            try:
+                await self.container.ensure_started()
+            except containers.ContainerError as exc:
+                raise SandboxUnavailable(f"The session's container could not start: {exc}") from None
+
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
         """The argv and environment that run `argv` inside this sandbox."""
+        if self.container is not None:
+            marker = f"{containers.CALL_VAR}={env.get(containers.CALL_VAR, '')}"
+            return self.container.exec_argv(argv, cwd=cwd, env=env, marker=marker)
         return self.sandbox.wrap(argv, cwd=cwd, writable=self.writable, env=env, tmpdir=self.tmpdir, masks=self.masks)
 
 
@@ -330,6 +367,8 @@ def probe(settings: SandboxSettings) -> Sandbox:
         SandboxUnavailable: none works; the message gives each backend's reason and what to do.
     """
     problems: list[str] = []
+    if settings.backend == "container":
+        return _container_backend(settings)
     if settings.backend in ("auto", "bwrap"):
         bwrap = find_bwrap()
         if bwrap is None:
@@ -357,6 +396,30 @@ def probe(settings: SandboxSettings) -> Sandbox:
         "sysctl kernel.apparmor_restrict_unprivileged_userns=0; in a container: a seccomp profile that "
         "permits them), use a kernel with Landlock, or start the server without --sandbox."
     )
+
+
+def _container_backend(settings: SandboxSettings) -> Sandbox:
+    """The container backend, once a throw-away container of the image has run `true`.
+
+    The labelled containers of a server on this host that is gone are removed first: it was killed
+    before it could remove them.
+    """
+    engine = containers.engine_path(settings)
+    problem = f"`{settings.engine}` was not found on PATH" if engine is None else None
+    if engine is not None:
+        problem = containers.trial(engine, settings)
+    if engine is None or problem is not None:
+        raise SandboxUnavailable(
+            f"{NONE_CAN_RUN}: the container backend cannot run: {problem}. Install and start {settings.engine}, "
+            "set sandbox.image (MCP_CODETOOLS_SANDBOX_IMAGE) to an image that is present locally, or choose "
+            "another backend."
+        )
+    try:
+        removed = containers.remove_stale(engine)
+    except containers.ContainerError as exc:
+        return Sandbox("container", settings, engine=engine, notes=(f"stale containers were not looked for: {exc}",))
+    notes = (f"removed {len(removed)} container(s) left by a server that is gone",) if removed else ()
+    return Sandbox("container", settings, engine=engine, notes=notes)
 
 
 def _try(argv: list[str]) -> str | None:

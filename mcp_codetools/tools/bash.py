@@ -128,6 +128,11 @@ class BashTool(Tool[BashInput]):
             read_only=read_only, session_marker=session.process_marker, exclude=session.settings.bash_env_exclude
         )
         confinement = _confinement(session)
+        if confinement is not None:
+            try:
+                await confinement.ready()  # the session's container starts at its first command
+            except SandboxUnavailable as exc:
+                raise ExecutionError(f"The command was not run. {exc}") from None
         if args.run_in_background:
             return _start_job(session, args.command, cwd, env, notes, confinement)
 
