@@ -27,7 +27,7 @@ import shutil
 import socket
 import stat
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -209,6 +209,14 @@ def remove_stale(engine: str) -> list[str]:
     return stale
 
 
+def _mount_path(key: str, path: Path) -> str:
+    """`key=path` for `--mount`, whose fields are comma-separated: a path with a comma or a quote is refused."""
+    text = str(path)
+    if any(c in text for c in ',"\n'):
+        raise ContainerError(f"{text!r} cannot be mounted: `--mount` cannot hold a comma or a quote in a path")
+    return f"{key}={text}"
+
+
 def _write_new(path: Path, text: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -238,6 +246,12 @@ class SessionContainer:
     name: str = field(default_factory=lambda: f"mcp-codetools-{_INSTANCE}-{os.urandom(3).hex()}")
     started: bool = False
     removed: bool = False
+    read_only: tuple[Path, ...] = ()
+    """Paths inside the mounts bound read-only over themselves at start (protected paths, Edit denies)."""
+    hidden: tuple[Path, ...] = ()
+    """Paths inside the mounts covered at start: an empty file, or an empty folder no one may enter."""
+    unreadable: Path | None = None
+    """An empty file of mode 0 on the host, bound over hidden files."""
     _lock: anyio.Lock | None = None
 
     @property
@@ -265,11 +279,37 @@ class SessionContainer:
             argv += ["--cpus", f"{s.cpus:g}"]
         argv += ["--user", f"{os.getuid()}:{os.getgid()}", "--security-opt", "no-new-privileges"]
         for folder in self.mounts:
-            argv += ["--mount", f"type=bind,source={folder},target={folder}"]
+            argv += ["--mount", f"type=bind,{_mount_path('source', folder)},{_mount_path('target', folder)}"]
+        for path in self.read_only:
+            argv += ["--mount", f"type=bind,{_mount_path('source', path)},{_mount_path('target', path)},readonly"]
+        for path in self.hidden:
+            if path.is_dir():
+                argv += ["--mount", f"type=tmpfs,{_mount_path('destination', path)},tmpfs-mode=0000"]
+            elif self.unreadable is not None:
+                argv += [
+                    "--mount",
+                    f"type=bind,{_mount_path('source', self.unreadable)},{_mount_path('target', path)},readonly",
+                ]
+            else:
+                raise ContainerError(f"no empty file to cover {path} with")
         return [*argv, "--entrypoint", "sleep", s.image, "infinity"]
 
-    async def ensure_started(self) -> None:
+    def uncovered(self, read_only: Sequence[Path], hidden: Sequence[Path]) -> list[Path]:
+        """The paths a command must be kept from that this container was not started with."""
+        return [p for p in read_only if p not in self.read_only and p not in self.hidden] + [
+            p for p in hidden if p not in self.hidden
+        ]
+
+    async def ensure_started(
+        self,
+        *,
+        read_only: Sequence[Path] = (),
+        hidden: Sequence[Path] = (),
+        unreadable: Callable[[], Path] | None = None,
+    ) -> None:
         """Start the container unless it runs already (once, however many calls ask at the same time).
+
+        `read_only` and `hidden` (existing paths inside the mounts) are mounted over at start.
 
         Raises:
             ContainerError: the engine refused; its words are in the message.
@@ -281,6 +321,9 @@ class SessionContainer:
                 return
             if self.removed:
                 raise ContainerError("the session's container was removed")
+            self.read_only, self.hidden = tuple(read_only), tuple(hidden)
+            if self.hidden and any(not p.is_dir() for p in self.hidden) and unreadable is not None:
+                self.unreadable = unreadable()
             # As files in the mounted scratch folder, so `ps` in the container shows a short command line.
             try:
                 self.state_dir.mkdir(mode=0o700)

@@ -124,6 +124,16 @@ async def test_a_link_left_for_the_cwd_report_is_not_followed(
     assert (await call.ok("Bash", {"command": "pwd"})).strip() == str(root)
 
 
+async def test_protected_paths_are_read_only_in_the_container(call: Caller, root: Path) -> None:
+    (root / ".git" / "hooks").mkdir(parents=True)
+    (root / ".git" / "config").write_text("[core]\n", encoding="utf-8")
+    out = await call("Bash", {"command": "echo '[core] fsmonitor = evil' >> .git/config; touch .git/hooks/pre-commit"})
+    assert out.is_error
+    assert (root / ".git" / "config").read_text(encoding="utf-8") == "[core]\n"
+    assert not (root / ".git" / "hooks" / "pre-commit").exists()
+    await call.ok("Bash", {"command": "echo fine > notes.txt"})  # the rest of the root stays writable
+
+
 async def test_no_network_and_the_limits_hold(call: Caller, session: CodeSession) -> None:
     assert (await call.ok("Bash", {"command": "ls /sys/class/net"})).split() == ["lo"]
     box = _box(session)
