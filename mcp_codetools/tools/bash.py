@@ -150,6 +150,12 @@ class BashTool(Tool[BashInput]):
         if confinement is not None and kept is not None:
             confinement = confinement.keeping(kept.hidden, kept.read_only)
         await _ready(confinement)
+        # A container's mounts keep only paths that existed when it started: one made since is removed.
+        unmounted = (
+            [p for p in kept.read_only if not os.path.lexists(p)]
+            if kept is not None and confinement is not None and confinement.container is not None
+            else []
+        )
 
         settings = session.settings
         timeout_ms = args.timeout or settings.bash_default_timeout_ms
@@ -188,7 +194,7 @@ class BashTool(Tool[BashInput]):
         finally:  # counted even when the call is cancelled: the file stays in the scratch folder
             if capture.spill_path is not None:
                 session.spills.add(capture.spill_path)
-            removed = [] if kept is None else remove_appeared(kept.absent)  # cancelled too: the command is gone
+            removed = [] if kept is None else remove_appeared([*kept.absent, *unmounted])  # cancelled too
 
         meta: dict[str, object] = {
             "readOnly": read_only,

@@ -132,6 +132,9 @@ async def test_protected_paths_are_read_only_in_the_container(call: Caller, root
     assert (root / ".git" / "config").read_text(encoding="utf-8") == "[core]\n"
     assert not (root / ".git" / "hooks" / "pre-commit").exists()
     await call.ok("Bash", {"command": "echo fine > notes.txt"})  # the rest of the root stays writable
+    # A protected path that did not exist when the container started is not a mount: made, it is removed.
+    out = await call("Bash", {"command": "mkdir -p .claude && echo '{}' > .claude/settings.json"})
+    assert not (root / ".claude" / "settings.json").exists(), out.text
 
 
 async def test_no_network_and_the_limits_hold(call: Caller, session: CodeSession) -> None:
