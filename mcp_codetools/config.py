@@ -45,7 +45,7 @@ DEFAULT_QUEUE_TIMEOUT_S = 600.0
 MAX_RESULT_TOKENS = 25_000
 DEFAULT_SPILL_BUDGET_BYTES = 2 << 30
 DEFAULT_SESSION_IDLE_TIMEOUT_S = 30 * 60.0
-SANDBOX_BACKENDS = ("auto", "bwrap", "landlock", "seatbelt")
+SANDBOX_BACKENDS = ("auto", "bwrap", "landlock", "seatbelt", "container")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 PROJECT_FILE = "mcp-codetools.toml"
@@ -89,12 +89,22 @@ class SandboxSettings:
     ] = False
     network: Annotated[bool, Field(description="Let sandboxed commands use the network.")] = False
     backend: Annotated[
-        Literal["auto", "bwrap", "landlock", "seatbelt"],
+        Literal["auto", "bwrap", "landlock", "seatbelt", "container"],
         Field(
             description="Which sandbox: `auto` (on Linux bubblewrap where user namespaces work, else Landlock; "
-            "on macOS Seatbelt), `bwrap`, `landlock` or `seatbelt`."
+            "on macOS Seatbelt), `bwrap`, `landlock`, `seatbelt`, or `container` (each session's commands in a "
+            "container of `image`)."
         ),
     ] = "auto"
+    image: Annotated[
+        str, Field(description="The image the `container` backend runs commands in (e.g. the project's dev container).")
+    ] = ""
+    engine: Annotated[
+        Literal["docker", "podman"], Field(description="The container engine's command: `docker` or `podman`.")
+    ] = "docker"
+    memory: Annotated[str, Field(description="The container's memory limit (`--memory`; empty: none).")] = "4g"
+    pids: Annotated[int, Field(ge=0, description="The container's process limit (`--pids-limit`; 0: none).")] = 1024
+    cpus: Annotated[float, Field(ge=0, description="The container's CPU limit (`--cpus`; 0: none).")] = 2.0
     mask: Annotated[
         tuple[str, ...],
         Field(description="Paths to mask, beside the default credential folders (comma-separated in the environment)."),
@@ -209,7 +219,7 @@ class Settings:
         Literal["apply", "suggest", "off"],
         Field(
             description="When Edit's old_string is not in the file as written but matches one region once Read's "
-            'line-number prefixes, quote style, trailing whitespace, line endings or a uniform indentation shift '
+            "line-number prefixes, quote style, trailing whitespace, line endings or a uniform indentation shift "
             'are undone: "apply" the edit there (the result says what was undone), "suggest" the region in the '
             'error, or "off".'
         ),
@@ -406,6 +416,11 @@ PLACES: dict[str, Place] = {
         "sandbox.backend", "sandbox", "backend", env="MCP_CODETOOLS_SANDBOX_BACKEND", flag="--sandbox-backend"
     ),
     "sandbox.mask": _place("sandbox.mask", "sandbox", "mask", env="MCP_CODETOOLS_SANDBOX_MASK"),
+    "sandbox.image": _place("sandbox.image", "sandbox", "image", env="MCP_CODETOOLS_SANDBOX_IMAGE"),
+    "sandbox.engine": _place("sandbox.engine", "sandbox", "engine", env="MCP_CODETOOLS_SANDBOX_ENGINE"),
+    "sandbox.memory": _place("sandbox.memory", "sandbox", "memory", env="MCP_CODETOOLS_SANDBOX_MEMORY"),
+    "sandbox.pids": _place("sandbox.pids", "sandbox", "pids", env="MCP_CODETOOLS_SANDBOX_PIDS"),
+    "sandbox.cpus": _place("sandbox.cpus", "sandbox", "cpus", env="MCP_CODETOOLS_SANDBOX_CPUS"),
     "sandbox.env": _place("sandbox.env", "sandbox", "env", env="MCP_CODETOOLS_SANDBOX_ENV"),
 }
 """Every setting but `roots` (flags only: the project file is found through them)."""

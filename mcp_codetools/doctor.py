@@ -65,15 +65,16 @@ def _start_up_ok(load: Callable[[], LoadedSettings]) -> LoadedSettings | None:
 
 def sandbox_line(loaded: LoadedSettings) -> str:
     """The sandbox as the server would run it: on or off and why, and what the backend confines here."""
-    from mcp_codetools.shell.sandbox import SandboxUnavailable, probe
+    from mcp_codetools.shell.sandbox import SandboxUnavailable, prepared
 
     wanted = loaded.settings.sandbox
     source = loaded.sources.get("sandbox.enabled", "default")
     state = f"on ({source})" if wanted.enabled else "off (--sandbox or [sandbox] enabled = true turns it on)"
     try:
-        works = probe(dataclasses.replace(wanted, enabled=True))
+        works = prepared(dataclasses.replace(wanted, enabled=True))
     except SandboxUnavailable as exc:
         return f"sandbox      {state}; unavailable here: {exc}"
+    assert works is not None  # enabled=True: a backend or SandboxUnavailable
     return f"sandbox      {state}; {works.describe()}"
 
 
@@ -160,9 +161,9 @@ async def _scenario(workdir: Path, flags: Sequence[str]) -> bool:
                         "new_string": "export const value = 2",
                     },
                 ),
-                lambda r: not r.is_error
-                and "updated successfully" in _text_of(r)
-                and "line-number prefixes" in _text_of(r),
+                lambda r: (
+                    not r.is_error and "updated successfully" in _text_of(r) and "line-number prefixes" in _text_of(r)
+                ),
             ),
         ]
         for label, call, check in steps:
@@ -177,7 +178,8 @@ async def _scenario(workdir: Path, flags: Sequence[str]) -> bool:
 def server_command() -> list[str]:
     """The installed console script beside this Python (what clients are configured to run), else the module."""
     # abspath, not resolve: a venv's python is a symlink to the base interpreter, whose folder has no script.
-    script = Path(os.path.abspath(sys.executable)).parent / ("mcp-codetools.exe" if sys.platform == "win32" else "mcp-codetools")
+    name = "mcp-codetools.exe" if sys.platform == "win32" else "mcp-codetools"
+    script = Path(os.path.abspath(sys.executable)).parent / name
     if script.exists():
         return [str(script)]
     print(f"  (no console script at {script}; running the module instead)")

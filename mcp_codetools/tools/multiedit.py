@@ -82,9 +82,7 @@ class MultiEditTool(Tool[MultiEditInput, _Prepared]):
         steps = [EditStep(e.old_string, e.new_string, e.replace_all) for e in args.edits]
         # Scanning a large file per edit, and the bounded closest-region search when one misses, take a
         # moment: never on the event loop (as Edit's search).
-        planned = await anyio.to_thread.run_sync(
-            plan_edits, loaded, steps, str(path), session.settings.edit_recovery
-        )
+        planned = await anyio.to_thread.run_sync(plan_edits, loaded, steps, str(path), session.settings.edit_recovery)
         return _Prepared(loaded, planned)
 
     @override

@@ -266,7 +266,7 @@ def test_an_unknown_backend_machine_is_refused_with_a_reason(monkeypatch: pytest
     monkeypatch.setattr(module, "find_bwrap", lambda: None)
     monkeypatch.setattr(module, "landlock_abi", lambda: 0)
     monkeypatch.setattr(module.seatbelt, "SANDBOX_EXEC", "/nonexistent/sandbox-exec")
-    with pytest.raises(SandboxUnavailable, match="no backend works"):
+    with pytest.raises(SandboxUnavailable, match="no sandbox backend can run here"):
         probe(SandboxSettings(enabled=True))
 
 
