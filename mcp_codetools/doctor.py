@@ -65,16 +65,15 @@ def _start_up_ok(load: Callable[[], LoadedSettings]) -> LoadedSettings | None:
 
 def sandbox_line(loaded: LoadedSettings) -> str:
     """The sandbox as the server would run it: on or off and why, and what the backend confines here."""
-    from mcp_codetools.shell.sandbox import SandboxUnavailable, prepared
+    from mcp_codetools.shell.sandbox import SandboxUnavailable, probe
 
     wanted = loaded.settings.sandbox
     source = loaded.sources.get("sandbox.enabled", "default")
     state = f"on ({source})" if wanted.enabled else "off (--sandbox or [sandbox] enabled = true turns it on)"
     try:
-        works = prepared(dataclasses.replace(wanted, enabled=True))
+        works = probe(dataclasses.replace(wanted, enabled=True))
     except SandboxUnavailable as exc:
         return f"sandbox      {state}; unavailable here: {exc}"
-    assert works is not None  # enabled=True: a backend or SandboxUnavailable
     return f"sandbox      {state}; {works.describe()}"
 
 

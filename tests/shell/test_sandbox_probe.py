@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mcp_codetools import cli, doctor
-from mcp_codetools.config import SandboxSettings
+from mcp_codetools.config import SandboxSettings, load_settings
 from mcp_codetools.shell import sandbox as module
 from mcp_codetools.shell.sandbox import NONE_CAN_RUN, SandboxUnavailable, prepared, probe
 
@@ -98,13 +98,18 @@ def test_the_start_up_line_says_it_plainly(tmp_path: Path, capsys: pytest.Captur
 
 
 @pytest.mark.usefixtures("launcher_refuses")
-@pytest.mark.parametrize(
-    ("asked", "passes", "line"), [("0", True, "  sandbox      (off"), ("1", False, "  [FAIL] sandbox (on)")]
-)
-def test_doctor_says_it_plainly(
-    asked: str, passes: bool, line: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setenv("MCP_CODETOOLS_SANDBOX", asked)
-    assert doctor._sandbox_check() is passes
+@pytest.mark.parametrize(("asked", "line"), [("0", "sandbox      off ("), ("1", "sandbox      on (")])
+def test_doctor_says_it_plainly(asked: str, line: str, tmp_path: Path) -> None:
+    loaded = load_settings([str(tmp_path)], environ={"MCP_CODETOOLS_SANDBOX": asked}, read_files=False)
+    out = doctor.sandbox_line(loaded)
+    assert out.startswith(line) and f"unavailable here: {NONE_CAN_RUN}: " in out and BWRAP_REFUSAL in out
+
+
+@pytest.mark.usefixtures("launcher_refuses")
+def test_doctor_fails_when_the_sandbox_is_asked_for(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = cli._parser().parse_args(["doctor", "--sandbox", "--root", str(tmp_path)])
+    assert doctor._start_up_ok(lambda: cli.start_up(args).loaded) is None
     out = capsys.readouterr().out
-    assert out.startswith(line) and f"{NONE_CAN_RUN}: " in out and BWRAP_REFUSAL in out
+    assert out.startswith(f"  [FAIL] settings: mcp-codetools: {NONE_CAN_RUN}: ") and BWRAP_REFUSAL in out
+
+

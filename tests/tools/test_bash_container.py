@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from mcp_codetools import doctor
-from mcp_codetools.config import SandboxSettings, Settings
+from mcp_codetools.config import SandboxSettings, Settings, load_settings
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
 from mcp_codetools.shell import container as containers
@@ -241,15 +241,11 @@ def test_a_killed_servers_containers_are_removed_at_start(image: str, boxed: San
         _docker("rm", "-f", stale, live, elsewhere)
 
 
-def test_doctor_reports_the_engine_and_the_image(
-    image: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_doctor_reports_the_engine_and_the_image(image: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(sandbox_module, "_probed", {})
-    monkeypatch.setenv("MCP_CODETOOLS_SANDBOX", "1")
-    monkeypatch.setenv("MCP_CODETOOLS_SANDBOX_BACKEND", "container")
-    monkeypatch.setenv("MCP_CODETOOLS_SANDBOX_IMAGE", image)
-    assert doctor._sandbox_check() is True
-    out = capsys.readouterr().out
+    env = {"MCP_CODETOOLS_SANDBOX": "1", "MCP_CODETOOLS_SANDBOX_BACKEND": "container"}
+    env["MCP_CODETOOLS_SANDBOX_IMAGE"] = image
+    out = doctor.sandbox_line(load_settings([str(tmp_path)], environ=env, read_files=False))
     assert "container: engine docker" in out and f"image {image}" in out
 
 
