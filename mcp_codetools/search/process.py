@@ -7,6 +7,7 @@ still running and reaped, under a shielded scope with a bounded wait.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import selectors
@@ -16,11 +17,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.to_thread
 
-from mcp_codetools.errors import ExecutionError, tool_error_from_os
+from mcp_codetools.errors import ExecutionError, ToolError, tool_error_from_os
+from mcp_codetools.files import fdpaths
 from mcp_codetools.search import sandbox
 from mcp_codetools.search.args import PinnedTarget
 from mcp_codetools.search.locate import find_rg
@@ -89,14 +92,16 @@ async def run_rg(
     *,
     cwd_fd: int | None = None,
     pass_fds: tuple[int, ...] = (),
+    stdin_fd: int | None = None,
     confine: PinnedTarget | None = None,
 ) -> RgResult:
     """Run `rg args` in `cwd`, feeding stdout to `sink` until it is done or declines more.
 
-    With `cwd_fd`, rg runs in the folder that descriptor holds open (`/proc/self/fd/N` as the working
-    directory: the child changes into the open folder itself, so no later swap of a path can move it;
-    without /proc rg does not start). `pass_fds` are descriptors rg inherits (a pinned file to search).
-    With `confine`, rg may read only below that pinned target (sandbox.py), where the kernel allows.
+    With `cwd_fd`, rg runs in the folder that descriptor holds open, never in a path to it: the child
+    changes into the open folder itself (see `_RgRun.start`), so no later swap of a path can move it.
+    `pass_fds` are descriptors rg inherits (a pinned file it opens by name); `stdin_fd` is given to rg as
+    stdin (a pinned file it reads as `-`; else stdin is /dev/null). With `confine`, rg may read only below
+    that pinned target (sandbox.py), where the kernel allows.
 
     rg's output is read by a worker thread with blocking reads. rg writes once per file it reports, so a
     search over a big tree means hundreds of small writes; each costs the event loop's stream machinery
@@ -104,10 +109,11 @@ async def run_rg(
     one place owns the process; a cancelled call only pokes it and waits for it to finish.
 
     Raises:
-        ExecutionError: rg is missing or could not be started.
+        ExecutionError: rg is missing or could not be started (the message tells the folder from the binary).
     """
-    where = f"/proc/self/fd/{cwd_fd}" if cwd_fd is not None else os.fspath(cwd)
-    run = _RgRun.start([rg_executable(), *args], where, sink, pass_fds, confine)
+    shown = str(confine.real) if confine is not None and confine.is_dir else os.fspath(cwd)
+    start = _Start(cwd_fd, os.fspath(cwd), shown)
+    run = _RgRun.start([rg_executable(), *args], start, sink, pass_fds, stdin_fd, confine)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_stop_when_cancelled, run)
@@ -132,12 +138,68 @@ async def run_rg_on(args: Sequence[str], target: PinnedTarget, sink: Sink, *, se
     renamed = Renamed(sink, old, new, sep) if old or new else None
     argv = [*args, *target.rg_paths()]
     cwd_fd = target.fd if target.is_dir else None
-    result = await run_rg(argv, Path("/"), renamed or sink, cwd_fd=cwd_fd, pass_fds=target.pass_fds(), confine=target)
+    result = await run_rg(
+        argv,
+        Path("/"),
+        renamed or sink,
+        cwd_fd=cwd_fd,
+        pass_fds=target.pass_fds(),
+        stdin_fd=target.stdin_fd(),
+        confine=target,
+    )
     if renamed is not None:
         renamed.flush()
     if old and old.decode() in result.stderr:
         result = dataclasses.replace(result, stderr=result.stderr.replace(old.decode(), new.decode()))
     return result
+
+
+@dataclass(frozen=True, slots=True)
+class _Start:
+    """Where rg starts: the open folder `fd` (when given), else the path `cwd`; `shown` names it in errors."""
+
+    fd: int | None
+    cwd: str
+    shown: str
+
+    def popen_args(self) -> dict[str, Any]:
+        """How Popen puts rg in the folder.
+
+        Where `/proc/self/fd/N` names the open folder, that is the working directory Popen changes into
+        (Linux keeps its fast spawn). Elsewhere the child calls `fchdir` on the descriptor before exec:
+        the same guarantee (the open folder itself, whatever happened to its path), at the cost of a
+        plain fork, since a `preexec_fn` turns off the vfork path (benchmarks/RESULTS.md: the portable start).
+        """
+        if self.fd is None:
+            return {"cwd": self.cwd}
+        if fdpaths.usable():
+            return {"cwd": fdpaths.fd_path(self.fd)}
+        return {"cwd": None, "preexec_fn": functools.partial(os.fchdir, self.fd)}
+
+    def error(self, exc: BaseException, executable: str) -> ToolError:
+        """The error for a failed start, naming the folder when entering it failed (the binary is fine then)."""
+        entering = isinstance(exc, subprocess.SubprocessError) or (
+            isinstance(exc, OSError) and exc.filename is not None and os.fsdecode(exc.filename) != executable
+        )
+        if not entering:
+            assert isinstance(exc, OSError)
+            return tool_error_from_os(exc, "start", f"ripgrep ({executable})")
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else self._why_not_enterable()
+        return ExecutionError(
+            f"Could not search {self.shown}: rg could not be started in that folder ({reason}). "
+            "rg itself is fine; check that the folder still exists and can be entered, then search again."
+        )
+
+    def _why_not_enterable(self) -> str:
+        if self.fd is None:
+            return "it could not be entered"
+        try:
+            st = os.fstat(self.fd)
+        except OSError as exc:
+            return exc.strerror or "it could not be entered"
+        if st.st_nlink == 0:
+            return "it was removed while the search started"
+        return "entering it was refused"
 
 
 async def _stop_when_cancelled(run: _RgRun) -> None:
@@ -195,24 +257,26 @@ class _RgRun:
     def start(
         cls,
         argv: list[str],
-        cwd: str,
+        where: _Start,
         sink: Sink,
         pass_fds: tuple[int, ...] = (),
+        stdin_fd: int | None = None,
         confine: PinnedTarget | None = None,
     ) -> _RgRun:
-        """Spawn rg in a new session (the group is what gets killed); stdin is /dev/null, never a pipe."""
+        """Spawn rg in a new session (the group is what gets killed); stdin is /dev/null unless `stdin_fd`."""
         # Opened here, not by Popen: in the sandboxed thread /dev/null could not be opened.
-        devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC) if stdin_fd is None else None
+        placement = where.popen_args()
 
         def popen() -> subprocess.Popen[bytes]:
             return subprocess.Popen(
                 argv,
-                stdin=devnull,
+                stdin=devnull if devnull is not None else stdin_fd,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                cwd=cwd,
                 start_new_session=True,
                 pass_fds=pass_fds,
+                **placement,
             )
 
         try:
@@ -220,10 +284,11 @@ class _RgRun:
                 process = sandbox.spawn(popen, confine.fd, confine.is_dir, confine.real, argv[0])
             else:
                 process = popen()
-        except OSError as exc:
-            raise tool_error_from_os(exc, "start", f"ripgrep ({argv[0]})") from None
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise where.error(exc, argv[0]) from None
         finally:
-            os.close(devnull)
+            if devnull is not None:
+                os.close(devnull)
         try:
             return cls(process, sink)
         except BaseException:  # no descriptor left for the wake pipe: rg must not run on unseen
