@@ -225,6 +225,34 @@ def names_below(target: PinnedTarget, names: Sequence[bytes]) -> tuple[list[byte
     return kept, len(names) - len(kept)
 
 
+CHANGED_PATH = "(a path whose folder changed while the search ran)"
+
+
+def redact_stderr(target: PinnedTarget, stderr: str) -> str:
+    """rg's complaints with any path it names that `still_below` cannot confirm replaced by `CHANGED_PATH`.
+
+    Where rg is not sandboxed (macOS, Linux without Landlock) a folder swapped while rg walks can let it
+    list an outside folder; an error about a file there (`a/b/secret.txt: No such file`) would name it.
+    A line is `rg: NAME: reason`; a name may itself hold ": ", so every split is tried.
+    """
+    if not target.is_dir or not stderr:
+        return stderr
+    prefix = target.rename()[1].decode("utf-8", "replace")
+    lines = []
+    for line in stderr.split("\n"):
+        body = line.removeprefix("rg: ")
+        cuts = [i for i in range(len(body)) if body.startswith(": ", i)]
+        if not cuts or "(os error" not in body:
+            lines.append(line)
+            continue
+        names = [body[:cut] for cut in cuts]
+        if any(n.startswith(prefix) and still_below(target.fd, n[len(prefix) :] or ".") for n in names):
+            lines.append(line)
+        else:
+            lines.append(line[: len(line) - len(body)] + CHANGED_PATH + body[cuts[-1] :])
+    return "\n".join(lines)
+
+
 class Hides(Protocol):
     """A deny-rule test for absolute real paths (policy/hiding.py's Hider)."""
 

@@ -25,7 +25,7 @@ import anyio.to_thread
 from mcp_codetools.errors import ExecutionError, ToolError, tool_error_from_os
 from mcp_codetools.files import fdpaths
 from mcp_codetools.search import sandbox
-from mcp_codetools.search.args import PinnedTarget
+from mcp_codetools.search.args import PinnedTarget, redact_stderr
 from mcp_codetools.search.locate import find_rg
 from mcp_codetools.search.sinks import WholeRecords
 
@@ -151,7 +151,7 @@ async def run_rg_on(args: Sequence[str], target: PinnedTarget, sink: Sink, *, se
         renamed.flush()
     if old and old.decode() in result.stderr:
         result = dataclasses.replace(result, stderr=result.stderr.replace(old.decode(), new.decode()))
-    return result
+    return dataclasses.replace(result, stderr=redact_stderr(target, result.stderr))
 
 
 @dataclass(frozen=True, slots=True)

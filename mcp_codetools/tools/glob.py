@@ -10,6 +10,7 @@ directory, so nothing it writes is read as an option.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 from pathlib import Path
@@ -30,6 +31,7 @@ from mcp_codetools.search.args import (
     hidden_names,
     name_glob,
     pin_search_target,
+    redact_stderr,
     still_below,
     unpassable,
     vcs_excludes,
@@ -202,7 +204,7 @@ async def _run(argv: list[str], base: Path, pinned: PinnedTarget, hidden: Hidden
     result = await run_rg(argv, base, unhidden or pager, cwd_fd=pinned.fd, confine=pinned)
     if unhidden is not None:
         unhidden.flush()
-    return result
+    return dataclasses.replace(result, stderr=redact_stderr(pinned, result.stderr))
 
 
 def _meta(shown: int, total: int, complete: bool) -> dict[str, object]:
