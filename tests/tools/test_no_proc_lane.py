@@ -1,0 +1,25 @@
+"""The empty-/proc lane (.ci/no-proc) runs the portable code path: this checks that it really does.
+
+Outside the lane (MCP_CODETOOLS_TEST_NO_PROC unset) there is nothing to check, and the test says so.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from mcp_codetools.files import fdpaths, opening
+from mcp_codetools.search import sandbox
+from mcp_codetools.shell import procs
+
+IN_LANE = os.environ.get("MCP_CODETOOLS_TEST_NO_PROC") == "1"
+
+
+@pytest.mark.skipif(not IN_LANE, reason="only in the empty-/proc lane (.ci/no-proc)")
+def test_the_lane_takes_every_portable_path() -> None:
+    assert not os.path.exists("/proc/self"), "/proc is mounted: the lane would test the Linux path"
+    assert not fdpaths.usable(), "rg would start through /proc/self/fd"
+    assert procs.table() == "none" and procs.fork_count() is None
+    assert not opening.use_openat2, "the confined opens would use openat2, not the walk"
+    assert not sandbox.available(), "rg would run under Landlock"
