@@ -1,7 +1,8 @@
 """
 Confined opens (issue 12): a folder swapped for a symlink after the path check, even to a target too deep
 for /proc to name, cannot carry Read, Write or Edit outside the roots. Every test runs twice: once with
-openat2 and once with the component-by-component walk that stands in for it.
+the one-call open (openat2 on Linux, O_NOFOLLOW_ANY on macOS) and once with the component-by-component
+walk that stands in for it.
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ from tests.tools.swaps import swap_after_resolve
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(params=["openat2", "walk"])
+@pytest.fixture(params=["one-call", "walk"])
 def open_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "openat2" and not getattr(opening, "use_openat2", True):
-        pytest.skip("this kernel has no openat2")
-    monkeypatch.setattr(opening, "use_openat2", request.param == "openat2", raising=False)
+    monkeypatch.setattr(opening, "use_one_call", request.param == "one-call")
+    if request.param == "one-call" and opening.method() == "walk":
+        pytest.skip("this system has no one-call confined open (openat2: Linux 5.6+; O_NOFOLLOW_ANY: macOS 11+)")
     return str(request.param)
 
 

@@ -21,5 +21,5 @@ def test_the_lane_takes_every_portable_path() -> None:
     assert not os.path.exists("/proc/self"), "/proc is mounted: the lane would test the Linux path"
     assert not fdpaths.usable(), "rg would start through /proc/self/fd"
     assert procs.table() == "none" and procs.fork_count() is None
-    assert not opening.use_openat2, "the confined opens would use openat2, not the walk"
+    assert opening.method() == "walk", "the confined opens would use a one-call open, not the walk"
     assert not sandbox.available(), "rg would run under Landlock"
