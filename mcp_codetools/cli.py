@@ -12,11 +12,14 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_codetools import __version__
 from mcp_codetools.config import LoadedSettings, Settings
 from mcp_codetools.roots import loaded_settings_from
+
+if TYPE_CHECKING:
+    from mcp_codetools.server import CodeToolsServer
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -148,6 +151,16 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"mcp-codetools: {exc}", file=sys.stderr)
         return 2
+    from mcp_codetools.shell import adoption
+
+    adoption.adopt()  # only where no process table can be read: orphans of commands come back to the server
+    try:
+        return _serve(app, args, settings)
+    finally:
+        adoption.sweep()
+
+
+def _serve(app: CodeToolsServer, args: argparse.Namespace, settings: Settings) -> int:
     if args.transport == "http":
         from mcp_codetools.http_server import serve_http
 

@@ -32,9 +32,10 @@ ends, whatever still carries it is stopped.
 Not covered: a process that clears its environment (`env -i`, or exec with an empty one) AND leaves the
 group AND is orphaned before anything looks (`env -i setsid -f daemon`): no marker, no group, no parent
 link remains to find it by. Where no process table can be read (Linux with /proc absent: procs.py,
-"none"), only the group and the members of the command's session are found (`getsid` needs no /proc):
-a process that left the session (`setsid`) is not, and members count as alive until their group is
-gone, zombies too, so the stop errs toward signalling in vain. On macOS psutil reads the table and
+"none"), only the group and the members of the command's session are found (`getsid` needs no /proc),
+and members count as alive until their group is gone, zombies too, so the stop errs toward signalling
+in vain. A process that left the session (`setsid`) is not found for its call; the server adopts such
+orphans (adoption.py) and stops them when it exits. On macOS psutil reads the table and
 the environments, so the markers hold there as on Linux. And if
 the server itself is SIGKILLed nothing can stop its children. A cgroup would close the first gap, but an
 unprivileged server can rarely create one, so the markers are what is relied on.
@@ -57,7 +58,7 @@ from pathlib import Path
 
 import anyio
 
-from mcp_codetools.shell import procs
+from mcp_codetools.shell import adoption, procs
 from mcp_codetools.shell.capture import OutputCapture
 from mcp_codetools.shell.sandbox import Confinement
 
@@ -553,6 +554,7 @@ class Leftovers:
                 self._send(signal.SIGKILL)
                 gone = await self.gone_within(KILL_WAIT_S)
         finally:
+            adoption.reap([carrier.pid for carrier in self.carriers])
             for carrier in self.carriers:
                 carrier.close()
 
@@ -615,6 +617,7 @@ def signal_pids(pids: list[int], sig: int) -> None:
 
 def _group_alive(pgid: int) -> bool:
     """Whether group `pgid` has a live (not zombie) member; by signal alone where /proc cannot tell."""
+    adoption.reap_group(pgid)  # an adopted member that died is the server's zombie, which signal 0 still finds
     if not _group_exists(pgid):  # one system call answers the common case: the group is gone
         return False
     members = procs.group_members(pgid)
