@@ -138,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
         settings = _load(args).settings
         if not _sandbox_works(settings):
             return 1
+        from mcp_codetools.shell.hardening import protect_server
+
+        protect_server(settings)  # after the sandbox probe, before any thread starts
         from mcp_codetools.policy.config import load_gate
         from mcp_codetools.server import CodeToolsServer
 

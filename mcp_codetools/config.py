@@ -19,6 +19,8 @@ which `mcp-codetools config` prints.
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import re
 import tomllib
@@ -45,8 +47,22 @@ POLICY_SECTIONS = frozenset({"permissions", "hooks"})
 """Tables in the same files that `policy/config.py` reads and checks."""
 
 
+logger = logging.getLogger(__name__)
+
+
 class ConfigError(ValueError):
     """A setting or config file the server refuses to start with; the message names where it came from."""
+
+
+@pydantic_dataclass(frozen=True, config=ConfigDict(extra="forbid"))
+class LanguageServerEntry:
+    """One `[lsp.servers.NAME]` table: the program to start, the files it serves, its initialization options."""
+
+    command: Annotated[tuple[str, ...], Field(min_length=1)]
+    extensions: Annotated[tuple[str, ...], Field(min_length=1)]
+    initialization_options: dict[str, Any] = field(default_factory=dict)
+    diagnostics: bool = True
+    """Whether an edit waits (up to `lsp.diagnostics_wait_s`) for the server's diagnostics of the new text."""
 
 
 @pydantic_dataclass(frozen=True, config=ConfigDict(extra="forbid"))
@@ -142,6 +158,14 @@ class Settings:
     bash_max_timeout_ms: Annotated[
         int, Field(ge=1000, description="Highest timeout a Bash call may ask for; a higher one is lowered to it.")
     ] = 600_000
+    bash_return_after_s: Annotated[
+        float,
+        Field(
+            gt=0,
+            description="Seconds a Bash call waits for its command before returning with the command moved to the "
+            "background (its timeout still applies); keep it under the client's own request timeout.",
+        ),
+    ] = 45
     bash_output_chars: Annotated[
         int, Field(ge=2000, description="Characters of a command's output in the result; the rest is saved to a file.")
     ] = 30_000
@@ -166,6 +190,42 @@ class Settings:
             'roots) or "write-through" (write it in place, so every link sees the change).'
         ),
     ] = "refuse"
+    edit_recovery: Annotated[
+        Literal["apply", "suggest", "off"],
+        Field(
+            description="When Edit's old_string is not in the file as written but matches one region once Read's "
+            'line-number prefixes, quote style, trailing whitespace, line endings or a uniform indentation shift '
+            'are undone: "apply" the edit there (the result says what was undone), "suggest" the region in the '
+            'error, or "off".'
+        ),
+    ] = "apply"
+    syntax_check: Annotated[
+        Literal["report", "refuse", "off"],
+        Field(
+            description='After an edit of a Python file: "report" a syntax error the change introduced, "refuse" '
+            'such an edit (the file stays unchanged), or "off".'
+        ),
+    ] = "report"
+    lsp_timeout_s: Annotated[
+        float, Field(gt=0, description="Seconds the LSP tool waits for a language server's answer.")
+    ] = 10.0
+    lsp_diagnostics_wait_s: Annotated[
+        float,
+        Field(
+            ge=0,
+            description="Seconds an edit waits for a running language server's diagnostics of the new text "
+            "(0: do not wait).",
+        ),
+    ] = 1.5
+    lsp_servers: Annotated[
+        dict[str, LanguageServerEntry],
+        Field(
+            description="Language servers beside the built-in Python one, as `[lsp.servers.NAME]` tables with "
+            "`command`, `extensions` and optional `initialization_options` and `diagnostics` (true: edits wait "
+            "for them); used when the program is on the PATH. "
+            "Read from the user's config only: a project file cannot name a program to run."
+        ),
+    ] = field(default_factory=dict)
     history_max_bytes: Annotated[
         int,
         Field(
@@ -289,10 +349,16 @@ PLACES: dict[str, Place] = {
     "glob_no_ignore": _place("glob_no_ignore", "glob", "no_ignore"),
     "bash_default_timeout_ms": _place("bash_default_timeout_ms", "bash", "default_timeout_ms"),
     "bash_max_timeout_ms": _place("bash_max_timeout_ms", "bash", "max_timeout_ms"),
+    "bash_return_after_s": _place("bash_return_after_s", "bash", "return_after_s"),
     "bash_output_chars": _place("bash_output_chars", "bash", "output_chars"),
     "bash_env_exclude": _place("bash_env_exclude", "bash", "env_exclude"),
     "spill_budget_bytes": _place("spill_budget_bytes", "bash"),
     "hard_links": _place("hard_links", "files"),
+    "edit_recovery": _place("edit_recovery", "files"),
+    "syntax_check": _place("syntax_check", "files"),
+    "lsp_timeout_s": _place("lsp_timeout_s", "lsp", "timeout_s"),
+    "lsp_diagnostics_wait_s": _place("lsp_diagnostics_wait_s", "lsp", "diagnostics_wait_s"),
+    "lsp_servers": _place("lsp_servers", "lsp", "servers"),
     "history_max_bytes": _place("history_max_bytes", "files"),
     "history_max_entries": _place("history_max_entries", "files"),
     "image_max_side": _place("image_max_side", "read"),
@@ -348,6 +414,9 @@ _BY_KEY = {(p.section, p.key): name for name, p in PLACES.items()}
 SECTIONS = tuple(dict.fromkeys(p.section for p in PLACES.values()))
 _PATH_FIELDS = frozenset({"audit_log"})
 _LIST_FIELDS = frozenset({"bash_env_exclude", "sandbox.mask", "sandbox.env"})
+_JSON_FIELDS = frozenset({"lsp_servers"})
+_USER_ONLY = frozenset({"lsp_servers"})
+"""Settings that name a program to run: a project file (which the model can write) may not set them."""
 
 DEFAULT_SOURCE = "default"
 
@@ -430,7 +499,11 @@ def load_settings(
             table = read_toml(path, required=required)
             if table is not None:
                 files.append(path)
-                _take(base, values, sources, _file_values(table, path))
+                found = _file_values(table, path)
+                if base.roots and path == base.roots[0] / PROJECT_FILE:
+                    for name in _USER_ONLY & found.keys():
+                        logger.warning("%s: ignored, it may be set only in the user's config", found.pop(name)[1])
+                _take(base, values, sources, found)
     _take(base, values, sources, _env_values(env))
     given = {name: value for name, value in (flags or {}).items() if value is not None}
     _take(base, values, sources, {name: (value, f"{PLACES[name].flag} flag") for name, value in given.items()})
@@ -483,6 +556,11 @@ def _env_values(env: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
         value: Any = raw.strip()
         if name in _LIST_FIELDS:
             value = tuple(part.strip() for part in raw.split(",") if part.strip())
+        elif name in _JSON_FIELDS:
+            try:
+                value = json.loads(raw)
+            except ValueError as exc:
+                raise ConfigError(f"environment variable {place.env}: not JSON ({exc})") from exc
         elif name in _PATH_FIELDS:
             value = Path(value).expanduser()
         found[name] = (value, f"environment variable {place.env}")
@@ -557,6 +635,8 @@ def _shown(value: Any) -> str:
         return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
     if value is None:
         return "(unset)"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_shown(v)}" for k, v in value.items()) + "}"
     return str(value)
 
 

@@ -104,7 +104,15 @@ async def _scenario(workdir: Path) -> bool:
                 lambda r: not r.is_error and _text_of(r).startswith("1\texport const value = 1"),
             ),
             (
-                "Edit with the line-number prefix is refused with a hint",
+                "Edit of text not in the file is refused",
+                lambda: client.call_tool(
+                    "Edit",
+                    {"file_path": str(app), "old_string": "export const value = 3", "new_string": "value = 4"},
+                ),
+                lambda r: r.is_error and "not found" in _text_of(r),
+            ),
+            (
+                "Edit changes value = 1 to value = 2 (Read's line-number prefix undone, with a note)",
                 lambda: client.call_tool(
                     "Edit",
                     {
@@ -113,19 +121,9 @@ async def _scenario(workdir: Path) -> bool:
                         "new_string": "export const value = 2",
                     },
                 ),
-                lambda r: r.is_error and "line-number prefix" in _text_of(r),
-            ),
-            (
-                "Edit changes value = 1 to value = 2",
-                lambda: client.call_tool(
-                    "Edit",
-                    {
-                        "file_path": str(app),
-                        "old_string": "export const value = 1",
-                        "new_string": "export const value = 2",
-                    },
-                ),
-                lambda r: not r.is_error and "updated successfully" in _text_of(r),
+                lambda r: not r.is_error
+                and "updated successfully" in _text_of(r)
+                and "line-number prefixes" in _text_of(r),
             ),
         ]
         for label, call, check in steps:
@@ -157,11 +155,49 @@ def _roots_ok(roots: list[str]) -> bool:
     return _say(True, f"roots: {', '.join(str(root) for root in settings.roots)}")
 
 
+def _language_servers(roots: list[str]) -> None:
+    """Each language server that can run here, started once in a scratch folder: start time and memory."""
+    from mcp_codetools.config import ConfigError, Settings
+    from mcp_codetools.lsp.servers import available
+    from mcp_codetools.lsp.workspace import LanguageServers, LanguageServerUnavailable
+
+    try:
+        table = Settings.from_env(roots or None).lsp_servers
+    except (ConfigError, ValueError):
+        table = {}
+    specs = available(table)
+    if not specs:
+        print("  lsp          no language server can run here (the LSP tool is not listed)")
+        return
+
+    async def probe(workdir: Path) -> None:
+        servers = LanguageServers(specs)
+        try:
+            for spec in specs:
+                sample = workdir / f"sample{sorted(spec.extensions)[0]}"
+                try:
+                    with anyio.fail_after(30):
+                        client = await servers.client(sample, workdir)
+                except (LanguageServerUnavailable, TimeoutError) as exc:
+                    print(f"  lsp          {spec.name} ({spec.command[0]}): does not start: {exc}")
+                    continue
+                row = next(r for r in servers.status() if r["name"] == spec.name)
+                memory = f", {row['rssMiB']} MiB resident" if row["rssMiB"] is not None else ""
+                served = " ".join(sorted(spec.extensions))
+                print(f"  lsp          {spec.name} for {served}: started in {client.started_ms:.0f} ms{memory}")
+        finally:
+            await servers.aclose()
+
+    with tempfile.TemporaryDirectory(prefix="mcp-codetools-doctor-lsp-") as tmp:
+        anyio.run(probe, Path(tmp).resolve())
+
+
 def run_doctor(roots: list[str] | None) -> int:
     """Check the environment and the roots, then run Read -> Edit through a real client; 0 when all works."""
     roots = roots or []
     env_ok = _environment(roots)
     env_ok = _roots_ok(roots) and env_ok
+    _language_servers(roots)
     print("Seed scenario (Read -> Edit) through a real MCP client")
     try:
         with tempfile.TemporaryDirectory(prefix="mcp-codetools-doctor-") as tmp:

@@ -17,6 +17,8 @@ file_read_only            FileReadOnlyError        mode bits say read-only; chan
 old_string_not_found      OldStringNotFoundError   old_string is not in the file; copy it exactly from a fresh Read
 old_string_not_unique     OldStringNotUniqueError  several matches and replace_all false; add context, or set it
 no_change                 NoChangeError            old_string equals new_string; nothing to do
+syntax_error_introduced   SyntaxIntroducedError    (files.syntax_check = "refuse") the edit would break the file's
+                                                   syntax; fix the new text, the file is unchanged
 queue_timeout             QueueTimeoutError        waited too long behind earlier calls; try again later
 execution_failed          ExecutionError           the tool ran and failed (an OS error); as the text says
 internal_error            (pipeline)               a bug, logged with its traceback; check the file, then retry
@@ -50,6 +52,7 @@ ErrorCode = Literal[
     "old_string_not_found",
     "old_string_not_unique",
     "no_change",
+    "syntax_error_introduced",
     "queue_timeout",
     "execution_failed",
     "internal_error",
@@ -162,6 +165,12 @@ class NoChangeError(EditMatchError):
     """old_string equals new_string, so the edit would change nothing."""
 
     code = "no_change"
+
+
+class SyntaxIntroducedError(EditMatchError):
+    """The edit would introduce a syntax error, and the settings say to refuse such edits."""
+
+    code = "syntax_error_introduced"
 
 
 OsAction = Literal[

@@ -50,6 +50,14 @@ async def _answer(send: Any, status: int, body: bytes, headers: list[tuple[bytes
     await send({"type": "http.response.body", "body": body})
 
 
+def _unauthorized(token_given: bool) -> bytes:
+    problem = "the bearer token does not match" if token_given else "this server needs a bearer token"
+    return (
+        f"401 Unauthorized: {problem}. Send the header `Authorization: Bearer <token>`, where <token> is the "
+        "value of MCP_CODETOOLS_HTTP_TOKEN the server was started with.\n"
+    ).encode()
+
+
 def _jsonrpc_error(message: str) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}).encode()
 
@@ -73,7 +81,8 @@ class SessionGate:
             given = _header(scope, b"authorization") or ""
             if not hmac.compare_digest(given.encode("latin-1"), self._expected):
                 logger.info("refused %s: 401 (%s bearer token)", what, "wrong" if given else "no")
-                await _answer(send, 401, b"unauthorized\n", [(b"www-authenticate", b"Bearer")])
+                headers = [(b"www-authenticate", b"Bearer"), (b"content-type", b"text/plain; charset=utf-8")]
+                await _answer(send, 401, _unauthorized(bool(given)), headers)
                 return
         key = _header(scope, _SESSION_HEADER)
         if key is None:

@@ -167,7 +167,8 @@ async def check_permission(tool: Tool[Any], args: ToolInput, ctx: CallContext, g
         tool_input = _hook_input(args) if gate.hooks else {}
         roots = ctx.session.workspace.roots
         await gate.check(facts, tool_input, session_id=ctx.session.id, ask=ctx.ask, roots=roots)
-        ctx.hidden = Hider.for_tool(gate.policy_for(roots), tool.name)  # Grep and Glob leave out what deny rules hide
+        ctx.policy = gate.policy_for(roots)
+        ctx.hidden = Hider.for_tool(ctx.policy, tool.name)  # Grep and Glob leave out what deny rules hide
 
 
 def _hook_input(args: ToolInput) -> dict[str, Any]:

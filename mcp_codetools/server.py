@@ -21,6 +21,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from opentelemetry import trace
 
 from mcp_codetools import __version__
+from mcp_codetools.client_log import ClientLog
 from mcp_codetools.client_roots import roots_changed, sync_roots
 from mcp_codetools.config import Settings
 from mcp_codetools.elicit import input_required, permission_asker
@@ -116,6 +117,8 @@ class CodeToolsServer:
             self.server.middleware = [m for m in self.server.middleware if type(m).__name__ != OTEL_MIDDLEWARE]
         self.server.middleware.append(_handshake_era_over_http)
         self.server.middleware.append(self._follow_roots)
+        self.client_log = ClientLog()
+        self._serve_logging()
 
     @asynccontextmanager
     async def _lifespan(self, _: Server[Any]) -> AsyncIterator[dict[str, Any]]:
@@ -123,6 +126,7 @@ class CodeToolsServer:
             async with anyio.create_task_group() as tg:
                 if self.serves_http:
                     tg.start_soon(self.http_sessions.run_reaper)
+                tg.start_soon(self.client_log.run)
                 yield {}
                 tg.cancel_scope.cancel()
         finally:
@@ -168,6 +172,19 @@ class CodeToolsServer:
                 code=types.INVALID_REQUEST, message="this MCP session has ended; start a new one (initialize)"
             ) from None
 
+    def _serve_logging(self) -> None:
+        """The `logging` capability: `logging/setLevel` (handshake era) sets what `client_log` sends a session.
+
+        Registered with `add_request_handler`, which also makes the SDK declare the capability; the
+        constructor's `on_set_logging_level` would do the same with a deprecation warning at every start.
+        """
+
+        async def set_level(ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> types.EmptyResult:
+            self.client_log.set_level(self.session_for(ctx), ctx, params.level)
+            return types.EmptyResult()
+
+        self.server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+
     async def _follow_roots(self, ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
         """After `notifications/roots/list_changed` the session asks for the roots again before its next call."""
         if roots_changed(ctx):
@@ -190,9 +207,14 @@ class CodeToolsServer:
         if asking is not None:
             return asking
         try:
-            output = await self.pipeline.run(
-                session, params.name, params.arguments, progress=_progress_of(ctx), ask=permission_asker(ctx, params)
-            )
+            async with self.client_log.request(session, ctx):
+                output = await self.pipeline.run(
+                    session,
+                    params.name,
+                    params.arguments,
+                    progress=_progress_of(ctx),
+                    ask=permission_asker(ctx, params),
+                )
         except AnswerNeeded as needed:
             return input_required(needed.question)
         return to_call_result(output)

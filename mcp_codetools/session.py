@@ -14,7 +14,6 @@ import logging
 import os
 import secrets
 import shutil
-import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,7 +25,10 @@ from mcp_codetools.config import Settings
 from mcp_codetools.files.history import FileHistory
 from mcp_codetools.files.ledger import ReadLedger
 from mcp_codetools.files.paths import Workspace
+from mcp_codetools.files.scratch import make_scratch_dir, sweep_once_in_background
 from mcp_codetools.files.view import LineIndexCache
+from mcp_codetools.lsp.servers import available
+from mcp_codetools.lsp.workspace import LanguageServers
 from mcp_codetools.shell import runner
 from mcp_codetools.shell.background import JobRegistry
 from mcp_codetools.shell.sandbox import Confinement, prepared
@@ -67,11 +69,13 @@ class CodeSession:
         self.process_marker = runner.Marker.new(runner.SESSION_VAR)
         """Carried by every process this session's commands start, to find them when it ends."""
         self._jobs: JobRegistry | None = None
+        self._language_servers: LanguageServers | None = None
         self._closers: list[Closer] = []
         self._scratch: Path | None = None
         self._confinement: Confinement | None = None
         self._confined_for: tuple[Path, ...] = ()
         self._dispatcher: Dispatcher | None = None
+        sweep_once_in_background()  # the first session of a server removes what killed servers left
 
     @property
     def dispatcher(self) -> Dispatcher:
@@ -90,15 +94,28 @@ class CodeSession:
             self.on_close(self._jobs.aclose)
         return self._jobs
 
+    @property
+    def language_servers(self) -> LanguageServers:
+        """The session's language servers (each started on first use); they stop when the session ends."""
+        if self._language_servers is None:
+            self._language_servers = LanguageServers(available(self.settings.lsp_servers))
+            self.on_close(self._language_servers.aclose)
+        return self._language_servers
+
+    @property
+    def language_servers_started(self) -> bool:
+        """Whether any call has asked for a language server yet (edits look for diagnostics only then)."""
+        return self._language_servers is not None
+
     def on_close(self, closer: Closer) -> None:
         """Run `closer` when the session ends, in the order registered."""
         self._closers.append(closer)
 
     @property
     def scratch_dir(self) -> Path:
-        """A private temporary folder for this session (full command output and the like)."""
+        """A private temporary folder for this session (full command output and the like; see `files.scratch`)."""
         if self._scratch is None:
-            self._scratch = Path(tempfile.mkdtemp(prefix="mcp-codetools-")).resolve()
+            self._scratch = make_scratch_dir()
             self.workspace.add_readable(self._scratch)
         return self._scratch
 

@@ -17,6 +17,7 @@ def test_doctor_runs_the_seed_scenario_and_says_it_works(tmp_path: Path) -> None
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Verdict: everything works" in done.stdout
+    assert "lsp          python for .py .pyi: started in" in done.stdout
     assert "FAIL" not in done.stdout
     for fragment in ("python", "mcp ", "rg:", "Edit before Read is refused", "file now holds"):
         assert fragment in done.stdout

@@ -5,13 +5,13 @@ The layers, lowest first (a module may import its own layer and those below it; 
 layer never import each other both ways):
 
     errors, config (and the package's __init__)
-    files/, search/, shell/, dispatcher, audit   each needs only the layer below
+    files/, search/, shell/, lsp/, dispatcher, audit   each needs only the layer below
     policy/                                 permission rules, modes, hooks (reads Bash commands with shell/)
     session                                 holds the ledger, history, cwd, jobs and the dispatcher
     session_registry, roots                 one session per MCP session id; which folders are served
     tools/                                  one module per tool; tools/base.py is what they share
     pipeline
-    elicit                                  asking the user through the client (speaks MCP)
+    elicit, client_roots, client_log        asking the user, the client's roots, messages for it (speak MCP)
     server, transport, http_server, manifest   the only modules that speak MCP (doctor runs a client)
     doctor, cli, __main__
 
@@ -33,19 +33,22 @@ SOURCE = Path(__file__).resolve().parents[1] / PACKAGE
 
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({PACKAGE, "errors", "config"}),
-    frozenset({"files", "search", "shell", "dispatcher", "audit"}),
+    frozenset({"files", "search", "shell", "dispatcher", "audit", "lsp"}),
     frozenset({"policy"}),
     frozenset({"session"}),
     frozenset({"session_registry", "roots"}),
     frozenset({"tools"}),
     frozenset({"pipeline"}),
-    frozenset({"elicit", "client_roots"}),
+    frozenset({"elicit", "client_roots", "client_log"}),
     frozenset({"server", "transport", "http_server", "manifest"}),
     frozenset({"doctor", "cli", "__main__"}),
 )
-MCP_SPEAKERS = frozenset({"elicit", "client_roots", "server", "transport", "http_server", "manifest", "doctor"})
+MCP_SPEAKERS = frozenset(
+    {"elicit", "client_roots", "client_log", "server", "transport", "http_server", "manifest", "doctor"}
+)
 """Modules that may import the MCP SDK (doctor only to run a client against the server)."""
-SHARED_BY_TOOLS = {f"{PACKAGE}.tools", f"{PACKAGE}.tools.base"}
+SHARED_BY_TOOLS = {f"{PACKAGE}.tools", f"{PACKAGE}.tools.base", f"{PACKAGE}.tools.edit_checks"}
+"""Not tools: what every tool builds on, and the checks every writing tool runs on its change."""
 
 
 def package_sources(root: Path = SOURCE) -> dict[str, str]:

@@ -37,3 +37,14 @@ def test_the_report_says_which_command_writes_it(tmp_path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     assert WRITE_COMMAND in text.splitlines()[2]
     assert "--reliability-report docs/reliability.md" in text
+
+
+def test_a_rewrite_keeps_the_hand_kept_section(tmp_path: Path) -> None:
+    from tests.reliability.report import KEPT_END, KEPT_START
+
+    path = tmp_path / "r.md"
+    path.write_text(f"old figures\n\n{KEPT_START}\n## Attack runs\n\n45 tried, 0 leaked\n{KEPT_END}\n")
+    text = write_report(Figures(), wall_s=1.0, path=path).read_text(encoding="utf-8")
+    assert "old figures" not in text
+    assert text.endswith(f"{KEPT_START}\n## Attack runs\n\n45 tried, 0 leaked\n{KEPT_END}\n")
+    assert write_report(Figures(), wall_s=1.0, path=path).read_text(encoding="utf-8").count(KEPT_START) == 1

@@ -139,10 +139,15 @@ def _loose(line: str) -> str:
     return _SPACE.sub(" ", line.translate(_QUOTES)).strip()
 
 
+def not_found_head(old: str, path: str) -> str:
+    """The first lines of every "not found" answer: which file, and old_string (cut when long)."""
+    shown = old if len(old) <= 500 else old[:500] + f"… ({len(old)} characters)"
+    return f"String to replace not found in file {path}.\nString: {shown}"
+
+
 def not_found_message(text: str, old: str, path: str) -> str:
     """Why `old` is not in the file, with the nearest region when one is close."""
-    shown = old if len(old) <= 500 else old[:500] + f"… ({len(old)} characters)"
-    parts = [f"String to replace not found in file {path}.\nString: {shown}"]
+    parts = [not_found_head(old, path)]
     stripped = strip_line_prefixes(old)
     if stripped is not None:
         hint = (
@@ -151,8 +156,10 @@ def not_found_message(text: str, old: str, path: str) -> str:
         )
         if find_matches(text, stripped):
             hint += " Without the prefixes, the text is found."
+            parts.append(hint)
+            return "\n".join(parts)
         parts.append(hint)
-        return "\n".join(parts)
+        old = stripped
     region = closest_region(text, old)
     if region is not None:
         first, last, exact_but_spacing = region

@@ -16,7 +16,7 @@ from mcp_codetools.errors import (
     OldStringNotUniqueError,
     ToolError,
 )
-from mcp_codetools.files import matching
+from mcp_codetools.files import matching, recovery
 from mcp_codetools.files.editing import Loaded
 
 _IN_PLACE_MAX = 8
@@ -41,6 +41,8 @@ class Planned:
     counts: list[int]
     first_change: int
     """Where in the new body the first (topmost) change starts."""
+    recovered: dict[int, recovery.Recovered]
+    """Edits (by index) whose old_string matched only once normalised, and how."""
 
 
 def _ordinal(index: int) -> str:
@@ -57,8 +59,8 @@ def _fail(error: ToolError, index: int, total: int) -> ToolError:
     return type(error)(head + error.message)
 
 
-def plan_edits(loaded: Loaded, steps: list[EditStep], shown: str) -> Planned:
-    """Apply `steps` in order to the file's body in memory.
+def plan_edits(loaded: Loaded, steps: list[EditStep], shown: str, recovery_mode: str = "apply") -> Planned:
+    """Apply `steps` in order to the file's body in memory (a missed old_string is recovered as Edit does).
 
     Raises:
         ToolError: an edit does not apply; the message names it as `edits[i]`.
@@ -68,30 +70,41 @@ def plan_edits(loaded: Loaded, steps: list[EditStep], shown: str) -> Planned:
     body = bytearray(loaded.body) if loaded.as_bytes else loaded.body
     counts: list[int] = []
     first: int | None = None
+    recovered: dict[int, recovery.Recovered] = {}
     for index, step in enumerate(steps):
         try:
-            body, count, start = _apply_one(loaded, body, step, shown)
+            body, count, start, how = _apply_one(loaded, body, step, shown, recovery_mode)
         except ToolError as exc:
             raise _fail(exc, index, len(steps)) from None
         counts.append(count)
+        if how is not None:
+            recovered[index] = how
         # Text before the topmost change so far is untouched, so an edit further down cannot move it.
         first = start if first is None else min(first, start)
-    return Planned(body, counts, first or 0)
+    return Planned(body, counts, first or 0, recovered)
 
 
-def _apply_one(loaded: Loaded, body: Any, step: EditStep, shown: str) -> tuple[Any, int, int]:
+def _apply_one(
+    loaded: Loaded, body: Any, step: EditStep, shown: str, mode: str
+) -> tuple[Any, int, int, recovery.Recovered | None]:
     if step.old_string == step.new_string:
         raise NoChangeError("old_string and new_string are exactly the same.")
     if step.old_string == "":
         raise InvalidInputError("old_string is empty; give the exact text to replace.")
     old = loaded.convert(step.old_string)
     matches = matching.find_matches(body, old) if old is not None else []
+    new_string, how = step.new_string, None
     if not matches:
-        text = loaded.to_display(bytes(body)) if isinstance(body, bytearray) else body
-        raise OldStringNotFoundError(
-            matching.not_found_message(text, step.old_string, shown)
-            + "\n(Each edit applies to the text as the edits before it left it.)"
-        )
+        text = bytes(body).decode(loaded.fmt.encoding, loaded.fmt.errors) if isinstance(body, bytearray) else body
+        found = recovery.recover(text, step.old_string, step.new_string) if mode != "off" else None
+        span = recovery.body_span(text, found, loaded.convert) if isinstance(found, recovery.Recovered) else None
+        if mode != "apply" or span is None:
+            raise OldStringNotFoundError(
+                recovery.not_found(text, step.old_string, shown, found)
+                + "\n(Each edit applies to the text as the edits before it left it.)"
+            )
+        assert isinstance(found, recovery.Recovered)
+        matches, new_string, how = [matching.Match(*span)], found.new, found
     if len(matches) > 1 and not step.replace_all:
         lines = matching.lines_of(body, [m.start for m in matches[:20]])
         listed = ", ".join(str(n) for n in lines) + (" …" if len(matches) > 20 else "")
@@ -99,13 +112,13 @@ def _apply_one(loaded: Loaded, body: Any, step: EditStep, shown: str) -> tuple[A
             f"Found {len(matches)} matches of old_string (at lines {listed}), but replace_all is false. "
             "Add surrounding context to make it unique, or set replace_all to true for this edit."
         )
-    new = loaded.convert(matching.adapt_newlines(step.new_string, loaded.fmt.newline))
+    new = loaded.convert(matching.adapt_newlines(new_string, loaded.fmt.newline))
     if new is None:
         raise InvalidInputError(f"new_string has characters the file's encoding ({loaded.fmt.encoding}) cannot hold.")
     if isinstance(body, bytearray):
         if len(matches) <= _IN_PLACE_MAX:
             for match in reversed(matches):
                 body[match.start : match.end] = new
-            return body, len(matches), matches[0].start
-        return bytearray(matching.apply(bytes(body), matches, new)), len(matches), matches[0].start
-    return matching.apply(body, matches, new), len(matches), matches[0].start
+            return body, len(matches), matches[0].start, how
+        return bytearray(matching.apply(bytes(body), matches, new)), len(matches), matches[0].start, how
+    return matching.apply(body, matches, new), len(matches), matches[0].start, how

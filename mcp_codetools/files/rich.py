@@ -55,9 +55,11 @@ def rich_kind(path: Path, head: bytes) -> Kind | None:
     """
     if image_kind(head) is not None:
         return "image"
-    if b"%PDF-" in head[:HEAD_BYTES]:
-        return "pdf"
     suffix = path.suffix.lower()
+    # Readers accept a PDF header anywhere in the first KiB, but only a file named .pdf gets that benefit:
+    # a source file or a test that mentions the header near its top is text.
+    if head.startswith(b"%PDF-") or (suffix == ".pdf" and b"%PDF-" in head[:HEAD_BYTES]):
+        return "pdf"
     if suffix == ".ipynb":
         return "notebook"
     if suffix in IMAGE_SUFFIXES:

@@ -88,6 +88,8 @@ class Decision:
     rule: Rule | None = None
     subject: str = ""
     """What the decision is about: the path or command, for a question to the user."""
+    unmatched: bool = False
+    """Asked only because no rule allows the call: the one question the Bash sandbox may answer itself."""
 
 
 class _RuleIndex:
@@ -252,7 +254,9 @@ class Policy:
         if self.mode == "acceptEdits" and facts.tool in EDIT_TOOLS and self._inside_roots(writes):
             return Decision("allow", f"acceptEdits mode ({self.mode_source})")
         subject = facts.command if facts.command is not None else ", ".join(writes)
-        return Decision("ask", f"no rule allows it ({self.mode} mode, {self.mode_source})", None, subject)
+        return Decision(
+            "ask", f"no rule allows it ({self.mode} mode, {self.mode_source})", None, subject, unmatched=True
+        )
 
     def hides(self, tool: str, path: str) -> bool:
         """Whether a deny rule covers reading `path` (absolute, real) with `tool`: Grep and Glob leave it out."""

@@ -5,7 +5,8 @@ a deny ends it. PreToolUse hooks run next: a hook's block or deny ends the call,
 allow into a question, a hook's allow answers a question, but never lifts a deny rule. A question goes
 to the user through the client (`Asker`); when the client cannot be asked, the call is refused with the
 reason, unless `unanswered_ask = "allow"`. With the Bash sandbox on, a command no rule denies or asks
-about runs without a question (the sandbox confines it), as Claude Code's `autoAllowBashIfSandboxed`.
+about runs without a question (the sandbox confines it), as Claude Code's `autoAllowBashIfSandboxed`;
+one that writes a protected path is still asked about.
 
 Every refusal names what refused: the rule and its file, the mode and where it was set, or the hook.
 """
@@ -106,7 +107,9 @@ class PermissionGate:
         decision = self.policy_for(roots).decide(facts)
         if decision.behaviour == "deny":
             raise PermissionDeniedError(_refusal(facts.tool, decision.reason))
-        if decision.behaviour == "ask" and decision.rule is None and self.sandboxed_bash and facts.tool == "Bash":
+        # Only a command no rule allows: a protected path or an ask rule stays a question (the sandbox keeps
+        # protected paths read-only, but the user is the one to say yes to changing them).
+        if decision.behaviour == "ask" and decision.unmatched and self.sandboxed_bash and facts.tool == "Bash":
             decision = Decision("allow", "the Bash sandbox confines it")
         if self.hooks:
             outcome = await self.hooks.run(

@@ -1,15 +1,20 @@
-"""Background jobs: commands started with `run_in_background`, owned by the session.
+"""Background jobs: commands started with `run_in_background`, or moved there at Bash's return-after budget.
 
-A job writes straight into a log file in the session's scratch folder (the kernel appends; the server
-holds none of its output in memory), so a job never blocks on a full pipe, whoever reads it and
-whenever. `BashOutput` reads the log from where the last read stopped, through a bounded view.
+A job's output comes through a pipe that the server drains at once into a log file in the session's
+scratch folder (the server holds none of it in memory), so a job does not wait on a full pipe, whoever
+reads it and whenever; and each write wakes whoever waits for new output (`wait_for_news`: BashOutput's
+`wait_s`), with no polling. `BashOutput` reads the log from where the last read stopped, through a
+bounded view. A foreground command moved to the background (`adopt`) keeps its pipe: what the call
+returned was read from it before the handover, and the log starts with the first byte after that.
 
 Each job has a watcher task: it notices the exit at once (pidfd), reaps the job, stops processes the
 job left behind, in its group or elsewhere with the job's marker in their environment (as a foreground
-command's leftovers are), and kills a job whose log passes the disk cap. The job outlives the call that
-started it, so the watcher cannot live in that call's task group; it is an asyncio task kept by the
-registry (the server runs on asyncio). When the session ends, `aclose` stops every job, so nothing
-started here outlives the session (see `runner` for the one kind of process no marker can find).
+command's leftovers are), and kills a job whose log passes the disk cap, or (a moved command) that runs
+past its timeout. The job outlives the call that started it, so the watcher cannot live in that call's
+task group; it is an asyncio task kept by the registry (the server runs on asyncio). When the session
+ends, `aclose` stops every job, so nothing started here outlives the session (see `runner` for the one
+kind of process no marker can find). Listeners in `on_end` hear of each job's end (the server sends
+the client a notice).
 
 The registry lives on the session (`CodeSession.jobs`); a job's log counts against the session's spill
 budget and may be removed once the job has finished (`log_removed`).
@@ -25,6 +30,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Protocol
@@ -66,8 +72,37 @@ class Job:
     """Removed (after the job finished) to keep within the session's spill budget."""
     pid_namespace: bool = False
     """Runs in a sandbox's own PID namespace (see `runner.namespace_teardown`)."""
+    out_fd: int | None = None
+    """The read end of its output pipe, until the watcher has drained it."""
+    cwd_fd: int | None = None
+    """A moved foreground command's cwd pipe, held open until it exits (see `runner.Detached`)."""
+    timeout_ms: int | None = None
+    """A moved foreground command's timeout, counted from its start: it is stopped then."""
+    timed_out: bool = False
+    written: int = 0
+    """Bytes written to the log so far."""
+    log_error: str | None = None
+    """Why the log stopped being written (a full disk); later output was drained and dropped."""
     done: anyio.Event = field(default_factory=anyio.Event)
     task: asyncio.Task[None] | None = None
+    _news: anyio.Event = field(default_factory=anyio.Event)
+
+    def has_news(self) -> bool:
+        """Whether there is unread output or the job has ended."""
+        return not self.running or self.written > self.read_offset
+
+    async def wait_news(self) -> None:
+        """Return at the next write to the log or the job's end."""
+        await self._news.wait()
+
+    def _announce(self) -> None:
+        news, self._news = self._news, anyio.Event()
+        news.set()
+
+    @property
+    def deadline(self) -> float | None:
+        """`time.monotonic()` at which its timeout stops it, if it has one."""
+        return None if self.timeout_ms is None else self.started + self.timeout_ms / 1000
 
     @property
     def running(self) -> bool:
@@ -89,6 +124,8 @@ class Job:
             return f"is running (for {time.monotonic() - self.started:.1f}s)"
         if self.over_cap:
             return f"was killed: its output passed the {size_text(LOG_CAP_BYTES)} log cap"
+        if self.timed_out:
+            return f"was killed: it ran past its timeout of {self.timeout_ms} ms"
         if self.killed:
             return "was killed"
         code = self.returncode if self.returncode is not None else -signal.SIGKILL
@@ -110,6 +147,8 @@ class JobRegistry:
 
     def __init__(self) -> None:
         self.jobs: dict[str, Job] = {}
+        self.on_end: list[Callable[[Job], None]] = []
+        """Called (on the event loop, must not block) once a job has ended and been reaped."""
         self._next = 0
 
     def start(
@@ -123,24 +162,69 @@ class JobRegistry:
         Raises:
             OSError: it cannot start.
         """
-        self._next += 1
-        job_id = f"bash_{self._next}"
-        log_path = log_dir / f"{job_id}.log"
+        job_id, log_path = self._new_id(log_dir)
         marker = runner.Marker.new(runner.CALL_VAR)
-        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        out_r, out_w = os.pipe()
         try:
             forks = procs.fork_count()
             proc = runner.spawn(
-                command, cwd=cwd, env=runner.with_marker(env, marker), output_fd=fd, confinement=confinement
+                command, cwd=cwd, env=runner.with_marker(env, marker), output_fd=out_w, confinement=confinement
             )
+        except BaseException:
+            os.close(out_r)
+            raise
         finally:
-            os.close(fd)
+            os.close(out_w)
         marker = marker.started(proc.pid, forks)
-        job = Job(job_id, command, proc, runner.ExitWatcher(proc), log_path, marker)
+        job = Job(job_id, command, proc, runner.ExitWatcher(proc), log_path, marker, out_fd=out_r)
         job.pid_namespace = confinement is not None and confinement.pid_namespace
-        self.jobs[job_id] = job
-        job.task = asyncio.get_running_loop().create_task(self._watch(job), name=f"watch {job_id}")
+        self._open_log(job)
         return job
+
+    def adopt(self, detached: runner.Detached, command: str, *, log_dir: Path, timeout_ms: int) -> Job:
+        """Take over a foreground command still running at the call's return-after budget.
+
+        Synchronous, so the command is never without an owner. If even the log cannot be made, the
+        command is stopped by the watcher's error path.
+        """
+        job_id, log_path = self._new_id(log_dir)
+        job = Job(
+            job_id,
+            command,
+            detached.proc,
+            detached.watcher,
+            log_path,
+            detached.marker,
+            started=detached.started,
+            pid_namespace=detached.pid_namespace,
+            out_fd=detached.out_fd,
+            cwd_fd=detached.cwd_fd,
+            timeout_ms=timeout_ms,
+        )
+        self._open_log(job)
+        return job
+
+    def _new_id(self, log_dir: Path) -> tuple[str, Path]:
+        self._next += 1
+        job_id = f"bash_{self._next}"
+        return job_id, log_dir / f"{job_id}.log"
+
+    def _open_log(self, job: Job) -> None:
+        """Register the job and start its watcher, which writes its log (an unwritable log is said, not fatal)."""
+        try:
+            log_fd: int | None = os.open(
+                job.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC | os.O_CLOEXEC, 0o600
+            )
+        except OSError as exc:
+            log_fd, job.log_error = None, exc.strerror or str(exc)
+        self.jobs[job.id] = job
+        job.task = asyncio.get_running_loop().create_task(self._watch(job, log_fd), name=f"watch {job.id}")
+
+    async def wait_for_news(self, job: Job, timeout_s: float) -> None:
+        """Return once the job has new output or has ended, or after `timeout_s`."""
+        with anyio.move_on_after(timeout_s):
+            while not job.has_news():
+                await job.wait_news()
 
     def get(self, job_id: str) -> Job | None:
         """The job with `job_id` (surrounding blanks ignored), or None."""
@@ -153,26 +237,42 @@ class JobRegistry:
         listed = ", ".join(f"{job.id} ({job.state}: {_short(job.command)})" for job in self.jobs.values())
         return f"Known shells: {listed}."
 
-    async def _watch(self, job: Job) -> None:
+    async def _watch(self, job: Job, log_fd: int | None) -> None:
         try:
-            while not await job.watcher.wait(CAP_CHECK_S):
-                if _size(job.log_path) > LOG_CAP_BYTES:
-                    job.over_cap = True
-                    await runner.stop(job.proc, job.watcher, job.marker)
-                    break
-            job.proc.poll()
-            if job.pid_namespace:
-                await runner.namespace_teardown(job.proc.pid, job.marker)
-            job.leftovers_stopped = await runner.stop_remaining(job.proc.pid, job.marker)
+            eof = anyio.Event()
+            async with anyio.create_task_group() as tg:
+                if job.out_fd is not None:
+                    tg.start_soon(_pump, job, job.out_fd, log_fd, eof)
+                await _until_end(job)
+                job.proc.poll()
+                if job.pid_namespace:
+                    await runner.namespace_teardown(job.proc.pid, job.marker)
+                job.leftovers_stopped = await runner.stop_remaining(job.proc.pid, job.marker)
+                with anyio.move_on_after(runner.DRAIN_S):  # what is still in the pipe; a process that escaped
+                    await eof.wait()  # every net may hold it open: it is not waited for
+                tg.cancel_scope.cancel()
         except Exception:
             logger.exception("watching background job %s failed", job.id)
             with anyio.CancelScope(shield=True):
                 await runner.stop(job.proc, job.watcher, job.marker)
         finally:
+            for fd in (job.out_fd, job.cwd_fd, log_fd):
+                if fd is not None:
+                    os.close(fd)
+            job.out_fd = job.cwd_fd = None
             job.proc.poll()
             job.returncode = job.proc.returncode
             job.watcher.close()
             job.done.set()
+            job._announce()
+            self._ended(job)
+
+    def _ended(self, job: Job) -> None:
+        for listener in self.on_end:
+            try:
+                listener(job)
+            except Exception:
+                logger.exception("a listener for the end of job %s failed", job.id)
 
     async def kill(self, job: Job) -> None:
         """Stop a running job and everything it started: TERM, then KILL after the grace period.
@@ -239,6 +339,55 @@ class JobRegistry:
         job.read_offset = start + consumed
         capture.close()
         return NewOutput(capture.render(f"Full log: {job.log_path}"), skipped)
+
+
+async def _until_end(job: Job) -> None:
+    """Wait for the job's exit; stop it first if its log passes the cap or it runs past its timeout."""
+    while True:
+        step = CAP_CHECK_S
+        deadline = job.deadline
+        if deadline is not None:
+            step = min(step, deadline - time.monotonic())
+        if await job.watcher.wait(step):
+            return
+        if job.over_cap or (deadline is not None and time.monotonic() >= deadline):
+            job.timed_out = not job.over_cap
+            await runner.stop(job.proc, job.watcher, job.marker)
+            return
+
+
+async def _pump(job: Job, fd: int, log_fd: int | None, eof: anyio.Event) -> None:
+    """Copy the job's output pipe into its log as it comes, announcing each write; drop what passes the cap."""
+    os.set_blocking(fd, False)
+    while True:
+        await anyio.wait_readable(fd)
+        for _ in range(runner.READS_PER_WAKE):
+            try:
+                data = os.read(fd, runner.READ_CHUNK)
+            except BlockingIOError:
+                break
+            if not data:
+                eof.set()
+                job._announce()
+                return
+            if log_fd is not None and job.log_error is None and not job.over_cap:
+                _append(job, log_fd, data)
+        job._announce()
+
+
+def _append(job: Job, log_fd: int, data: bytes) -> None:
+    if job.written + len(data) > LOG_CAP_BYTES:
+        data = data[: max(0, LOG_CAP_BYTES - job.written)]
+        job.over_cap = True  # the watcher stops the job within CAP_CHECK_S
+    view = memoryview(data)
+    try:
+        while view:
+            count = os.write(log_fd, view)
+            job.written += count
+            view = view[count:]
+    except OSError as exc:
+        job.log_error = exc.strerror or str(exc)
+        logger.warning("background job %s: its log cannot be written (%s); its later output is dropped", job.id, exc)
 
 
 class LineFilter(Protocol):

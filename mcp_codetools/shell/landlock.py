@@ -1,16 +1,24 @@
-"""The Landlock launcher: `python -I -S landlock.py --write DIR … [--hide PATH …] [--chdir DIR] [--no-network] -- CMD`.
+"""The Landlock launcher: `python -I -S landlock.py --write DIR … [options] -- CMD`.
 
-It restricts itself (writes only beneath the given folders and to a few harmless devices; reads
-everywhere but beneath the hidden paths; TCP bind and connect denied when asked and the kernel's ABI has
-it; from ABI 6, signals and abstract Unix sockets only within the command's own processes), sets
-no_new_privs, then execs the command, so the restriction holds for it and everything it starts.
-A separate process rather than a `preexec_fn`: nothing runs between fork and exec in a process with
-other threads.
+Options: `--hide PATH`, `--read-only PATH` (each repeatable), `--chdir DIR`, `--no-network`.
 
-Landlock only grants, so hiding `~/.ssh` means granting reads on everything else: every entry of `/`
-but `home`, every entry of `/home` but the user's folder, every entry of that folder but `.ssh`. The
-folders on the way to a hidden path cannot be listed then (`ls ~` fails; `ls ~/project` works), and an
-entry created in one of them after the command started is not readable by it.
+It restricts itself (writes only beneath the given folders, but not beneath the read-only paths, and
+to a few harmless devices; reads everywhere but beneath the hidden paths; TCP bind and connect
+denied when asked and the kernel's ABI has it; from ABI 6, signals and abstract Unix sockets only within
+the command's own processes), sets no_new_privs, then execs the command, so the restriction holds for it
+and everything it starts. A separate process rather than a `preexec_fn`: nothing runs between fork and
+exec in a process with other threads.
+
+Landlock only grants, and a grant on a folder holds for everything beneath it, so hiding `~/.ssh` means
+granting reads on everything else (`around`): every entry of `/` but `home`, every entry of `/home` but
+the user's folder, every entry of that folder but `.ssh`. The folders on the way to a hidden path cannot
+be listed then (`ls ~` fails; `ls ~/project` works), and an entry created in one of them after the
+command started is not readable by it. A read-only path inside a writable folder is kept the same way:
+writes are granted on each entry beside it and beside each folder on the way to it, never on those
+folders themselves. So no entry can be created, removed or renamed directly in those folders (a
+root's top level, for the protected `mcp-codetools.toml` that may not exist yet), while what is in them
+stays writable. This is also what keeps a path that does not exist yet from being created: Landlock
+has no rule for a name, only for what is beneath a folder.
 """
 
 from __future__ import annotations
@@ -46,7 +54,9 @@ class _PathBeneath(ctypes.Structure):
     _fields_ = [("allowed", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
-def restrict(writable: Sequence[str], *, deny_network: bool, hidden: Sequence[str] = ()) -> int:
+def restrict(
+    writable: Sequence[str], *, deny_network: bool, hidden: Sequence[str] = (), read_only: Sequence[str] = ()
+) -> int:
     """Restrict this process; returns the ABI used. Raises OSError when the kernel refuses."""
     libc = ctypes.CDLL(None, use_errno=True)
     abi = int(libc.syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1)))
@@ -66,15 +76,22 @@ def restrict(writable: Sequence[str], *, deny_network: bool, hidden: Sequence[st
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
     try:
+        file_writes = _FS_WRITE_FILE | (_FS_TRUNCATE if abi >= 3 else 0) | (_FS_IOCTL_DEV if abi >= 5 else 0)
         for folder in writable:
-            # A root above a hidden path (the home folder) gets writes only: reads come from the grants around.
+            # Hidden paths are left writable: freezing their folders would cost much and keep nothing secret
+            # (what is moved or linked out of a hidden path would gain reads, which Landlock refuses).
+            inside = [p for p in read_only if p.startswith(folder.rstrip("/") + "/")]
+            # A root above a hidden path (the home folder) gets no reads: they come from the grants around.
             above = any(h.startswith(folder.rstrip("/") + "/") for h in hidden)
-            _allow(libc, ruleset, folder, writes | (0 if above else reads))
-        device_rights = _FS_WRITE_FILE | (_FS_TRUNCATE if abi >= 3 else 0) | (_FS_IOCTL_DEV if abi >= 5 else 0)
+            folder_rights = (0 if inside else writes) | (0 if above else reads)
+            if folder_rights:
+                _allow(libc, ruleset, folder, folder_rights)
+            for path, is_dir in around(inside, top=folder):
+                _allow(libc, ruleset, path, writes if is_dir else file_writes, follow=False)
         for device in _DEVICES:
             if os.path.exists(device):
-                _allow(libc, ruleset, device, device_rights | (_FS_READ_FILE if hidden else 0))
-        for path, is_dir in readable_around(hidden):
+                _allow(libc, ruleset, device, file_writes | (_FS_READ_FILE if hidden else 0))
+        for path, is_dir in around(hidden):
             _allow(libc, ruleset, path, reads if is_dir else _FS_READ_FILE, follow=False)
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
@@ -85,17 +102,20 @@ def restrict(writable: Sequence[str], *, deny_network: bool, hidden: Sequence[st
     return abi
 
 
-def readable_around(hidden: Sequence[str]) -> list[tuple[str, bool]]:
-    """Every path to grant reads on so that all is readable but what lies beneath `hidden` (absolute, real).
+def around(kept: Sequence[str], top: str = "/") -> list[tuple[str, bool]]:
+    """Every path to grant on so that all beneath `top` is granted but what lies beneath `kept` (absolute, real).
 
-    Returns (path, is a directory) pairs: the entries beside each hidden path and beside each folder on
-    the way to it, from `/` down. Symbolic links are left out: what they point to is granted (or not)
-    under its own path.
+    Returns (path, is a directory) pairs: the entries beside each kept path and beside each folder on
+    the way to it, from `top` down (`top` and those folders themselves get nothing). A kept path need
+    not exist: its folder is on the way all the same, so nothing can be created in it. Symbolic links
+    are left out: what they point to is granted (or not) under its own path.
     """
-    hidden_set = {os.path.normpath(h) for h in hidden if os.path.normpath(h) != "/"}
-    on_the_way = {os.path.dirname(h) for h in hidden_set}
+    top = os.path.normpath(top)
+    prefix = top.rstrip("/") + "/"
+    kept_set = {os.path.normpath(k) for k in kept if os.path.normpath(k).startswith(prefix)}
+    on_the_way = {os.path.dirname(k) for k in kept_set}
     for folder in list(on_the_way):
-        while folder != "/":
+        while folder != top and folder.startswith(prefix):
             folder = os.path.dirname(folder)
             on_the_way.add(folder)
     granted: list[tuple[str, bool]] = []
@@ -103,9 +123,9 @@ def readable_around(hidden: Sequence[str]) -> list[tuple[str, bool]]:
         try:
             entries = list(os.scandir(folder))
         except OSError:
-            continue  # a folder this process cannot list: nothing beside the hidden path is granted there
+            continue  # a folder this process cannot list: nothing beside the kept path is granted there
         for entry in entries:
-            if entry.path in hidden_set or entry.path in on_the_way or entry.is_symlink():
+            if entry.path in kept_set or entry.path in on_the_way or entry.is_symlink():
                 continue
             granted.append((entry.path, entry.is_dir(follow_symlinks=False)))
     return granted
@@ -114,8 +134,8 @@ def readable_around(hidden: Sequence[str]) -> list[tuple[str, bool]]:
 def _allow(libc: ctypes.CDLL, ruleset: int, path: str, rights: int, *, follow: bool = True) -> None:
     """Grant `rights` beneath `path`.
 
-    A read grant around a hidden path (`follow=False`) that cannot be made is skipped: the entry stays
-    unreadable, which fails closed, and one odd file does not stop every command.
+    A grant around a hidden or read-only path (`follow=False`) that cannot be made is skipped: the entry
+    stays unreadable or read-only, which fails closed, and one odd file does not stop every command.
     """
     try:
         fd = os.open(path, os.O_PATH | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW))
@@ -136,6 +156,7 @@ def main(argv: Sequence[str]) -> int:
     """Parse the options, restrict this process, and exec the command (returns only on failure)."""
     writable: list[str] = []
     hidden: list[str] = []
+    read_only: list[str] = []
     deny_network = False
     chdir: str | None = None
     args = list(argv)
@@ -145,6 +166,8 @@ def main(argv: Sequence[str]) -> int:
             writable.append(args.pop(0))
         elif option == "--hide" and args:
             hidden.append(args.pop(0))
+        elif option == "--read-only" and args:
+            read_only.append(args.pop(0))
         elif option == "--chdir" and args:
             chdir = args.pop(0)
         elif option == "--no-network":
@@ -157,7 +180,7 @@ def main(argv: Sequence[str]) -> int:
         print("landlock launcher: no command after --", file=sys.stderr)
         return 2
     try:
-        restrict(writable, deny_network=deny_network, hidden=hidden)
+        restrict(writable, deny_network=deny_network, hidden=hidden, read_only=read_only)
     except OSError as exc:  # fail closed: never run the command unconfined
         print(f"landlock launcher: cannot confine the command ({exc}); it was not run", file=sys.stderr)
         return 126

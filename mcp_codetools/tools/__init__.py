@@ -11,6 +11,7 @@ from mcp_codetools.tools.file_history import FileHistoryTool
 from mcp_codetools.tools.glob import GlobTool
 from mcp_codetools.tools.grep import GrepTool
 from mcp_codetools.tools.jobs import BashOutputTool, KillShellTool
+from mcp_codetools.tools.lsp import LSPTool, language_servers_available
 from mcp_codetools.tools.multiedit import MultiEditTool
 from mcp_codetools.tools.notebook_edit import NotebookEditTool
 from mcp_codetools.tools.read import ReadTool
@@ -18,8 +19,8 @@ from mcp_codetools.tools.write import WriteTool
 
 
 def default_tools() -> list[Tool[Any]]:
-    """One of each tool, in the order tools/list shows them."""
-    return [
+    """One of each tool, in the order tools/list shows them (LSP only where a language server can run)."""
+    tools: list[Tool[Any]] = [
         ReadTool(),
         EditTool(),
         WriteTool(),
@@ -32,6 +33,9 @@ def default_tools() -> list[Tool[Any]]:
         NotebookEditTool(),
         FileHistoryTool(),
     ]
+    if language_servers_available():
+        tools.append(LSPTool())
+    return tools
 
 
 __all__ = ["Tool", "default_tools"]

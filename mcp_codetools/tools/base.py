@@ -21,7 +21,7 @@ from pydantic_core import PydanticCustomError
 from typing_extensions import TypeVar, override
 
 from mcp_codetools.config import Settings, setting_default, setting_value
-from mcp_codetools.policy.engine import CallFacts
+from mcp_codetools.policy.engine import CallFacts, Policy
 from mcp_codetools.policy.gate import Asker
 from mcp_codetools.policy.hiding import Hider
 from mcp_codetools.session import CodeSession
@@ -90,6 +90,8 @@ class CallContext:
     """Asks the user to confirm the call (through the client); None when nobody can be asked."""
     hidden: Hider | None = None
     """Whether a deny rule hides a file (absolute real path) from this tool's listings; None when no rule can."""
+    policy: Policy | None = None
+    """The rules for the session's roots now (set by the permission step); None when there are none."""
 
     def defer(self, change: Callable[[], None]) -> None:
         """Queue a session change; the dispatcher commits it in arrival order."""

@@ -4,7 +4,15 @@ The process work (group, timeout, capture, cleanup) is in `mcp_codetools.shell.r
 turns a run into the text the model reads: the output (head and tail past 30,000 characters, with the
 path of the full output), `Exit code N` for a failure, the "no match"/"differs" codes of grep, diff,
 test and find reported as such, and notes for a timeout, a cwd reset, stopped leftovers, saved output
-removed to keep within the session's spill budget, and files Read earlier that the command changed.
+removed to keep within the session's spill budget, files Read earlier that the command changed, and
+reads or writes the sandbox refused (with the sandbox on, each command also gets the paths the
+permission rules keep from it: `policy/sandboxing.py`).
+
+A command still running at `bash_return_after_s` (under the ~60 s at which many clients give up on a
+call) is moved to the background rather than waited for: the call returns what it printed so far and
+a job id, the job goes on from the next byte (BashOutput shows only what follows), its timeout still
+counts from its start, and it no longer moves the session's cwd. A larger `timeout` does not lift the
+budget (the client's limit is what it guards against); the setting does.
 """
 
 from __future__ import annotations
@@ -20,13 +28,15 @@ from typing_extensions import override
 
 from mcp_codetools.errors import ExecutionError, InvalidInputError
 from mcp_codetools.policy.commands import split_command
-from mcp_codetools.policy.engine import CallFacts
+from mcp_codetools.policy.engine import CallFacts, Policy
+from mcp_codetools.policy.sandboxing import SandboxPaths, SandboxPathsUnknown, remove_appeared, sandbox_paths
 from mcp_codetools.session import CodeSession
 from mcp_codetools.shell import capture as capture_limits
 from mcp_codetools.shell import runner
+from mcp_codetools.shell.background import Job
 from mcp_codetools.shell.capture import OutputCapture
 from mcp_codetools.shell.classify import analyze
-from mcp_codetools.shell.sandbox import Confinement, SandboxUnavailable
+from mcp_codetools.shell.sandbox import Confinement, SandboxUnavailable, refusal_note
 from mcp_codetools.shell.spills import removal_note
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
@@ -74,7 +84,9 @@ class BashTool(Tool[BashInput]):
         "The working directory persists between calls (a cd that leaves the workspace is undone); "
         "environment variables and other shell state do not. stdin is /dev/null and there is no terminal, "
         "so interactive programs get end of file. timeout is in ms: default 120000, max 600000; on timeout "
-        "the command and every process it started are killed. Output over 30000 characters keeps the "
+        "the command and every process it started are killed. Whatever the timeout, a command still running "
+        "after 45 s moves to the background: you get its output so far and a BashOutput id. Output over "
+        "30000 characters keeps the "
         "beginning and the end, and the full output is saved to a file you can Read. A non-zero exit is an "
         "error starting with `Exit code N` (grep/diff/test/find's 'no match' codes are not). Use "
         "run_in_background for servers, watchers and long builds, then BashOutput and KillShell. Prefer "
@@ -85,6 +97,7 @@ class BashTool(Tool[BashInput]):
         ("default {}, max", "bash_default_timeout_ms"),
         (", max {}", "bash_max_timeout_ms"),
         ("Output over {} characters", "bash_output_chars"),
+        ("running after {:g} s", "bash_return_after_s"),
     )
     read_only = False
     destructive = True
@@ -128,8 +141,13 @@ class BashTool(Tool[BashInput]):
             read_only=read_only, session_marker=session.process_marker, exclude=session.settings.bash_env_exclude
         )
         confinement = _confinement(session)
+        kept = None if confinement is None else _kept(confinement, ctx)
         if args.run_in_background:
+            if confinement is not None and kept is not None:  # nothing checks a job after it ends
+                confinement = confinement.keeping(kept.hidden, (*kept.read_only, *kept.absent))
             return _start_job(session, args.command, cwd, env, notes, confinement)
+        if confinement is not None and kept is not None:
+            confinement = confinement.keeping(kept.hidden, kept.read_only)
 
         settings = session.settings
         timeout_ms = args.timeout or settings.bash_default_timeout_ms
@@ -146,6 +164,11 @@ class BashTool(Tool[BashInput]):
             except Exception:
                 logger.debug("progress notification failed", exc_info=True)
 
+        moved: list[Job] = []
+
+        def to_background(detached: runner.Detached) -> None:
+            moved.append(session.jobs.adopt(detached, args.command, log_dir=session.scratch_dir, timeout_ms=timeout_ms))
+
         try:
             result = await runner.run(
                 args.command,
@@ -155,12 +178,15 @@ class BashTool(Tool[BashInput]):
                 capture=capture,
                 progress=report,
                 confinement=confinement,
+                return_after_s=settings.bash_return_after_s,
+                detach=to_background,
             )
         except OSError as exc:
             raise ExecutionError(f"Could not start the command: {exc.strerror or exc}.") from None
         finally:  # counted even when the call is cancelled: the file stays in the scratch folder
             if capture.spill_path is not None:
                 session.spills.add(capture.spill_path)
+            removed = [] if kept is None else remove_appeared(kept.absent)  # cancelled too: the command is gone
 
         meta: dict[str, object] = {
             "readOnly": read_only,
@@ -173,12 +199,22 @@ class BashTool(Tool[BashInput]):
         if capture.spill_path is not None:
             meta["persistedOutputPath"] = str(capture.spill_path)
             meta["persistedOutputSize"] = capture.spilled_bytes
+        if moved:
+            return _moved(session, moved[0], capture, notes, meta, cwd)
         _keep_within_budget(session, capture.spill_path, notes, meta)
         meta["cwd"] = str(_follow_cwd(session, ctx, cwd, result.final_cwd, notes))
         if result.leftovers_stopped:
             notes.append(
                 "Processes the command left running in the background were stopped when it finished. "
                 "Use run_in_background for servers and watchers."
+            )
+        refused = None if confinement is None else refusal_note(capture.render(""), confinement)
+        if refused is not None:
+            notes.append(refused)
+        if removed:
+            notes.append(
+                f"[Sandbox: removed {', '.join(map(str, removed))}, which the command made: it would send git, "
+                "outside the sandbox, to another folder's config and hooks.]"
             )
         if before is not None:
             changed = _changed_files(before)
@@ -232,6 +268,39 @@ def _result(
     if is_error:
         meta["errorCode"] = ExecutionError.code
     return ToolOutput(text, meta=meta, is_error=is_error)
+
+
+def _moved(
+    session: CodeSession, job: Job, capture: OutputCapture, notes: list[str], meta: dict[str, object], cwd: Path
+) -> ToolOutput:
+    """A command moved to the background at the return-after budget: its output so far and how to follow it."""
+    meta["cwd"] = str(cwd)
+    _track_job(session, job, capture.spill_path, notes, meta)
+    output = capture.render(_where(capture)) or "(no output yet)"
+    budget = f"{session.settings.bash_return_after_s:g}s"
+    text = (
+        f"{output}\n\n"
+        f"Command was still running after {budget}, so it was moved to the background. "
+        f"Command running in background with ID: {job.id}. Output is being written to: {job.log_path}. "
+        f'BashOutput (bash_id "{job.id}") shows what it prints after the output above (wait_s waits for it); '
+        f'KillShell (shell_id "{job.id}") stops it. Its timeout of {_duration(job.timeout_ms or 0)} still '
+        f"counts from its start. A `cd` in it does not change the working directory of later calls."
+    )
+    if notes:
+        text += "\n\n" + "\n".join(notes)
+    return ToolOutput(text, meta=meta)
+
+
+def _track_job(session: CodeSession, job: Job, keep: Path | None, notes: list[str], meta: dict[str, object]) -> None:
+    """Count a job's log against the session's spill budget (removable once it ends), and say so in meta."""
+
+    def log_removed() -> None:
+        job.log_removed = True
+
+    session.spills.add(job.log_path, in_use=lambda: job.running, on_remove=log_removed)
+    meta["backgroundTaskId"] = job.id
+    meta["logPath"] = str(job.log_path)
+    _keep_within_budget(session, keep or job.log_path, notes, meta)
 
 
 def _where(capture: OutputCapture) -> str:
@@ -315,6 +384,18 @@ def _confinement(session: CodeSession) -> Confinement | None:
         raise ExecutionError(f"The command was not run. {exc}") from None
 
 
+def _kept(confinement: Confinement, ctx: CallContext) -> SandboxPaths:
+    """What the rules keep from this command in the sandbox: found now, as files come and go."""
+    policy = ctx.policy or Policy(roots=tuple(ctx.session.workspace.roots))
+    try:
+        return sandbox_paths(policy, confinement.writable)
+    except SandboxPathsUnknown as exc:  # fail closed: never run with some denied paths open
+        raise ExecutionError(
+            f"The command was not run: {exc}. Anchor the deny rule to a folder (`Read(./config/.env)` rather "
+            "than `Read(.env)`, which matches at any depth), or run the command without the sandbox."
+        ) from None
+
+
 def _start_job(
     session: CodeSession,
     command: str,
@@ -328,12 +409,8 @@ def _start_job(
     except OSError as exc:
         raise ExecutionError(f"Could not start the command: {exc.strerror or exc}.") from None
 
-    def log_removed() -> None:
-        job.log_removed = True
-
-    session.spills.add(job.log_path, in_use=lambda: job.running, on_remove=log_removed)
-    meta: dict[str, object] = {"backgroundTaskId": job.id, "logPath": str(job.log_path), "cwd": str(cwd)}
-    _keep_within_budget(session, job.log_path, notes, meta)
+    meta: dict[str, object] = {"cwd": str(cwd)}
+    _track_job(session, job, None, notes, meta)
     text = (
         f"Command running in background with ID: {job.id}. Output is being written to: {job.log_path}. "
         f'Read new output with BashOutput (bash_id "{job.id}"); stop it with KillShell (shell_id "{job.id}").'

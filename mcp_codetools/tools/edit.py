@@ -19,7 +19,7 @@ from mcp_codetools.errors import (
     OldStringNotFoundError,
     OldStringNotUniqueError,
 )
-from mcp_codetools.files import matching
+from mcp_codetools.files import matching, recovery
 from mcp_codetools.files.editing import (
     Loaded,
     check_read_state,
@@ -31,6 +31,7 @@ from mcp_codetools.files.editing import (
 )
 from mcp_codetools.files.refusals import missing_file_error
 from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
+from mcp_codetools.tools import edit_checks
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
 
@@ -47,6 +48,9 @@ class Replacement:
 
     loaded: Loaded
     matches: list[matching.Match]
+    new_string: str | None = None
+    """new_string as recovery adapted it (re-indented, quotes matched), when old_string matched only so."""
+    recovered: recovery.Recovered | None = None
 
 
 class EditTool(Tool[EditInput, Replacement | None]):
@@ -92,11 +96,7 @@ class EditTool(Tool[EditInput, Replacement | None]):
             old = loaded.convert(args.old_string)
             matches = matching.find_matches(body, old) if old is not None else []
             if not matches:
-                # The closest-region search is bounded but can take a moment: never on the event loop.
-                message = await anyio.to_thread.run_sync(
-                    lambda: matching.not_found_message(loaded.text, args.old_string, str(path))
-                )
-                raise OldStringNotFoundError(message)
+                return await _recover(args, loaded, str(path), session.settings.edit_recovery)
             if len(matches) > 1 and not args.replace_all:
                 lines = matching.lines_of(body, [m.start for m in matches[:20]])
                 listed = ", ".join(str(n) for n in lines) + (" …" if len(matches) > 20 else "")
@@ -112,18 +112,30 @@ class EditTool(Tool[EditInput, Replacement | None]):
         path = ctx.paths["file_path"]
         session = ctx.session
         if replacement is None:
+            problem = edit_checks.syntax_gate(session.settings, path, None, args.new_string)
             size = create_file(path, args.new_string, session.workspace, session.history, session.ledger)
-            return ToolOutput(
+            created = ToolOutput(
                 created_message(path, args.new_string), meta={"path": str(path), "type": "create", "bytes": size}
             )
+            edit_checks.add_syntax_note(created, problem)
+            await edit_checks.add_diagnostics_note(created, session, path, None, args.new_string)
+            return created
         loaded, matches = replacement.loaded, replacement.matches
         body = loaded.body
-        new = loaded.convert(matching.adapt_newlines(args.new_string, loaded.fmt.newline))
+        wanted = args.new_string if replacement.new_string is None else replacement.new_string
+        new = loaded.convert(matching.adapt_newlines(wanted, loaded.fmt.newline))
         if new is None:
             raise InvalidInputError(
                 f"new_string has characters the file's encoding ({loaded.fmt.encoding}) cannot hold."
             )
         new_body = matching.apply(body, matches, new)
+        checked = edit_checks.applies(session, path)
+        new_text = loaded.to_display(new_body) if checked else ""
+        problem = None
+        if checked:
+            first = matching.line_of(new_body, matches[0].start) - 1
+            last = first + loaded.to_display(new).count("\n") if len(matches) == 1 else None
+            problem = edit_checks.syntax_gate(session.settings, path, loaded.text, new_text, first, last)
         data = loaded.to_file(new_body)
         refuse_read_only(loaded.st, path)
         session.history.remember(path, loaded.data, made_by="Edit")
@@ -132,7 +144,27 @@ class EditTool(Tool[EditInput, Replacement | None]):
         session.ledger.record_write(path, stamp)
         output = _edit_result(path, loaded, body, new_body, matches, len(new), args.replace_all)
         output.text += hard_link_note(loaded.st)
+        if replacement.recovered is not None:
+            output.text += "\n" + recovery.applied_note(replacement.recovered)
+            output.meta["recovered"] = list(replacement.recovered.kinds)
+        if checked:
+            edit_checks.add_syntax_note(output, problem)
+            await edit_checks.add_diagnostics_note(output, session, path, loaded.text, new_text)
         return output
+
+
+async def _recover(args: EditInput, loaded: Loaded, shown: str, mode: str) -> Replacement:
+    """Place an edit whose old_string missed, when exactly one region matches after normalising; else explain."""
+    # Both searches are bounded but can take a moment on a large file: never on the event loop.
+    found = None
+    if mode != "off":
+        found = await anyio.to_thread.run_sync(recovery.recover, loaded.text, args.old_string, args.new_string)
+    if isinstance(found, recovery.Recovered) and mode == "apply":
+        span = recovery.body_span(loaded.text, found, loaded.convert)
+        if span is not None:
+            return Replacement(loaded, [matching.Match(*span)], found.new, found)
+    message = await anyio.to_thread.run_sync(recovery.not_found, loaded.text, args.old_string, shown, found)
+    raise OldStringNotFoundError(message)
 
 
 def _edit_result(

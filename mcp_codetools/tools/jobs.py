@@ -37,6 +37,12 @@ class BashOutputInput(ToolInput):  # noqa: D101  (no docstring: pydantic would s
     filter: str | None = Field(
         default=None, description="Regular expression: return only matching lines (the others are skipped)."
     )
+    wait_s: float = Field(
+        default=0,
+        ge=0,
+        description="Wait up to this many seconds (at most 45 s) for new output or the end; returns as soon as "
+        "either comes. Use it instead of calling again in a loop.",
+    )
 
 
 class BashOutputTool(Tool[BashOutputInput]):
@@ -50,6 +56,7 @@ class BashOutputTool(Tool[BashOutputInput]):
         "Output over 30000 characters keeps the start and the end; the full log path is given."
     )
     input_model = BashOutputInput
+    settings_in_text = (("(at most {:g} s)", "bash_return_after_s"),)
     read_only = True
     destructive = False
     idempotent = False
@@ -63,6 +70,8 @@ class BashOutputTool(Tool[BashOutputInput]):
     async def call(self, args: BashOutputInput, ctx: CallContext, prepared: None) -> ToolOutput:
         registry, job = _find_job(ctx.session, args.bash_id)
         pattern = BudgetedFilter(args.filter) if args.filter else None
+        if args.wait_s > 0:  # bounded by the same budget as a Bash call, so no client gives up on it
+            await registry.wait_for_news(job, min(args.wait_s, ctx.session.settings.bash_return_after_s))
         status = job.status()
         if pattern is None:
             new = registry.read_new(job, None)
@@ -73,6 +82,10 @@ class BashOutputTool(Tool[BashOutputInput]):
             parts.append(f"[{new.skipped_bytes:,} older bytes were skipped; they are in {job.log_path}.]")
         if job.leftovers_stopped:
             parts.append("Processes it left running in the background were stopped when it finished.")
+        if job.log_error:
+            parts.append(
+                f"[Its log could not be written past {job.written:,} bytes ({job.log_error}); later output was lost.]"
+            )
         meta = _meta(job)
         meta["skippedBytes"] = new.skipped_bytes
         return ToolOutput("\n\n".join(parts), meta=meta)

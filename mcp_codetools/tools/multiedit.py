@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import override
 
 from mcp_codetools.errors import NotAFileError
-from mcp_codetools.files import matching
+from mcp_codetools.files import matching, recovery
 from mcp_codetools.files.editing import (
     Loaded,
     check_read_state,
@@ -23,6 +23,7 @@ from mcp_codetools.files.editing import (
 from mcp_codetools.files.multi_edit import EditStep, Planned, plan_edits
 from mcp_codetools.files.refusals import missing_file_error
 from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
+from mcp_codetools.tools import edit_checks
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
 
@@ -89,7 +90,9 @@ class MultiEditTool(Tool[MultiEditInput, _Prepared]):
         steps = [EditStep(e.old_string, e.new_string, e.replace_all) for e in args.edits]
         # Scanning a large file per edit, and the bounded closest-region search when one misses, take a
         # moment: never on the event loop (as Edit's search).
-        planned = await anyio.to_thread.run_sync(plan_edits, loaded, steps, str(path))
+        planned = await anyio.to_thread.run_sync(
+            plan_edits, loaded, steps, str(path), session.settings.edit_recovery
+        )
         return _Prepared(loaded, planned)
 
     @override
@@ -107,13 +110,24 @@ class MultiEditTool(Tool[MultiEditInput, _Prepared]):
             f"The file {path} has been updated: {edits} edit{'s' if edits != 1 else ''} applied "
             f"({total} replacement{'s' if total != 1 else ''}). Around the first change:\n{matching.snippet(window)}"
             + hard_link_note(loaded.st)
+            + "".join(f"\nedits[{i}]: {recovery.applied_note(r)}" for i, r in planned.recovered.items())
         )
+        checked = edit_checks.applies(session, path)
+        new_text = _display(loaded)(body) if checked else ""
+        problem = edit_checks.syntax_gate(session.settings, path, loaded.text, new_text) if checked else None
         refuse_read_only(loaded.st, path)
         recheck_unchanged(path, loaded)
         session.history.remember(path, loaded.data, made_by="MultiEdit")
         stamp = write_atomic(path, data, session.workspace, loaded.st)
         session.ledger.record_write(path, stamp)
-        return ToolOutput(text, meta={"path": str(path), "edits": len(planned.counts), "replacements": planned.counts})
+        meta: dict[str, Any] = {"path": str(path), "edits": len(planned.counts), "replacements": planned.counts}
+        if planned.recovered:
+            meta["recovered"] = {str(i): list(r.kinds) for i, r in planned.recovered.items()}
+        output = ToolOutput(text, meta=meta)
+        if checked:
+            edit_checks.add_syntax_note(output, problem)
+            await edit_checks.add_diagnostics_note(output, session, path, loaded.text, new_text)
+        return output
 
 
 def _display(loaded: Loaded) -> Callable[[Any], str]:

@@ -18,6 +18,7 @@ from mcp_codetools.files.editing import (
 )
 from mcp_codetools.files.refusals import missing_file_error
 from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
+from mcp_codetools.tools import edit_checks
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
 if TYPE_CHECKING:
@@ -85,6 +86,10 @@ class NotebookEditTool(Tool[NotebookEditInput, _Prepared]):
         path = ctx.paths["notebook_path"]
         session = ctx.session
         loaded, change = prepared.loaded, prepared.change
+        problem = None
+        if args.edit_mode != "delete" and change.cell_type == "code" and _python_notebook(loaded.data):
+            old = change.old_source if args.edit_mode == "replace" else None
+            problem = edit_checks.cell_syntax_gate(session.settings, path, old, args.new_source)
         refuse_read_only(loaded.st, path)
         recheck_unchanged(path, loaded)
         session.history.remember(path, loaded.data, made_by="NotebookEdit")
@@ -98,7 +103,7 @@ class NotebookEditTool(Tool[NotebookEditInput, _Prepared]):
         )
         if args.edit_mode == "replace" and change.cell_type == "code":
             text += " Its outputs and execution count were cleared."
-        return ToolOutput(
+        output = ToolOutput(
             text + hard_link_note(loaded.st),
             meta={
                 "path": str(path),
@@ -108,3 +113,11 @@ class NotebookEditTool(Tool[NotebookEditInput, _Prepared]):
                 "oldSource": change.old_source,
             },
         )
+        edit_checks.add_syntax_note(output, problem, f" in cell {change.cell_id}")
+        return output
+
+
+def _python_notebook(data: bytes) -> bool:
+    """Whether the notebook says its language is Python (its metadata sits at the end; unsure: no check)."""
+    tail = data[-4096:]
+    return b'"name": "python"' in tail or b'"language": "python"' in tail

@@ -18,6 +18,7 @@ from mcp_codetools.files.editing import (
     refuse_hard_links,
 )
 from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
+from mcp_codetools.tools import edit_checks
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
 
@@ -66,13 +67,19 @@ class WriteTool(Tool[WriteInput, Loaded | None]):
         path = ctx.paths["file_path"]
         session = ctx.session
         if loaded is None:
+            problem = edit_checks.syntax_gate(session.settings, path, None, args.content)
             size = create_file(path, args.content, session.workspace, session.history, session.ledger)
-            return ToolOutput(
+            created = ToolOutput(
                 created_message(path, args.content), meta={"path": str(path), "type": "create", "bytes": size}
             )
+            edit_checks.add_syntax_note(created, problem)
+            await edit_checks.add_diagnostics_note(created, session, path, None, args.content)
+            return created
         content = (
             matching.adapt_newlines(args.content, loaded.fmt.newline) if "\r" not in args.content else args.content
         )
+        checked = edit_checks.applies(session, path)
+        problem = edit_checks.syntax_gate(session.settings, path, loaded.text, content) if checked else None
         data = loaded.to_file(content)
         refuse_read_only(loaded.st, path)
         session.history.remember(path, loaded.data, made_by="Write")
@@ -80,8 +87,12 @@ class WriteTool(Tool[WriteInput, Loaded | None]):
         stamp = write_atomic(path, data, session.workspace, loaded.st)
         session.ledger.record_write(path, stamp)
         lines = count_lines(content)
-        return ToolOutput(
+        output = ToolOutput(
             f"The file {path} has been updated successfully ({lines} line{'s' if lines != 1 else ''})."
             + hard_link_note(loaded.st),
             meta={"path": str(path), "type": "update", "bytes": len(data)},
         )
+        if checked:
+            edit_checks.add_syntax_note(output, problem)
+            await edit_checks.add_diagnostics_note(output, session, path, loaded.text, content)
+        return output

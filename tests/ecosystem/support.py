@@ -29,6 +29,7 @@ TOOL_NAMES = [
     "MultiEdit",
     "NotebookEdit",
     "FileHistory",
+    "LSP",
 ]
 NODE_TOOLS = Path(
     os.environ.get("MCP_CODETOOLS_NODE_TOOLS")

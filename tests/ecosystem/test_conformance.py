@@ -1,13 +1,17 @@
 """The MCP conformance suite (`@modelcontextprotocol/conformance`, from the npm registry) against the
-streamable HTTP transport.
+streamable HTTP transport. It needs Node 22.19 or newer (`.ci/node-tools` installs it; older Node is
+skipped, saying so).
 
 Required to pass: server-initialize, ping, tools-list, dns-rebinding-protection, and the two tools/call
 scenarios whose checks fit any server: tools-call-simple-text and tools-call-error. Both call the suite's
 fixture tools (`test_simple_text`, `test_error_handling`), which this server does not have; they pass on
 the shape of the answer (an error result with text content), so the real tools are called by the Inspector
-test instead. server-sse-multiple-streams passes too. The other scenarios test features this server does not
-offer (logging/setLevel, completion, resources, prompts, progress, sampling, elicitation, and fixture tools
-returning images, audio or embedded resources) and fail with "Method not found" or a missing fixture tool.
+test instead. server-sse-multiple-streams passes too. The other scenarios fail for one of two reasons.
+Some test what this server does not offer: logging/setLevel, completion, resources, prompts, sampling
+("Method not found"). The rest call fixture tools this server does not have (`test_image_content`,
+`test_tool_with_progress`, `test_elicitation`, `test_audio_content`, `test_embedded_resource`, ...): images
+(Read of a picture), progress (Bash with a progress token) and elicitation (the permission question) are
+offered, under the server's own tools, so those scenarios fail on the missing fixture, not the feature.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The MCP Inspector CLI, a real client from the npm registry, lists the tools without schema portability
-problems and calls each tool over stdio. Each Inspector run is a new process, so a new session: the calls
-are chosen to stand alone (Edit creates a file; BashOutput and KillShell are asked about an unknown id)."""
+problems and calls each tool over stdio. The Inspector 2.x needs Node 22.19 or newer (`.ci/node-tools`
+installs it; older Node is skipped, saying so). Each Inspector run is a new process, so a new session: the
+calls are chosen to stand alone (Edit creates a file; BashOutput and KillShell are asked about an unknown id)."""
 
 from __future__ import annotations
 
@@ -72,6 +73,7 @@ CALLS: list[tuple[str, dict[str, Any], bool, str]] = [
     ),
     ("NotebookEdit", {"notebook_path": "nb.ipynb", "new_source": "x = 1"}, True, "does not exist"),
     ("FileHistory", {"action": "list"}, False, "No file has been changed"),
+    ("LSP", {"operation": "documentSymbol", "file_path": "src/greet.ts"}, True, "No language server is configured"),
 ]
 
 

@@ -42,6 +42,35 @@ async def test_the_sandbox_does_not_answer_an_ask_rule() -> None:
     assert len(asked) == 1 and "Bash(make *)" in asked[0].message
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        "printf '[sandbox]\\nenabled = false\\n' >> mcp-codetools.toml",
+        "echo x > .git/hooks/pre-commit",
+        "echo '{}' > .claude/settings.json",
+    ],
+)
+async def test_the_sandbox_does_not_answer_a_protected_path_question(command: str) -> None:
+    """The sandbox keeps protected paths read-only, but saying yes to changing them is the user's call."""
+    facts = CallFacts("Bash", False, command=command, cwd=ROOT)
+    gate = PermissionGate(Policy(roots=(ROOT,)), sandboxed_bash=True)
+    with pytest.raises(PermissionDeniedError, match="protected path.*cannot be asked"):
+        await gate.check(facts, {}, session_id="s", ask=None)
+    asked: list[Question] = []
+
+    async def ask(question: Question) -> bool:
+        asked.append(question)
+        return True
+
+    await gate.check(facts, {}, session_id="s", ask=ask)
+    assert len(asked) == 1 and "protected path" in asked[0].message
+
+
+async def test_the_sandbox_still_answers_an_unmatched_command_with_ask_unmatched_off() -> None:
+    gate = PermissionGate(Policy(roots=(ROOT,)), sandboxed_bash=True)
+    await gate.check(CallFacts("Bash", False, command="echo x > build/out.txt", cwd=ROOT), {}, session_id="s", ask=None)
+
+
 def test_the_policy_follows_the_roots_a_session_serves() -> None:
     """Root-relative rules are anchored at each session's roots; each set is compiled once."""
     added = Path("/ws/client")

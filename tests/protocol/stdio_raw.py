@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,12 @@ def server_command() -> list[str]:
     """The installed console script beside this Python, else the module."""
     script = Path(sys.executable).parent / "mcp-codetools"
     return [str(script)] if script.exists() else [sys.executable, "-m", "mcp_codetools"]
+
+
+def remove_scratch_of(pid: int) -> None:
+    """Remove the scratch folders a killed server left in the temp folder (one that exits removes its own)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"mcp-codetools-{pid}-*"):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class RawServer:
@@ -89,7 +97,9 @@ class RawServer:
             return await asyncio.wait_for(self.proc.wait(), 10)
         except TimeoutError:
             self.proc.kill()
-            return await self.proc.wait()
+            code = await self.proc.wait()
+            remove_scratch_of(self.proc.pid)
+            return code
 
 
 def text(response: dict[str, Any]) -> str:

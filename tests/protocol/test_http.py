@@ -76,10 +76,14 @@ async def test_each_http_session_has_its_own_read_ledger(http_server: str, root:
     assert f.read_text(encoding="utf-8") == "two\n"
 
 
-async def test_requests_without_the_token_are_refused(http_server: str) -> None:
+async def test_requests_without_the_token_are_refused_saying_how_to_send_it(http_server: str) -> None:
     async with httpx2.AsyncClient() as http:
         response = await http.post(http_server, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
-    assert response.status_code == 401
+        wrong = await http.post(http_server, json={}, headers={"Authorization": "Bearer nope"})
+    assert response.status_code == wrong.status_code == 401
+    for refused in (response, wrong):
+        assert "Authorization: Bearer <token>" in refused.text and "MCP_CODETOOLS_HTTP_TOKEN" in refused.text
+    assert "needs a bearer token" in response.text and "does not match" in wrong.text
 
 
 def test_non_loopback_without_a_token_refuses_to_start(root: Path) -> None:

@@ -275,9 +275,23 @@ _HOW_TO_RUN = """## How to run
 """
 
 
+KEPT_START = "<!-- kept by hand: start -->"
+KEPT_END = "<!-- kept by hand: end -->"
+"""Between these, the report holds figures no pytest run makes (attack runs, by hand): a rewrite keeps them."""
+
+
+def kept_section(text: str) -> str:
+    """The hand-kept block of an existing report, markers included ('' when there is none)."""
+    start, end = text.find(KEPT_START), text.find(KEPT_END)
+    if start < 0 or end < start:
+        return ""
+    return text[start : end + len(KEPT_END)] + "\n"
+
+
 def write_report(figures: Figures, *, wall_s: float, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(figures, wall_s=wall_s), encoding="utf-8")
+    kept = kept_section(path.read_text(encoding="utf-8")) if path.exists() else ""
+    path.write_text(render(figures, wall_s=wall_s) + ("\n" + kept if kept else ""), encoding="utf-8")
     return path
 
 

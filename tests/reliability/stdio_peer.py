@@ -17,8 +17,11 @@ from typing import Any
 
 import anyio
 
-from tests.protocol.stdio_raw import RawServer
+from tests.protocol.stdio_raw import RawServer, remove_scratch_of
 from tests.reliability import procfs
+
+COUNTABLE = {"MCP_CODETOOLS_DEBUGGABLE": "1"}
+"""For a server whose descriptors a test counts: a non-dumpable one's /proc/<pid>/fd is root's alone."""
 
 
 class Peer:
@@ -135,10 +138,12 @@ class Peer:
                 pipe.close()
 
     async def kill(self) -> int:
+        """SIGKILL the server (if still running), reap it, and remove the scratch folders it could not."""
         if self.raw.proc.returncode is None:
             self.raw.proc.kill()
         code = await self.raw.proc.wait()
         self._stderr_task.cancel()
+        remove_scratch_of(self.pid)
         return code
 
     def stderr_text(self) -> str:

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from tests.reliability.harness import has_tool
 from tests.reliability.report import FIGURES, Figures
-from tests.reliability.stdio_peer import Peer, result_text
+from tests.reliability.stdio_peer import COUNTABLE, Peer, result_text
 from tests.reliability.strategies import hostile_text, json_values
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore:Generating overly large repr")]
@@ -34,7 +34,7 @@ MB = 1_000_000
 @pytest.fixture
 async def peer(root: Path) -> AsyncIterator[Peer]:
     (root / "f.txt").write_text("hello\nworld\n", encoding="utf-8")
-    started = await Peer.start(root)
+    started = await Peer.start(root, env=COUNTABLE)
     try:
         yield started
     finally:

@@ -27,7 +27,7 @@ import pytest
 from tests.reliability import procfs
 from tests.reliability.harness import has_tool
 from tests.reliability.report import FIGURES, Figures
-from tests.reliability.stdio_peer import Peer, meta_of, result_text
+from tests.reliability.stdio_peer import COUNTABLE, Peer, meta_of, result_text
 
 pytestmark = pytest.mark.anyio
 
@@ -130,7 +130,7 @@ def check(answer: dict[str, Any], expected: Expectation, sent: dict[str, Any]) -
 async def soak_peer(root: Path) -> AsyncIterator[tuple[Peer, Model]]:
     model = Model(root)
     model.write_all()
-    peer = await Peer.start(root)
+    peer = await Peer.start(root, env=COUNTABLE)
     try:
         yield peer, model
     finally:

@@ -13,7 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from mcp_codetools.shell.sandbox import LANDLOCK_LAUNCHER, Sandbox, SandboxSettings, SandboxUnavailable, probe
+from mcp_codetools.shell import sandbox as sandbox_module
+from mcp_codetools.shell.sandbox import (
+    LANDLOCK_LAUNCHER,
+    Sandbox,
+    SandboxSettings,
+    SandboxUnavailable,
+    landlock_abi,
+    probe,
+)
 
 TIMEOUT_S = 30
 
@@ -130,18 +138,84 @@ def _processes_tagged(tag: str) -> list[int]:
 
 
 def test_landlock_grants_reads_around_a_hidden_path_and_nothing_beneath_it(tmp_path: Path) -> None:
-    from mcp_codetools.shell.landlock import readable_around
+    from mcp_codetools.shell.landlock import around
 
     (tmp_path / "keep" / "deep").mkdir(parents=True)
     (tmp_path / "keys" / "sub").mkdir(parents=True)
     (tmp_path / "note.txt").write_text("x")
     (tmp_path / "to-keys").symlink_to(tmp_path / "keys")
-    granted = dict(readable_around([str(tmp_path / "keys")]))
+    granted = dict(around([str(tmp_path / "keys")]))
     assert granted[str(tmp_path / "keep")] is True and granted[str(tmp_path / "note.txt")] is False
     assert str(tmp_path / "keys") not in granted and str(tmp_path / "to-keys") not in granted
     assert not [p for p in granted if p == str(tmp_path) or p.startswith(str(tmp_path / "keys"))]
     assert not [p for p in granted if tmp_path.is_relative_to(p)], "a folder on the way would open the hidden path"
     assert granted.get("/usr") is True, "what lies elsewhere (binaries, libraries) stays readable"
+
+
+def test_writes_are_granted_around_a_kept_path_from_its_writable_folder_down(tmp_path: Path) -> None:
+    """A kept path need not exist: the folder it would be made in gets nothing, what is in it gets writes."""
+    from mcp_codetools.shell.landlock import around
+
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    (tmp_path / ".git" / "objects").mkdir()
+    (tmp_path / "src").mkdir()
+    granted = dict(around([str(tmp_path / "mcp-codetools.toml"), str(tmp_path / ".git" / "hooks")], top=str(tmp_path)))
+    assert granted == {str(tmp_path / "src"): True, str(tmp_path / ".git" / "objects"): True}
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "echo x >> mcp-codetools.toml",
+        "echo x > .git/hooks/pre-commit",
+        "rm -r .git/hooks",
+        "mv .git/hooks hooks2",
+        "echo x > .git/config",
+    ],
+)
+def test_kept_paths_stay_read_only_and_missing_ones_are_not_created(
+    sandbox: Sandbox, tmp_path: Path, script: str
+) -> None:
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    (tmp_path / ".git" / "config").write_text("[core]\n")
+    (tmp_path / "src").mkdir()
+    kept = [tmp_path / "mcp-codetools.toml", tmp_path / ".git" / "hooks", tmp_path / ".git" / "config"]
+    argv, env = sandbox.wrap(["bash", "-c", script], cwd=tmp_path, writable=[tmp_path], env=dict(os.environ),
+                             read_only=kept)  # fmt: skip
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+    assert done.returncode != 0
+    assert sorted(os.listdir(tmp_path)) == [".git", "src"]
+    assert os.listdir(tmp_path / ".git" / "hooks") == [] and (tmp_path / ".git" / "config").read_text() == "[core]\n"
+    assert run(sandbox, tmp_path, "echo ok > src/f && cat src/f").stdout == "ok\n"
+
+
+def test_bwrap_keeps_a_folder_with_many_entries_through_landlock(
+    outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past MAX_BINDS entries Landlock inside bwrap keeps the missing path; git's folder stays writable.
+
+    The root is outside /tmp: Landlock cannot keep a path in a root under /tmp without fixing /tmp's top too.
+    """
+    tmp_path = outside
+    sandbox = backend("bwrap")
+    if landlock_abi() < 1:
+        pytest.skip("Landlock is not available here")
+    monkeypatch.setattr(sandbox_module, "MAX_BINDS", 2)
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    for name in ("a", "b", "c"):
+        (tmp_path / name).mkdir()
+    kept = [tmp_path / "mcp-codetools.toml", tmp_path / ".git" / "hooks"]
+    script = (
+        "echo x > mcp-codetools.toml; echo x > .git/hooks/pre-commit; touch new; "
+        "echo ok > a/f && echo lock > .git/index.lock && echo tmp > /tmp/t && cat a/f /tmp/t"
+    )
+    argv, env = sandbox.wrap(["bash", "-c", script], cwd=tmp_path, writable=[tmp_path], env=dict(os.environ),
+                             read_only=kept)  # fmt: skip
+    assert "--read-only" in argv, "the launcher was not used"
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+    assert done.stdout == "ok\ntmp\n", done.stderr
+    assert sorted(os.listdir(tmp_path)) == [".git", "a", "b", "c"]
+    assert os.listdir(tmp_path / ".git" / "hooks") == [] and (tmp_path / ".git" / "index.lock").exists()
 
 
 def test_landlock_hides_masked_paths_from_reads(tmp_path: Path, outside: Path) -> None:

@@ -94,11 +94,15 @@ STRAYS = "(exec -a {tag} sleep 600 &) ; setsid bash -c 'exec -a {tag} sleep 600'
 
 
 async def test_writes_inside_the_root_work_and_the_cwd_follows_cd(call: Caller, root: Path) -> None:
-    text = await call.ok("Bash", {"command": "mkdir -p sub && cd sub && echo hi > f.txt && pwd"})
-    assert text == str(root / "sub")
-    assert (root / "sub" / "f.txt").read_text() == "hi\n"
+    (root / "src").mkdir()  # a root's top level is fixed inside the sandbox: see the protected-path tests
+    (root / "notes.txt").write_text("", encoding="utf-8")
+    command = "echo top >> notes.txt && mkdir -p src/sub && cd src/sub && echo hi > f.txt && pwd"
+    text = await call.ok("Bash", {"command": command})
+    assert text == str(root / "src" / "sub")
+    assert (root / "src" / "sub" / "f.txt").read_text() == "hi\n"
+    assert (root / "notes.txt").read_text() == "top\n"
     out = await call("Bash", {"command": "pwd"})
-    assert out.text == str(root / "sub") and out.meta["cwd"] == str(root / "sub")
+    assert out.text == str(root / "src" / "sub") and out.meta["cwd"] == str(root / "src" / "sub")
 
 
 async def test_a_heredoc_and_temporary_files_work(call: Caller) -> None:
@@ -143,15 +147,15 @@ async def test_the_masks_are_found_once_per_session(
 async def test_writable_folders_follow_the_client_roots(call: Caller, session: CodeSession, far: Path) -> None:
     """A root the client adds is writable from the next command; one it drops is not any more."""
     added = far / "client-root"
-    added.mkdir()
+    (added / "src").mkdir(parents=True)
     await call.ok("Bash", {"command": "true"})  # the sandbox is set up before the roots change
     session.workspace.set_client_roots([added])
-    await call.ok("Bash", {"command": f"echo in > {added}/a.txt"})
-    assert (added / "a.txt").read_text() == "in\n"
+    await call.ok("Bash", {"command": f"echo in > {added}/src/a.txt"})
+    assert (added / "src" / "a.txt").read_text() == "in\n"
     (far / "other-root").mkdir()
     session.workspace.set_client_roots([far / "other-root"])  # the client now lists another folder instead
-    out = await call("Bash", {"command": f"echo again > {added}/b.txt"})
-    assert out.is_error and not (added / "b.txt").exists(), out.text
+    out = await call("Bash", {"command": f"echo again > {added}/src/b.txt"})
+    assert out.is_error and not (added / "src" / "b.txt").exists(), out.text
 
 
 # --- what is confined ---------------------------------------------------------------------------------

@@ -195,17 +195,24 @@ async def test_an_io_error_while_loading_is_an_error_result_that_says_so(
     assert f.read_text(encoding="utf-8") == "v1\n"
 
 
-async def test_whitespace_and_quote_mismatch_shows_the_region(call: Caller, root: Path) -> None:
+async def test_whitespace_and_quote_mismatch_shows_the_region_when_recovery_is_off(
+    pipeline: Pipeline, root: Path
+) -> None:
+    session = CodeSession(Settings(roots=(root,), edit_recovery="off"))
+    call = Caller(pipeline, session)
     f = root / "q.py"
     f.write_text("def f():\n    say(\u201chello\u201d)\n    return 1\n", encoding="utf-8")
-    await call.ok("Read", {"file_path": str(f)})
-    out = await call.fails("Edit", {"file_path": str(f), "old_string": 'say("hello")', "new_string": "x"})
-    assert "differs only in whitespace, indentation or quote style" in out.text
-    assert "2\t    say(\u201chello\u201d)" in out.text
-    out = await call.fails(
-        "Edit", {"file_path": str(f), "old_string": "def f():\n  say(\u201chello\u201d)", "new_string": "x"}
-    )
-    assert "lines 1-2" in out.text
+    try:
+        await call.ok("Read", {"file_path": str(f)})
+        out = await call.fails("Edit", {"file_path": str(f), "old_string": 'say("hello")', "new_string": "x"})
+        assert "differs only in whitespace, indentation or quote style" in out.text
+        assert "2\t    say(\u201chello\u201d)" in out.text
+        out = await call.fails(
+            "Edit", {"file_path": str(f), "old_string": "def f():\n  say(\u201chello\u201d)", "new_string": "x"}
+        )
+        assert "lines 1-2" in out.text
+    finally:
+        await session.aclose()
 
 
 async def test_absent_text_is_refused_with_closest_region(call: Caller, root: Path) -> None:

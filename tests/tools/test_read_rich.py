@@ -344,3 +344,15 @@ async def test_an_image_too_large_to_decode_is_refused_without_decoding(call: Ca
     Image.new("1", (9000, 8000)).save(f, "PNG")  # 72 MP, a few KB on disk
     out = await call.fails("Read", {"file_path": str(f)})
     assert out.meta["errorCode"] == "binary_file" and "too large to decode" in out.text
+
+
+async def test_a_text_file_that_mentions_the_pdf_header_is_read_as_text(call: Caller, root: Path) -> None:
+    """Found by the edit-miss corpus: a test file writing `b"%PDF-1.4..."` near its top was read as a broken PDF."""
+    f = root / "test_pdf.py"
+    f.write_text('import x\n\nbroken = b"%PDF-1.4\\n1 0 obj << >> garbage"\n', encoding="utf-8")
+    text = await call.ok("Read", {"file_path": str(f)})
+    assert "3\tbroken = b" in text
+    named = root / "prefixed.pdf"
+    named.write_bytes(b"junk before the header\n" + b"%PDF-1.4\n1 0 obj << /Type /Catalog >> garbage")
+    out = await call.fails("Read", {"file_path": str(named)})
+    assert "PDF" in out.text

@@ -37,13 +37,11 @@ async def test_read_then_edit_changes_the_value(call: Caller, app: Path) -> None
     assert app.read_text(encoding="utf-8") == "export const value = 2"
 
 
-async def test_old_string_with_read_prefix_is_refused_with_hint(call: Caller, app: Path) -> None:
+async def test_old_string_with_read_prefix_is_applied_with_a_note(call: Caller, app: Path) -> None:
     await call.ok("Read", {"file_path": str(app)})
-    out = await call.fails(
+    text = await call.ok(
         "Edit",
         {"file_path": str(app), "old_string": "1\texport const value = 1", "new_string": "export const value = 2"},
     )
-    assert out.meta["errorCode"] == "old_string_not_found"
-    assert "line-number prefix" in out.text
-    assert "Without the prefixes, the text is found." in out.text
-    assert app.read_text(encoding="utf-8") == "export const value = 1"
+    assert "ignoring line-number prefixes" in text
+    assert app.read_text(encoding="utf-8") == "export const value = 2"

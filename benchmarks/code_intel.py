@@ -1,0 +1,170 @@
+"""What the edit checks and the LSP tool cost: `python -m benchmarks.code_intel [--rounds N]`.
+
+1. Syntax check: Edit of a 2,000-line Python file (this package's modules, joined) with `syntax_check`
+   "report" against "off", calls alternating in the same run; the p50 difference is the check's cost.
+2. findReferences of `is_within` (used all over this package) with the built-in Python server: the cold
+   call (server start and first analysis) and the warm median.
+3. Diagnostics after an edit with the Python server running and asked for them (`diagnostics = true`; by
+   default edits do not wait for jedi): p50 and max of the Edit call, alternating an edit that breaks the
+   file and one that fixes it, against the `lsp.diagnostics_wait_s` cap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from mcp_codetools.config import Settings
+from mcp_codetools.lsp.servers import python_server
+from mcp_codetools.pipeline import Pipeline
+from mcp_codetools.session import CodeSession
+from mcp_codetools.tools import default_tools
+
+PACKAGE = Path(__file__).resolve().parent.parent / "mcp_codetools"
+
+
+def big_module(lines: int) -> str:
+    """About `lines` lines of real Python: this package's modules, joined (future imports dropped)."""
+    out: list[str] = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        out += [line for line in path.read_text(encoding="utf-8").split("\n") if "from __future__" not in line]
+        if len(out) >= lines:
+            break
+    return "\n".join(out[:lines]) + "\n"
+
+
+def toggle_site(text: str) -> tuple[str, str]:
+    """A line inside a function near the middle of the file, and the same line changed."""
+    lines = text.split("\n")
+    for n in range(len(lines) // 2, len(lines)):
+        line = lines[n]
+        if line.startswith("        return ") and text.count(line) == 1:
+            return line, line + "  # changed"
+    raise SystemExit("no unique return line found")
+
+
+async def ms(call: Any) -> tuple[float, Any]:
+    start = time.perf_counter()
+    result = await call
+    return (time.perf_counter() - start) * 1000, result
+
+
+async def syntax_overhead(workdir: Path, rounds: int) -> dict[str, float]:
+    pipeline = Pipeline(default_tools())
+    timings: dict[str, list[float]] = {"report": [], "off": []}
+    sessions = {}
+    for mode in timings:
+        root = workdir / f"syntax-{mode}"
+        root.mkdir()
+        (root / "big.py").write_text(big_module(2000), encoding="utf-8")
+        sessions[mode] = CodeSession(Settings(roots=(root,), syntax_check=mode))  # type: ignore[arg-type]
+        await pipeline.run(sessions[mode], "Read", {"file_path": str(root / "big.py")})
+    try:
+        text = (workdir / "syntax-off" / "big.py").read_text(encoding="utf-8")
+        old, new = toggle_site(text)
+        for i in range(rounds):
+            for mode, session in sessions.items():
+                path = session.settings.roots[0] / "big.py"
+                a, b = (old, new) if i % 2 == 0 else (new, old)
+                took, out = await ms(
+                    pipeline.run(session, "Edit", {"file_path": str(path), "old_string": a, "new_string": b})
+                )
+                assert not out.is_error, out.text
+                timings[mode].append(took)
+    finally:
+        for session in sessions.values():
+            await session.aclose()
+    report, off = statistics.median(timings["report"]), statistics.median(timings["off"])
+    return {"report_p50_ms": report, "off_p50_ms": off, "overhead_p50_ms": report - off}
+
+
+async def references(workdir: Path, warm_rounds: int) -> dict[str, float]:
+    root = workdir / "repo"
+    shutil.copytree(PACKAGE, root / "mcp_codetools", ignore=shutil.ignore_patterns("__pycache__"))
+    target = root / "mcp_codetools" / "files" / "paths.py"
+    line = next(n for n, text in enumerate(target.read_text().split("\n"), 1) if text.startswith("def is_within"))
+    args = {"operation": "findReferences", "file_path": str(target), "line": line, "character": 5}
+    pipeline = Pipeline(default_tools())
+    session = CodeSession(Settings(roots=(root,)))
+    try:
+        cold, out = await ms(pipeline.run(session, "LSP", args))
+        assert not out.is_error, out.text
+        warm = [(await ms(pipeline.run(session, "LSP", args)))[0] for _ in range(warm_rounds)]
+        found = out.text.split("\n", 1)[0]
+        status = session.language_servers.status()
+    finally:
+        await session.aclose()
+    return {"cold_ms": cold, "warm_p50_ms": statistics.median(warm), "found": found, "rss_mib": status[0]["rssMiB"]}
+
+
+async def diagnostics(workdir: Path, rounds: int) -> dict[str, Any]:
+    root = workdir / "diag"
+    root.mkdir()
+    path = root / "mod.py"
+    path.write_text(big_module(400), encoding="utf-8")
+    pipeline = Pipeline(default_tools())
+    spec = python_server()
+    assert spec is not None, "jedi-language-server is not installed"
+    # The built-in server is not waited for (its diagnostics repeat the syntax check); ask for them here.
+    table = {"python": {"command": list(spec.command), "extensions": [".py"], "diagnostics": True}}
+    session = CodeSession(Settings(roots=(root,), lsp_servers=table))  # type: ignore[arg-type]
+    timings, answered = [], 0
+    try:
+        await pipeline.run(session, "Read", {"file_path": str(path)})
+        await pipeline.run(session, "LSP", {"operation": "documentSymbol", "file_path": str(path)})
+        old, _ = toggle_site(path.read_text(encoding="utf-8"))
+        broken = old + " +"
+        for i in range(rounds):
+            a, b = (old, broken) if i % 2 == 0 else (broken, old)
+            took, out = await ms(
+                pipeline.run(session, "Edit", {"file_path": str(path), "old_string": a, "new_string": b})
+            )
+            assert not out.is_error, out.text
+            timings.append(took)
+            answered += bool(out.meta.get("diagnostics", {}).get("answered"))
+    finally:
+        await session.aclose()
+    cap = Settings().lsp_diagnostics_wait_s * 1000
+    return {
+        "p50_ms": statistics.median(timings),
+        "max_ms": max(timings),
+        "cap_ms": cap,
+        "answered": answered,
+        "n": rounds,
+    }
+
+
+async def main(rounds: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="mcp-codetools-bench-intel-") as tmp:
+        work = Path(tmp)
+        s = await syntax_overhead(work, rounds)
+        print("1. Syntax check on Edit of a 2,000-line Python file")
+        print(
+            f"   report p50 {s['report_p50_ms']:.2f} ms, off p50 {s['off_p50_ms']:.2f} ms, "
+            f"overhead p50 {s['overhead_p50_ms']:.2f} ms (target <= 2 ms), {rounds} calls each"
+        )
+        r = await references(work, 10)
+        print("2. findReferences of is_within in this package (jedi-language-server)")
+        print(
+            f"   cold {r['cold_ms']:.0f} ms (server start + first analysis), warm p50 {r['warm_p50_ms']:.0f} ms "
+            f"(target <= 500 ms); {r['found']}; server RSS {r['rss_mib']} MiB"
+        )
+        d = await diagnostics(work, max(10, rounds // 5))
+        print("3. Edit with the Python server running (diagnostics of the new text)")
+        print(
+            f"   p50 {d['p50_ms']:.0f} ms, max {d['max_ms']:.0f} ms (cap {d['cap_ms']:.0f} ms), "
+            f"answered {d['answered']}/{d['n']}"
+        )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--rounds", type=int, default=200)
+    anyio.run(main, parser.parse_args().rounds)

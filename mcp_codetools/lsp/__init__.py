@@ -1,0 +1,1 @@
+"""Code intelligence from language servers: starting them, keeping them in step, reading their answers."""

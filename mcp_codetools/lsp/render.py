@@ -1,0 +1,212 @@
+"""Language server answers as text for the model: `path:line:col` with the line, grouped by file, capped.
+
+A location outside the workspace (the standard library, site-packages) is given by its path alone: its
+content is not the workspace's to show. Lines are read through the caller's confined reader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mcp_codetools.files.text import clip_line
+from mcp_codetools.lsp.workspace import uri_path
+
+MAX_LOCATIONS = 100
+MAX_SYMBOLS = 300
+MAX_HOVER_CHARS = 4000
+
+SYMBOL_KINDS = (
+    "File Module Namespace Package Class Method Property Field Constructor Enum Interface Function Variable "
+    "Constant String Number Boolean Array Object Key Null EnumMember Struct Event Operator TypeParameter"
+).split()
+
+LineReader = Callable[[Path], "list[str] | None"]
+"""The lines of a file inside the roots (None outside them, or when it cannot be read)."""
+
+
+def kind_name(kind: Any) -> str:
+    """A SymbolKind number as its name."""
+    return SYMBOL_KINDS[kind - 1] if isinstance(kind, int) and 0 < kind <= len(SYMBOL_KINDS) else "Symbol"
+
+
+class Renderer:
+    """Turns positions into `path:line:col` text; converts columns from the server's units (UTF-16 or code points)."""
+
+    def __init__(self, lines_of: LineReader, shown: Callable[[Path], str], utf16: bool) -> None:
+        self._lines_of = lines_of
+        self._shown = shown
+        self._utf16 = utf16
+        self._cache: dict[Path, list[str] | None] = {}
+
+    def lines(self, path: Path) -> list[str] | None:
+        """The file's lines, read once per answer."""
+        if path not in self._cache:
+            self._cache[path] = self._lines_of(path)
+        return self._cache[path]
+
+    def column(self, line: str | None, units: int) -> int:
+        """A server column (0-based, in its units) as a 1-based column in characters."""
+        if not self._utf16 or line is None:
+            return units + 1
+        count = 0
+        for index, char in enumerate(line):
+            if count >= units:
+                return index + 1
+            count += 2 if ord(char) > 0xFFFF else 1
+        return len(line) + 1
+
+    def place(self, uri: str, position: dict[str, Any]) -> tuple[Path | None, str, str | None]:
+        """(path, `path:line:col`, the line's text or None outside the roots) of a position in a document."""
+        path = uri_path(uri)
+        line_no = int(position.get("line", 0))
+        if path is None:
+            return None, f"{uri}:{line_no + 1}", None
+        lines = self.lines(path)
+        text = lines[line_no] if lines is not None and 0 <= line_no < len(lines) else None
+        col = self.column(text, int(position.get("character", 0)))
+        return path, f"{self._shown(path)}:{line_no + 1}:{col}", text
+
+    def locations(self, found: Any, noun: str) -> str:
+        """Definitions, references or implementations, grouped by file in the order the server gave files."""
+        items = [found] if isinstance(found, dict) else list(found or [])
+        spots = []
+        for item in items:
+            uri = item.get("targetUri") or item.get("uri")
+            where = item.get("targetSelectionRange") or item.get("targetRange") or item.get("range") or {}
+            if uri:
+                spots.append((uri, where.get("start") or {}))
+        if not spots:
+            return f"No {noun} found."
+        order: dict[str, list[dict[str, Any]]] = {}
+        for uri, start in spots:
+            order.setdefault(uri, []).append(start)
+        lines: list[str] = []
+        shown = 0
+        for uri, starts in order.items():
+            if lines:
+                lines.append("")
+            for start in sorted(starts, key=lambda s: (s.get("line", 0), s.get("character", 0))):
+                if shown == MAX_LOCATIONS:
+                    break
+                path, place, text = self.place(uri, start)
+                lines.append(
+                    f"{place}: {clip_line(text.strip())}" if text is not None else f"{place} (outside the workspace)"
+                )
+                shown += 1
+        head = f"{len(spots)} {noun} in {len(order)} file{'s' if len(order) != 1 else ''}:"
+        if len(spots) > shown:
+            head += f" (the first {shown} shown; Grep for the name to see the rest)"
+        return head + "\n" + "\n".join(lines)
+
+    def hover(self, result: Any) -> str:
+        """Hover contents as plain text, capped."""
+        contents = (result or {}).get("contents") if isinstance(result, dict) else None
+        parts: list[str] = []
+        for piece in contents if isinstance(contents, list) else [contents]:
+            if isinstance(piece, str):
+                parts.append(piece)
+            elif isinstance(piece, dict) and piece.get("value"):
+                parts.append(str(piece["value"]))
+        text = "\n\n".join(p.strip() for p in parts if p and p.strip())
+        if not text:
+            return "No hover information at this position."
+        if len(text) > MAX_HOVER_CHARS:
+            text = text[:MAX_HOVER_CHARS] + f"\n[… {len(text) - MAX_HOVER_CHARS} more characters cut]"
+        return text
+
+    def document_symbols(self, result: Any, path: Path) -> str:
+        """The file's outline: `line:col Kind name`, nested by indentation."""
+        rows: list[str] = []
+
+        def walk(symbols: list[dict[str, Any]], depth: int) -> None:
+            for symbol in symbols:
+                if len(rows) >= MAX_SYMBOLS:
+                    return
+                where = (symbol.get("selectionRange") or symbol.get("range") or {}).get("start")
+                if where is None:
+                    where = ((symbol.get("location") or {}).get("range") or {}).get("start") or {}
+                lines = self.lines(path)
+                line_no = int(where.get("line", 0))
+                text = lines[line_no] if lines is not None and 0 <= line_no < len(lines) else None
+                col = self.column(text, int(where.get("character", 0)))
+                rows.append(f"{'  ' * depth}{line_no + 1}:{col} {kind_name(symbol.get('kind'))} {symbol.get('name')}")
+                walk(list(symbol.get("children") or []), depth + 1)
+
+        walk(list(result or []), 0)
+        if not rows:
+            return f"No symbols found in {self._shown(path)}."
+        more = (
+            " (cut: the outline is long; Read the file or ask for a narrower workspaceSymbol)"
+            if len(rows) >= MAX_SYMBOLS
+            else ""
+        )
+        return f"Symbols in {self._shown(path)}{more}:\n" + "\n".join(rows)
+
+    def workspace_symbols(self, result: Any, query: str) -> str:
+        """Symbols matching a query: `path:line:col Kind name (in container)`."""
+        items = list(result or [])
+        rows = []
+        for symbol in items[:MAX_LOCATIONS]:
+            location = symbol.get("location") or {}
+            start = (location.get("range") or {}).get("start") or {}
+            _, place, _ = self.place(str(location.get("uri", "")), start)
+            container = f" (in {symbol['containerName']})" if symbol.get("containerName") else ""
+            rows.append(f"{place} {kind_name(symbol.get('kind'))} {symbol.get('name')}{container}")
+        if not rows:
+            return f"No symbols match {query!r}."
+        head = f"{len(items)} symbols match {query!r}:"
+        if len(items) > len(rows):
+            head += f" (the first {len(rows)} shown; give a longer query)"
+        return head + "\n" + "\n".join(rows)
+
+    def call_items(self, items: Any) -> str:
+        """Call hierarchy items: `Kind name at path:line:col`."""
+        rows = []
+        for item in list(items or [])[:MAX_LOCATIONS]:
+            start = (item.get("selectionRange") or item.get("range") or {}).get("start") or {}
+            _, place, _ = self.place(str(item.get("uri", "")), start)
+            rows.append(f"{kind_name(item.get('kind'))} {item.get('name')} at {place}")
+        return "\n".join(rows) if rows else "No call hierarchy item at this position."
+
+    def calls(self, result: Any, direction: str) -> str:
+        """Incoming (`from`) or outgoing (`to`) calls, each with where the calls are made."""
+        key = "from" if direction == "incoming" else "to"
+        rows = []
+        for entry in list(result or [])[:MAX_LOCATIONS]:
+            item = entry.get(key) or {}
+            start = (item.get("selectionRange") or item.get("range") or {}).get("start") or {}
+            _, place, _ = self.place(str(item.get("uri", "")), start)
+            at = sorted({int((r.get("start") or {}).get("line", 0)) + 1 for r in entry.get("fromRanges") or []})
+            lines = f" (calls at line{'s' if len(at) != 1 else ''} {', '.join(map(str, at))})" if at else ""
+            rows.append(f"{kind_name(item.get('kind'))} {item.get('name')} at {place}{lines}")
+        if not rows:
+            return f"No {direction} calls found."
+        return f"{len(result)} {direction} call{'s' if len(result) != 1 else ''}:\n" + "\n".join(rows)
+
+    def diagnostics(self, items: list[dict[str, Any]], path: Path, limit: int = 10) -> list[str]:
+        """Diagnostics as `path:line:col: severity: message` lines, at most `limit`."""
+        names = {1: "error", 2: "warning", 3: "info", 4: "hint"}
+        rows = []
+        lines = self.lines(path)
+        for item in sorted(items, key=_diagnostic_key)[:limit]:
+            start = (item.get("range") or {}).get("start") or {}
+            line_no = int(start.get("line", 0))
+            text = lines[line_no] if lines is not None and 0 <= line_no < len(lines) else None
+            col = self.column(text, int(start.get("character", 0)))
+            message = " ".join(str(item.get("message", "")).split())
+            rows.append(
+                f"{self._shown(path)}:{line_no + 1}:{col}: {names.get(item.get('severity') or 1, 'error')}: {message}"
+            )
+        return rows
+
+
+def _diagnostic_key(item: dict[str, Any]) -> tuple[int, int, int]:
+    start = (item.get("range") or {}).get("start") or {}
+    return (int(item.get("severity") or 1), int(start.get("line", 0)), int(start.get("character", 0)))
+
+
+def diagnostic_identity(item: dict[str, Any]) -> tuple[str, str, str]:
+    """What makes two diagnostics the same, whichever line they moved to: message, code and source."""
+    return (" ".join(str(item.get("message", "")).split()), str(item.get("code", "")), str(item.get("source", "")))

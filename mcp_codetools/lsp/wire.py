@@ -1,0 +1,250 @@
+"""One language server process and the JSON-RPC spoken with it over its stdin and stdout.
+
+A worker thread reads the server's messages (`Content-Length` framed JSON) and hands each answer to the
+call waiting for it on the event loop; notifications go to a callback, and the few requests a server sends
+its client (configuration, progress tokens, capability registration) are answered with nothing. Writes go
+through a lock in a worker thread, so a large document never blocks the loop. The process runs in its own
+group; closing it asks for `shutdown`/`exit`, then kills and reaps the group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+logger = logging.getLogger(__name__)
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+"""A larger message from a server is a broken server: it is stopped."""
+_CLOSE_GRACE_S = 1.0
+
+
+class ServerGone(Exception):
+    """The language server exited or broke the protocol; pending and later requests fail with this."""
+
+
+class ServerError(Exception):
+    """The language server answered a request with an error."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"{message} (code {code})")
+        self.code = code
+
+
+Notify = Callable[[str, Any], None]
+"""Receives each notification (method, params), on the reader thread."""
+
+
+class Connection:
+    """A started language server: `request`, `notify`, `close`."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], on_notification: Notify, loop: asyncio.AbstractEventLoop) -> None:
+        self._proc = proc
+        self._on_notification = on_notification
+        self._loop = loop
+        self._ids = itertools.count(1)
+        self._pending: dict[int, tuple[anyio.Event, list[Any]]] = {}
+        self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self.gone: str | None = None
+        """Why the connection ended, once it has."""
+        self._reader = threading.Thread(target=self._read_loop, name="lsp-reader", daemon=True)
+        self._reader.start()
+
+    @classmethod
+    async def start(
+        cls, command: Sequence[str], cwd: Path, on_notification: Notify, env: dict[str, str] | None = None
+    ) -> Connection:
+        """Spawn `command` in `cwd`, in its own process group, with stdin/stdout as the wire.
+
+        Raises:
+            OSError: the program cannot be started.
+        """
+        return cls(_spawn(command, cwd, env), on_notification, asyncio.get_running_loop())
+
+    @property
+    def pid(self) -> int:
+        """The server's process id (and process group)."""
+        return self._proc.pid
+
+    def call_soon(self, callback: Callable[[], None]) -> None:
+        """Run `callback` on the event loop the connection was started from (safe from any thread)."""
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting any more
+            self._loop.call_soon_threadsafe(callback)
+
+    @property
+    def alive(self) -> bool:
+        """Whether the server still runs and speaks the protocol."""
+        return self.gone is None and self._proc.poll() is None
+
+    async def request(self, method: str, params: Any, timeout_s: float) -> Any:
+        """Send a request and wait up to `timeout_s` for its result.
+
+        Raises:
+            TimeoutError: no answer in time (the request is cancelled on the server's side).
+            ServerError: the server answered with an error.
+            ServerGone: the server is not running.
+        """
+        number = next(self._ids)
+        done = anyio.Event()
+        slot: list[Any] = []
+        with self._lock:
+            if self.gone is not None:
+                raise ServerGone(self.gone)
+            self._pending[number] = (done, slot)
+        try:
+            await self._send({"jsonrpc": "2.0", "id": number, "method": method, "params": params})
+            with anyio.fail_after(timeout_s):
+                await done.wait()
+        except BaseException:
+            with self._lock:
+                self._pending.pop(number, None)
+            if self.gone is None:
+                with contextlib.suppress(Exception), anyio.CancelScope(shield=True):
+                    await self.notify("$/cancelRequest", {"id": number})
+            raise
+        message = slot[0]
+        if message is None:
+            raise ServerGone(self.gone or "the language server stopped")
+        if "error" in message:
+            error = message["error"] or {}
+            raise ServerError(int(error.get("code", 0)), str(error.get("message", "error")))
+        return message.get("result")
+
+    async def notify(self, method: str, params: Any) -> None:
+        """Send a notification.
+
+        Raises:
+            ServerGone: the server is not running.
+        """
+        await self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        body = json.dumps(message, ensure_ascii=False).encode("utf-8")
+        frame = b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        await anyio.to_thread.run_sync(self._write, frame)
+
+    def _write(self, frame: bytes) -> None:
+        with self._write_lock:
+            if self.gone is not None or self._proc.stdin is None:
+                raise ServerGone(self.gone or "the language server stopped")
+            try:
+                self._proc.stdin.write(frame)
+                self._proc.stdin.flush()
+            except (BrokenPipeError, ValueError, OSError) as exc:
+                self._end(f"writing to the language server failed: {exc}")
+                raise ServerGone(self.gone or "the language server stopped") from exc
+
+    def _read_loop(self) -> None:
+        stream = self._proc.stdout
+        assert stream is not None
+        try:
+            while True:
+                message = _read_message(stream)
+                if message is None:
+                    self._end("the language server exited")
+                    return
+                self._dispatch(message)
+        except Exception as exc:  # a protocol error ends this server; the session starts another on demand
+            self._end(f"the language server broke the protocol: {exc}")
+
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        if "method" in message and "id" in message:
+            # Requests a server sends its client: configuration gets nulls (defaults), the rest nothing.
+            items = (message.get("params") or {}).get("items")
+            result = [None] * len(items) if message["method"] == "workspace/configuration" and items else None
+            reply = {"jsonrpc": "2.0", "id": message["id"], "result": result}
+            asyncio.run_coroutine_threadsafe(self._send(reply), self._loop)
+        elif "method" in message:
+            try:
+                self._on_notification(message["method"], message.get("params"))
+            except Exception:
+                logger.exception("handling a notification from a language server failed")
+        elif isinstance(message.get("id"), int):
+            with self._lock:
+                waiter = self._pending.pop(message["id"], None)
+            if waiter is not None:
+                waiter[1].append(message)
+                self._loop.call_soon_threadsafe(waiter[0].set)
+
+    def _end(self, why: str) -> None:
+        with self._lock:
+            if self.gone is None:
+                self.gone = why
+            waiters, self._pending = list(self._pending.values()), {}
+        for done, slot in waiters:
+            slot.append(None)
+            with contextlib.suppress(RuntimeError):  # the loop may already be closed at shutdown
+                self._loop.call_soon_threadsafe(done.set)
+
+    async def close(self) -> None:
+        """Ask the server to exit, then kill and reap its process group. Idempotent; never raises."""
+        with anyio.CancelScope(shield=True):
+            if self.alive:
+                with contextlib.suppress(Exception):
+                    await self.request("shutdown", None, _CLOSE_GRACE_S)
+                    await self.notify("exit", None)
+            self._end("the language server was stopped")
+            await anyio.to_thread.run_sync(self._reap)
+
+    def _reap(self) -> None:
+        try:
+            self._proc.wait(timeout=_CLOSE_GRACE_S)
+        except subprocess.TimeoutExpired:
+            pass
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._proc.pid, signal.SIGKILL)
+        self._proc.wait()
+        for stream in (self._proc.stdin, self._proc.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        self._reader.join(timeout=_CLOSE_GRACE_S)
+
+
+def _spawn(command: Sequence[str], cwd: Path, env: dict[str, str] | None) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        list(command),
+        cwd=cwd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        env=env,
+    )
+
+
+def _read_message(stream: Any) -> dict[str, Any] | None:
+    """The next framed message, or None at end of stream."""
+    length = None
+    while True:
+        line = stream.readline(4096)
+        if not line:
+            return None
+        if line in (b"\r\n", b"\n"):
+            break
+        name, _, value = line.decode("ascii", "replace").partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value.strip())
+    if length is None or not 0 <= length <= MAX_MESSAGE_BYTES:
+        raise ValueError(f"bad Content-Length: {length}")
+    body = stream.read(length)
+    if len(body) < length:
+        return None
+    message = json.loads(body)
+    if not isinstance(message, dict):
+        raise ValueError("a message that is not a JSON object")
+    return message

@@ -1,0 +1,163 @@
+"""What an edit did to the file's health: the syntax error it introduced, and the language server's new diagnostics.
+
+Both look only at what the edit changed. The syntax check (`files/syntax.py`) runs before the write, so that
+`files.syntax_check = "refuse"` can leave the file as it was; its report rides on the result after the write.
+Diagnostics are asked of a language server only when one is already running for the file (the LSP tool
+started it): the server is sent the old text if it has not seen it, then the new, and only a publication
+for the new version is read, so the answer is never about text the server saw before the edit. The wait
+is bounded by `lsp.diagnostics_wait_s`; the list shows what is new, at most `MAX_DIAGNOSTIC_LINES` lines.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from mcp_codetools.config import Settings
+from mcp_codetools.errors import SyntaxIntroducedError
+from mcp_codetools.files.paths import is_within
+from mcp_codetools.files.syntax import PYTHON_SUFFIXES, SyntaxProblem, introduced_error
+from mcp_codetools.files.text import clip_line
+from mcp_codetools.lsp.wire import ServerGone
+from mcp_codetools.session import CodeSession
+from mcp_codetools.tools.base import ToolOutput
+
+MAX_DIAGNOSTIC_LINES = 10
+_SNIPPET_CONTEXT = 2
+_SEVERITY = {1: "error", 2: "warning", 3: "info", 4: "hint"}
+_MAGIC = re.compile(r"^\s*[%!]")
+"""IPython lines (`%timeit`, `!pip install`): not Python, and not the edit's fault."""
+
+
+def applies(session: CodeSession, path: Path) -> bool:
+    """Whether either check can say anything about this file (else the tools skip decoding for them)."""
+    python = path.suffix.lower() in PYTHON_SUFFIXES and session.settings.syntax_check != "off"
+    return python or (session.language_servers_started and session.settings.lsp_diagnostics_wait_s > 0)
+
+
+def syntax_gate(
+    settings: Settings, path: Path, old: str | None, new: str, first: int = 0, last: int | None = None
+) -> SyntaxProblem | None:
+    """The syntax error the edit introduces into a Python file (None: none, not Python, or checking is off).
+
+    `first`/`last` are the 0-based lines of `new` the change covers, when it is one stretch.
+
+    Raises:
+        SyntaxIntroducedError: there is one and the settings say to refuse such edits.
+    """
+    if settings.syntax_check == "off" or path.suffix.lower() not in PYTHON_SUFFIXES:
+        return None
+    problem = introduced_error(old, new, first, last)
+    if problem is not None and settings.syntax_check == "refuse":
+        raise SyntaxIntroducedError(
+            problem.describe("The edit was not made: it would introduce a syntax error")
+            + "\nThe text would have been:\n"
+            + _snippet(new, problem.line)
+            + "\nThe file is unchanged. Fix the new text and call the tool again."
+        )
+    return problem
+
+
+def cell_syntax_gate(settings: Settings, path: Path, old: str | None, new: str) -> SyntaxProblem | None:
+    """`syntax_gate` for a notebook's Python code cell, with IPython's `%` and `!` lines left out."""
+    return syntax_gate(settings, path.with_suffix(".py"), _unmagic(old), _unmagic(new) or "")
+
+
+def add_syntax_note(output: ToolOutput, problem: SyntaxProblem | None, where: str = "") -> None:
+    """Append the introduced syntax error to a successful result (and its place to `_meta`)."""
+    if problem is None:
+        return
+    lead = f"Warning: the edit introduced a syntax error{where}"
+    output.text += "\n\n" + problem.describe(lead) + "\nThe file was written; fix it with another edit."
+    output.meta["syntaxError"] = {"line": problem.line, "column": problem.column, "message": problem.message}
+
+
+async def add_diagnostics_note(output: ToolOutput, session: CodeSession, path: Path, old: str | None, new: str) -> None:
+    """Append the diagnostics the edit introduced, when a language server already runs for the file."""
+    wait_s = session.settings.lsp_diagnostics_wait_s
+    if wait_s <= 0 or not session.language_servers_started:
+        return
+    root = next((r for r in session.workspace.roots if is_within(path, r)), None)
+    client = session.language_servers.running(path, root) if root is not None else None
+    if client is None or not client.spec.diagnostics:
+        return
+    deadline = time.monotonic() + wait_s
+    try:
+        before: list[dict[str, Any]] | None = []
+        if old is not None and not client.has_seen(path, old):
+            version = await client.sync(path, old)
+            before = await client.diagnostics_for(path, version, (deadline - time.monotonic()) / 2)
+        elif old is not None:
+            before = client.diagnostics(path) or []
+        version = await client.sync(path, new)
+        after = await client.diagnostics_for(path, version, max(0.0, deadline - time.monotonic()))
+    except ServerGone:
+        return
+    if after is None:
+        output.meta["diagnostics"] = {"server": client.spec.name, "answered": False}
+        return
+    fresh = introduced(before or [], after)
+    output.meta["diagnostics"] = {"server": client.spec.name, "answered": True, "new": len(fresh), "all": len(after)}
+    if fresh:
+        output.text += "\n\n" + render_diagnostics(fresh, path, new, client.spec.name)
+
+
+def introduced(before: Iterable[dict[str, Any]], after: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The diagnostics of `after` that `before` did not have, ignoring where they are (lines shift)."""
+    remaining = Counter(_key(item) for item in before)
+    fresh = []
+    for item in after:
+        key = _key(item)
+        if remaining[key] > 0:
+            remaining[key] -= 1
+        else:
+            fresh.append(item)
+    return fresh
+
+
+def render_diagnostics(items: list[dict[str, Any]], path: Path, text: str, server: str) -> str:
+    """The new diagnostics as `line:col severity: message` with the line's text, at most 10 lines."""
+    lines = text.split("\n")
+    ordered = sorted(items, key=lambda d: (_severity(d), _line(d)))
+    shown = ordered[: MAX_DIAGNOSTIC_LINES // 2]
+    out = [f"The {server} language server reports {len(items)} new problem{'s' if len(items) != 1 else ''}:"]
+    for item in shown:
+        line = _line(item)
+        column = int(((item.get("range") or {}).get("start") or {}).get("character", 0)) + 1
+        message = " ".join(str(item.get("message", "")).split())
+        out.append(f"{path.name}:{line + 1}:{column} {_SEVERITY.get(_severity(item), 'error')}: {clip_line(message)}")
+        if 0 <= line < len(lines):
+            out.append(f"  {clip_line(lines[line].strip())}")
+    if len(items) > len(shown):
+        out.append(f"… and {len(items) - len(shown)} more (the LSP tool and Read show the file).")
+    return "\n".join(out[: MAX_DIAGNOSTIC_LINES + 1])
+
+
+def _key(item: dict[str, Any]) -> tuple[Any, ...]:
+    return (_severity(item), " ".join(str(item.get("message", "")).split()), str(item.get("code", "")))
+
+
+def _severity(item: dict[str, Any]) -> int:
+    value = item.get("severity")
+    return value if isinstance(value, int) else 1
+
+
+def _line(item: dict[str, Any]) -> int:
+    return int(((item.get("range") or {}).get("start") or {}).get("line", 0))
+
+
+def _snippet(text: str, line: int) -> str:
+    lines = text.split("\n")
+    first = max(1, line - _SNIPPET_CONTEXT)
+    last = min(len(lines), line + _SNIPPET_CONTEXT)
+    return "\n".join(f"{n}\t{clip_line(lines[n - 1])}" for n in range(first, last + 1))
+
+
+def _unmagic(source: str | None) -> str | None:
+    if source is None:
+        return None
+    return "\n".join("" if _MAGIC.match(line) or line.rstrip().endswith("?") else line for line in source.split("\n"))

@@ -1,0 +1,203 @@
+"""LSP: code intelligence from a language server — definitions, references, hovers, symbols, call hierarchy."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+from typing_extensions import override
+
+from mcp_codetools.errors import ExecutionError, InvalidInputError, ToolError
+from mcp_codetools.files.editing import read_whole
+from mcp_codetools.files.paths import is_within
+from mcp_codetools.files.text import BinaryContentError, detect
+from mcp_codetools.lsp.render import Renderer
+from mcp_codetools.lsp.servers import available
+from mcp_codetools.lsp.wire import ServerError, ServerGone
+from mcp_codetools.lsp.workspace import MAX_DOCUMENT_BYTES, Client, LanguageServerUnavailable, file_uri
+from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
+
+Operation = Literal[
+    "goToDefinition",
+    "findReferences",
+    "hover",
+    "documentSymbol",
+    "workspaceSymbol",
+    "goToImplementation",
+    "prepareCallHierarchy",
+    "incomingCalls",
+    "outgoingCalls",
+]
+_NEEDS = {
+    "goToDefinition": "definitionProvider",
+    "findReferences": "referencesProvider",
+    "hover": "hoverProvider",
+    "documentSymbol": "documentSymbolProvider",
+    "workspaceSymbol": "workspaceSymbolProvider",
+    "goToImplementation": "implementationProvider",
+    "prepareCallHierarchy": "callHierarchyProvider",
+    "incomingCalls": "callHierarchyProvider",
+    "outgoingCalls": "callHierarchyProvider",
+}
+_WHOLE_FILE = frozenset({"documentSymbol", "workspaceSymbol"})
+
+
+class LSPInput(ToolInput):  # noqa: D101  (no docstring: pydantic would send it to the model in the input schema)
+    operation: Operation = Field(description="What to ask the language server.")
+    file_path: str = Field(description="The file (for workspaceSymbol: any file of the language).")
+    line: int | None = Field(default=None, ge=1, description="1-based line of the symbol (position operations).")
+    character: int | None = Field(default=None, ge=1, description="1-based column of the symbol on that line.")
+    query: str | None = Field(default=None, description="Symbol name or part of it (workspaceSymbol only).")
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    root: Path
+    text: str
+
+
+def language_servers_available() -> bool:
+    """Whether any language server can run here (the tool is listed only then)."""
+    return bool(available())
+
+
+class LSPTool(Tool[LSPInput, _Target]):
+    """LSP: ask the session's language server about code; read-only, runs beside other reads."""
+
+    name = "LSP"
+    title = "Code intelligence"
+    description = (
+        "Ask a language server (Python built in) about code: goToDefinition, findReferences, hover, "
+        "goToImplementation, prepareCallHierarchy, incomingCalls, outgoingCalls (file_path + 1-based line and "
+        "character of the symbol), documentSymbol (file_path), workspaceSymbol (query). Results are "
+        "path:line:col with the line's text; the first call starts the server (a few seconds)."
+    )
+    input_model = LSPInput
+    read_only = True
+    destructive = False
+    idempotent = True
+    path_fields = ("file_path",)
+
+    @override
+    def is_concurrency_safe(self, args: LSPInput) -> bool:
+        return True
+
+    @override
+    async def validate_input(self, args: LSPInput, ctx: CallContext) -> _Target:
+        path = ctx.paths["file_path"]
+        if args.operation == "workspaceSymbol" and not (args.query and args.query.strip()):
+            raise InvalidInputError("workspaceSymbol needs a query: the symbol's name or part of it.")
+        if args.operation not in _WHOLE_FILE and (args.line is None or args.character is None):
+            raise InvalidInputError(
+                f"{args.operation} needs the symbol's position: line and character (1-based, as Read numbers lines)."
+            )
+        servers = ctx.session.language_servers
+        if servers.spec_for(path) is None:
+            raise ExecutionError(servers.no_server_message(path))
+        root = next((r for r in ctx.session.workspace.roots if is_within(path, r)), ctx.session.workspace.roots[0])
+        return _Target(root, _document_text(path, ctx))
+
+    @override
+    async def call(self, args: LSPInput, ctx: CallContext, target: _Target) -> ToolOutput:
+        path = ctx.paths["file_path"]
+        session = ctx.session
+        try:
+            client = await session.language_servers.client(path, target.root)
+        except LanguageServerUnavailable as exc:
+            raise ExecutionError(str(exc)) from None
+        if not client.supports(_NEEDS[args.operation]):
+            raise ExecutionError(
+                f"The {client.spec.name} language server does not support {args.operation}. "
+                "Use findReferences, goToDefinition or Grep instead."
+            )
+        renderer = _renderer(ctx, client)
+        try:
+            await client.sync(path, target.text)
+            text = await _ask(client, args, path, target.text, renderer, session.settings.lsp_timeout_s)
+        except TimeoutError:
+            raise ExecutionError(
+                f"The {client.spec.name} language server did not answer {args.operation} within "
+                f"{session.settings.lsp_timeout_s:g} s. Try again, or use Grep."
+            ) from None
+        except ServerGone as exc:
+            raise ExecutionError(
+                f"The {client.spec.name} language server stopped ({exc}). The next call starts it again."
+            ) from None
+        except ServerError as exc:
+            raise ExecutionError(f"The {client.spec.name} language server refused {args.operation}: {exc}.") from None
+        return ToolOutput(text, meta={"operation": args.operation, "server": client.spec.name})
+
+
+def _document_text(path: Path, ctx: CallContext) -> str:
+    data, st = read_whole(path, ctx.session.workspace)
+    if st.st_size > MAX_DOCUMENT_BYTES:
+        raise InvalidInputError(f"{path} is too large for the language server ({st.st_size} bytes; at most 4 MiB).")
+    try:
+        fmt = detect(data)
+    except BinaryContentError:
+        raise InvalidInputError(f"{path} is not a text file.") from None
+    return data[len(fmt.bom) :].decode(fmt.encoding, "replace")
+
+
+def _renderer(ctx: CallContext, client: Client) -> Renderer:
+    workspace = ctx.session.workspace
+
+    def lines_of(path: Path) -> list[str] | None:
+        if not workspace.contains(path):
+            return None
+        try:
+            data, _ = read_whole(path, workspace)
+        except (ToolError, OSError):
+            return None
+        if len(data) > MAX_DOCUMENT_BYTES:
+            return None
+        return data.decode("utf-8", "replace").split("\n")
+
+    def shown(path: Path) -> str:
+        for root in workspace.roots:
+            if is_within(path, root):
+                return os.path.relpath(path, ctx.session.cwd) if is_within(path, ctx.session.cwd) else str(path)
+        return str(path)
+
+    return Renderer(lines_of, shown, client.utf16)
+
+
+def _position(args: LSPInput, text: str, client: Client) -> dict[str, int]:
+    lines = text.split("\n")
+    line = (args.line or 1) - 1
+    if line >= len(lines):
+        raise InvalidInputError(f"line {args.line} is past the end of the file ({len(lines)} lines).")
+    column = min((args.character or 1) - 1, len(lines[line]))
+    units = len(lines[line][:column].encode("utf-16-le")) // 2 if client.utf16 else column
+    return {"line": line, "character": units}
+
+
+async def _ask(client: Client, args: LSPInput, path: Path, text: str, renderer: Renderer, timeout_s: float) -> str:
+    request = client.conn.request
+    document = {"uri": file_uri(path)}
+    if args.operation == "documentSymbol":
+        return renderer.document_symbols(
+            await request("textDocument/documentSymbol", {"textDocument": document}, timeout_s), path
+        )
+    if args.operation == "workspaceSymbol":
+        query = (args.query or "").strip()
+        return renderer.workspace_symbols(await request("workspace/symbol", {"query": query}, timeout_s), query)
+    at: dict[str, Any] = {"textDocument": document, "position": _position(args, text, client)}
+    if args.operation == "goToDefinition":
+        return renderer.locations(await request("textDocument/definition", at, timeout_s), "definitions")
+    if args.operation == "goToImplementation":
+        return renderer.locations(await request("textDocument/implementation", at, timeout_s), "implementations")
+    if args.operation == "findReferences":
+        params = {**at, "context": {"includeDeclaration": True}}
+        return renderer.locations(await request("textDocument/references", params, timeout_s), "references")
+    if args.operation == "hover":
+        return renderer.hover(await request("textDocument/hover", at, timeout_s))
+    items = await request("textDocument/prepareCallHierarchy", at, timeout_s)
+    if args.operation == "prepareCallHierarchy" or not items:
+        return renderer.call_items(items)
+    method = "callHierarchy/incomingCalls" if args.operation == "incomingCalls" else "callHierarchy/outgoingCalls"
+    direction = "incoming" if args.operation == "incomingCalls" else "outgoing"
+    return renderer.calls(await request(method, {"item": items[0]}, timeout_s), direction)
