@@ -11,15 +11,18 @@ import logging
 import os
 import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp_codetools import __version__
-from mcp_codetools.config import LoadedSettings, Settings
+from mcp_codetools.config import SANDBOX_BACKENDS, LoadedSettings, Settings
 from mcp_codetools.roots import loaded_settings_from
 
 if TYPE_CHECKING:
+    from mcp_codetools.policy.gate import PermissionGate
     from mcp_codetools.server import CodeToolsServer
+    from mcp_codetools.shell.sandbox import Sandbox
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -64,7 +67,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="LEVEL",
         help=f"one of {', '.join(LOG_LEVELS)} (default WARNING, or MCP_CODETOOLS_LOG_LEVEL)",
     )
-    parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    parser.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio (default): the client starts the server and speaks on its stdin/stdout; "
+        "http: streamable HTTP at http://HOST:PORT/mcp, for remote or shared use (MCP_CODETOOLS_HTTP_TOKEN)",
+    )
     parser.add_argument("--host", help="HTTP: address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="HTTP: port (default 8765; 0 picks a free one)")
     sandbox = parser.add_argument_group("Bash sandbox")
@@ -74,11 +83,19 @@ def _parser() -> argparse.ArgumentParser:
     sandbox.add_argument(
         "--sandbox-network", action="store_true", default=None, help="let sandboxed commands use the network"
     )
-    sandbox.add_argument("--sandbox-backend", choices=("auto", "bwrap", "landlock"), help="default: auto")
+    sandbox.add_argument("--sandbox-backend", choices=SANDBOX_BACKENDS, help="default: auto")
     config = parser.add_argument_group("config command")
     config.add_argument("--check", type=Path, metavar="FILE", help="validate FILE and exit (non-zero on problems)")
     config.add_argument("--markdown", action="store_true", help="print the configuration reference as Markdown")
-    parser.add_argument("command", nargs="?", choices=("serve", "doctor", "config"), default="serve")
+    parser.add_argument(
+        "command",
+        nargs="?",
+        choices=("serve", "doctor", "config"),
+        default="serve",
+        help="serve (default): run the MCP server; doctor: check the install and the settings as serve would "
+        "load them, then run Read -> Edit through a real client; config: print the effective settings and "
+        "where each came from (with --check FILE: validate a file; --markdown: the settings reference)",
+    )
     return parser
 
 
@@ -98,20 +115,45 @@ def _load(args: argparse.Namespace) -> LoadedSettings:
     return loaded_settings_from(args.root, config_file=args.config, flags=flag_values(args))
 
 
-def _sandbox_works(settings: Settings) -> bool:
-    """Probe the sandbox once, at start-up; when it was asked for and cannot work, say why and refuse."""
-    from mcp_codetools.shell.sandbox import SandboxUnavailable, prepared
+@dataclass(frozen=True)
+class Startup:
+    """What `serve` checks before it serves, and `doctor` checks the same way."""
 
-    try:
-        sandbox = prepared(settings.sandbox)
-    except SandboxUnavailable as exc:
-        print(f"mcp-codetools: {exc}", file=sys.stderr)
-        return False
+    loaded: LoadedSettings
+    gate: PermissionGate
+    sandbox: Sandbox | None
+
+
+def start_up(args: argparse.Namespace) -> Startup:
+    """The roots, every setting from every source, the sandbox probe and the permission policy, as `serve` loads them.
+
+    Raises:
+        SandboxUnavailable: the sandbox was asked for and cannot work here (exit status 1).
+        ValueError: a root, a setting or a permission source is refused; the message to show (exit status 2).
+    """
+    from mcp_codetools.policy.config import load_gate
+    from mcp_codetools.shell.sandbox import prepared
+
+    loaded = _load(args)
+    settings = loaded.settings
+    sandbox = prepared(settings.sandbox)
     if sandbox is not None:
         logging.getLogger(__name__).info("Bash sandbox: %s", sandbox.describe())
         for note in sandbox.notes:
             logging.getLogger(__name__).warning("Bash sandbox: %s", note)
-    return True
+    gate = load_gate(
+        settings.roots, config_file=args.config, mode_flag=args.permission_mode, sandboxed_bash=settings.sandbox.enabled
+    )
+    return Startup(loaded, gate, sandbox)
+
+
+def server_flags(args: argparse.Namespace) -> list[str]:
+    """The flags that change how the server starts, for `doctor` to start its test server the same way."""
+    flags = ["--config", os.path.abspath(args.config)] if args.config is not None else []  # it starts elsewhere
+    flags += ["--sandbox"] if args.sandbox else []
+    flags += ["--sandbox-network"] if args.sandbox_network else []
+    flags += ["--sandbox-backend", args.sandbox_backend] if args.sandbox_backend else []
+    return flags
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,26 +173,28 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "doctor":
         from mcp_codetools.doctor import run_doctor
 
-        return run_doctor(args.root)
+        return run_doctor(args.root, lambda: start_up(args).loaded, server_flags(args))
     if args.command == "config":
         return _config_command(args)
+    if sys.platform == "win32":  # see `doctor.native_windows_notice`: refused rather than run unconfined
+        from mcp_codetools.doctor import native_windows_notice
+
+        print(native_windows_notice(), file=sys.stderr, flush=True)
+        return 1
+    from mcp_codetools.shell.sandbox import SandboxUnavailable
+
     try:
-        settings = _load(args).settings
-        if not _sandbox_works(settings):
-            return 1
+        startup = start_up(args)
+        settings = startup.loaded.settings
         from mcp_codetools.shell.hardening import protect_server
 
         protect_server(settings)  # after the sandbox probe, before any thread starts
-        from mcp_codetools.policy.config import load_gate
         from mcp_codetools.server import CodeToolsServer
 
-        gate = load_gate(
-            settings.roots,
-            config_file=args.config,
-            mode_flag=args.permission_mode,
-            sandboxed_bash=settings.sandbox.enabled,
-        )
-        app = CodeToolsServer(settings, gate=gate)
+        app = CodeToolsServer(settings, gate=startup.gate)
+    except SandboxUnavailable as exc:
+        print(f"mcp-codetools: {exc}", file=sys.stderr)
+        return 1
     except ValueError as exc:
         print(f"mcp-codetools: {exc}", file=sys.stderr)
         return 2
@@ -213,4 +257,6 @@ def _config_command(args: argparse.Namespace) -> int:
     print(f'permissions.default_mode = "{policy.mode}"  # {policy.mode_source}')
     counts = ", ".join(f"{len(getattr(policy, kind))} {kind}" for kind in ("allow", "deny", "ask"))
     print(f"# permission rules: {counts}")
+    for note in policy.ignored:
+        print(f"# ignored: {note}")
     return 0

@@ -7,6 +7,12 @@
 5. the environment (`MCP_CODETOOLS_*`, one variable per setting);
 6. flags.
 
+The project file lives where the model can write, so for the settings that confine it (`TIGHTENING`)
+it may only move a value the tight way from what the defaults and the user's file said: the sandbox on,
+its network off, more variables hidden, and so on. A loosening value is ignored, logged and listed by
+`mcp-codetools config`. The later sources (`--config`, the environment, flags) are the user's own, given
+where the server is started, and win as before.
+
 The policy (`policy/config.py`) reads its `[permissions]` and `[hooks]` tables from the same files, found
 and read by the functions here, so the two never disagree about which files count or how a bad one is
 reported. Every value is checked where it comes from: a bad one stops the server with a message naming
@@ -19,6 +25,7 @@ which `mcp-codetools config` prints.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import os
@@ -27,7 +34,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
@@ -38,7 +45,7 @@ DEFAULT_QUEUE_TIMEOUT_S = 600.0
 MAX_RESULT_TOKENS = 25_000
 DEFAULT_SPILL_BUDGET_BYTES = 2 << 30
 DEFAULT_SESSION_IDLE_TIMEOUT_S = 30 * 60.0
-SANDBOX_BACKENDS = ("auto", "bwrap", "landlock")
+SANDBOX_BACKENDS = ("auto", "bwrap", "landlock", "seatbelt", "container")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 PROJECT_FILE = "mcp-codetools.toml"
@@ -51,7 +58,14 @@ logger = logging.getLogger(__name__)
 
 
 class ConfigError(ValueError):
-    """A setting or config file the server refuses to start with; the message names where it came from."""
+    """A setting or config file the server refuses to start with; the message names where it came from.
+
+    `problems` holds each problem on its own (the message joins them), for `config --check`.
+    """
+
+    def __init__(self, message: str, problems: Sequence[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = list(problems) if problems else [message]
 
 
 @pydantic_dataclass(frozen=True, config=ConfigDict(extra="forbid"))
@@ -70,16 +84,27 @@ class SandboxSettings:
     """The Bash sandbox (`mcp_codetools.shell.sandbox`): here so that settings sit below the shell layer."""
 
     enabled: Annotated[
-        bool, Field(description="Run Bash and its children in an OS sandbox (bubblewrap, else Landlock).")
+        bool,
+        Field(description="Run Bash and its children in an OS sandbox (bubblewrap, else Landlock; Seatbelt on macOS)."),
     ] = False
     network: Annotated[bool, Field(description="Let sandboxed commands use the network.")] = False
     backend: Annotated[
-        Literal["auto", "bwrap", "landlock"],
+        Literal["auto", "bwrap", "landlock", "seatbelt", "container"],
         Field(
-            description="Which sandbox: `auto` (bubblewrap where user namespaces work, else Landlock), "
-            "`bwrap` or `landlock`."
+            description="Which sandbox: `auto` (on Linux bubblewrap where user namespaces work, else Landlock; "
+            "on macOS Seatbelt), `bwrap`, `landlock`, `seatbelt`, or `container` (each session's commands in a "
+            "container of `image`)."
         ),
     ] = "auto"
+    image: Annotated[
+        str, Field(description="The image the `container` backend runs commands in (e.g. the project's dev container).")
+    ] = ""
+    engine: Annotated[
+        Literal["docker", "podman"], Field(description="The container engine's command: `docker` or `podman`.")
+    ] = "docker"
+    memory: Annotated[str, Field(description="The container's memory limit (`--memory`; empty: none).")] = "4g"
+    pids: Annotated[int, Field(ge=0, description="The container's process limit (`--pids-limit`; 0: none).")] = 1024
+    cpus: Annotated[float, Field(ge=0, description="The container's CPU limit (`--cpus`; 0: none).")] = 2.0
     mask: Annotated[
         tuple[str, ...],
         Field(description="Paths to mask, beside the default credential folders (comma-separated in the environment)."),
@@ -194,7 +219,7 @@ class Settings:
         Literal["apply", "suggest", "off"],
         Field(
             description="When Edit's old_string is not in the file as written but matches one region once Read's "
-            'line-number prefixes, quote style, trailing whitespace, line endings or a uniform indentation shift '
+            "line-number prefixes, quote style, trailing whitespace, line endings or a uniform indentation shift "
             'are undone: "apply" the edit there (the result says what was undone), "suggest" the region in the '
             'error, or "off".'
         ),
@@ -274,6 +299,14 @@ class Settings:
             "seconds is closed (its jobs killed).",
         ),
     ] = DEFAULT_SESSION_IDLE_TIMEOUT_S
+    http_max_sessions: Annotated[
+        int,
+        Field(
+            ge=1,
+            description="HTTP transport: sessions open at once; a client that would open one more gets HTTP 503 "
+            "until one is deleted or idles out.",
+        ),
+    ] = 256
     audit_log: Annotated[
         Path | None,
         Field(
@@ -371,6 +404,7 @@ PLACES: dict[str, Place] = {
     "http_host": _place("http_host", "http", "host", flag="--host"),
     "http_port": _place("http_port", "http", "port", flag="--port"),
     "session_idle_timeout_s": _place("session_idle_timeout_s", "http"),
+    "http_max_sessions": _place("http_max_sessions", "http", "max_sessions"),
     "audit_log": _place("audit_log", "audit", "log"),
     "audit_log_max_bytes": _place("audit_log_max_bytes", "audit", "max_bytes"),
     "audit_log_keep": _place("audit_log_keep", "audit", "keep"),
@@ -382,6 +416,11 @@ PLACES: dict[str, Place] = {
         "sandbox.backend", "sandbox", "backend", env="MCP_CODETOOLS_SANDBOX_BACKEND", flag="--sandbox-backend"
     ),
     "sandbox.mask": _place("sandbox.mask", "sandbox", "mask", env="MCP_CODETOOLS_SANDBOX_MASK"),
+    "sandbox.image": _place("sandbox.image", "sandbox", "image", env="MCP_CODETOOLS_SANDBOX_IMAGE"),
+    "sandbox.engine": _place("sandbox.engine", "sandbox", "engine", env="MCP_CODETOOLS_SANDBOX_ENGINE"),
+    "sandbox.memory": _place("sandbox.memory", "sandbox", "memory", env="MCP_CODETOOLS_SANDBOX_MEMORY"),
+    "sandbox.pids": _place("sandbox.pids", "sandbox", "pids", env="MCP_CODETOOLS_SANDBOX_PIDS"),
+    "sandbox.cpus": _place("sandbox.cpus", "sandbox", "cpus", env="MCP_CODETOOLS_SANDBOX_CPUS"),
     "sandbox.env": _place("sandbox.env", "sandbox", "env", env="MCP_CODETOOLS_SANDBOX_ENV"),
 }
 """Every setting but `roots` (flags only: the project file is found through them)."""
@@ -429,6 +468,8 @@ class LoadedSettings:
     sources: dict[str, str]
     files: tuple[Path, ...]
     """The config files that were read."""
+    ignored: tuple[str, ...] = ()
+    """Project-file values that would have loosened a setting, each with why it was ignored."""
 
 
 def user_config_file(environ: Mapping[str, str] | None = None) -> Path:
@@ -438,15 +479,24 @@ def user_config_file(environ: Mapping[str, str] | None = None) -> Path:
     return Path(base) / "mcp-codetools" / "config.toml"
 
 
+class ConfigFile(NamedTuple):
+    """One config file every reader uses: whether it must exist, and whether it is the project's."""
+
+    path: Path
+    required: bool
+    project: bool
+    """Inside a root the model can write: it may only tighten (`TIGHTENING`, and the policy's own rules)."""
+
+
 def config_files(
     roots: Sequence[Path], config_file: Path | None = None, environ: Mapping[str, str] | None = None
-) -> list[tuple[Path, bool]]:
-    """The TOML files every reader uses, in order, each with whether it must exist."""
-    files = [(user_config_file(environ), False)]
+) -> list[ConfigFile]:
+    """The TOML files every reader uses, in order. `--config` is the user's: it is given where the server starts."""
+    files = [ConfigFile(user_config_file(environ), False, False)]
     if roots:
-        files.append((roots[0] / PROJECT_FILE, False))
+        files.append(ConfigFile(roots[0] / PROJECT_FILE, False, True))
     if config_file is not None:
-        files.append((config_file, True))
+        files.append(ConfigFile(config_file, True, False))
     return files
 
 
@@ -494,53 +544,80 @@ def load_settings(
     if root_paths is not None:
         sources["roots"] = "--root flag"
     files: list[Path] = []
+    ignored: list[str] = []
     if read_files:
-        for path, required in config_files(base.roots, config_file, env):
+        for path, required, project in config_files(base.roots, config_file, env):
             table = read_toml(path, required=required)
             if table is not None:
                 files.append(path)
                 found = _file_values(table, path)
-                if base.roots and path == base.roots[0] / PROJECT_FILE:
+                if project:
                     for name in _USER_ONLY & found.keys():
-                        logger.warning("%s: ignored, it may be set only in the user's config", found.pop(name)[1])
+                        where = found.pop(name)[1]
+                        ignored.append(f"{where} ignored: it names a program to run, so only the user's config sets it")
+                    found = _tightened_only(base, values, sources, found, ignored)
                 _take(base, values, sources, found)
+    for note in ignored:
+        logger.warning("%s", note)
     _take(base, values, sources, _env_values(env))
     given = {name: value for name, value in (flags or {}).items() if value is not None}
     _take(base, values, sources, {name: (value, f"{PLACES[name].flag} flag") for name, value in given.items()})
     settings = _with(base, values)
     _check_together(settings, sources)
-    return LoadedSettings(settings, sources, tuple(files))
+    return LoadedSettings(settings, sources, tuple(files), tuple(ignored))
 
 
 def check_file(path: Path) -> list[str]:
-    """The problems in one config file's server settings (not its [permissions] and [hooks])."""
+    """Every problem in one config file's server settings (not its [permissions] and [hooks])."""
     try:
         table = read_toml(path, required=True)
-        assert table is not None
-        values: dict[str, Any] = {}
-        sources: dict[str, str] = {}
-        _take(Settings(), values, sources, _file_values(table, path))
-        _check_together(_with(Settings(), values), {n: sources.get(n, DEFAULT_SOURCE) for n in PLACES})
     except ConfigError as exc:
-        return [str(exc)]
-    return []
+        return exc.problems
+    assert table is not None
+    problems: list[str] = []
+    found = _file_values(table, path, problems)
+    base = Settings()
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = dict.fromkeys(PLACES, DEFAULT_SOURCE)
+    for name, value in found.items():  # one at a time: a bad value must not hide the next one
+        try:
+            _take(base, values, sources, {name: value})
+        except ConfigError as exc:
+            problems += exc.problems
+    try:
+        _check_together(_with(base, values), sources)
+    except ConfigError as exc:
+        problems += exc.problems
+    return problems
 
 
-def _file_values(table: Mapping[str, Any], path: Path) -> dict[str, tuple[Any, str]]:
+def _file_values(
+    table: Mapping[str, Any], path: Path, problems: list[str] | None = None
+) -> dict[str, tuple[Any, str]]:
+    """One file's settings with where each is written; a problem raises, or is added to `problems` when given."""
+
+    def bad(message: str) -> None:
+        if problems is None:
+            raise ConfigError(message)
+        problems.append(message)
+
     found: dict[str, tuple[Any, str]] = {}
     for section, body in table.items():
         if section in POLICY_SECTIONS:
             continue
         if section not in SECTIONS:
             known = ", ".join(f"[{s}]" for s in (*SECTIONS, *sorted(POLICY_SECTIONS)))
-            raise ConfigError(f"{path}: unknown table [{section}] (known: {known})")
+            bad(f"{path}: unknown table [{section}] (known: {known})")
+            continue
         if not isinstance(body, dict):
-            raise ConfigError(f"{path}: [{section}] must be a table")
+            bad(f"{path}: [{section}] must be a table")
+            continue
         for key, value in body.items():
             name = _BY_KEY.get((section, key))
             if name is None:
                 known = ", ".join(p.key for p in PLACES.values() if p.section == section)
-                raise ConfigError(f"{path}: unknown key {key!r} in [{section}] (known: {known})")
+                bad(f"{path}: unknown key {key!r} in [{section}] (known: {known})")
+                continue
             if name in _PATH_FIELDS and isinstance(value, str):
                 value = path.parent / Path(value).expanduser()
             found[name] = (value, f"{path} [{section}] {key}")
@@ -613,7 +690,7 @@ def _validated(base: Settings, values: Mapping[str, Any], sources: Mapping[str, 
             if str(err.get("type", "")).startswith("bool_"):
                 message = "not an on/off value; use true or false (1/0, yes/no, on/off)"
             problems.append(f"{source}: {message} (got {err.get('input')!r})")
-        raise ConfigError("; ".join(problems)) from None
+        raise ConfigError("; ".join(problems), problems) from None
 
 
 def _check_together(settings: Settings, sources: Mapping[str, str]) -> None:
@@ -623,6 +700,113 @@ def _check_together(settings: Settings, sources: Mapping[str, str]) -> None:
             f"bash_default_timeout_ms ({settings.bash_default_timeout_ms}, from {sources['bash_default_timeout_ms']}) "
             f"is above bash_max_timeout_ms ({settings.bash_max_timeout_ms}, from {sources['bash_max_timeout_ms']})"
         )
+
+
+def _by_rank(*order: Any) -> Any:
+    """A tightening rule for a value with a fixed order, loosest first."""
+
+    def tighten(current: Any, proposed: Any, roots: Sequence[Path]) -> tuple[Any, str | None]:
+        if order.index(proposed) >= order.index(current):
+            return proposed, None
+        return current, "looser than " + _shown(current)
+
+    return tighten
+
+
+def _more(current: Any, proposed: Any, roots: Sequence[Path]) -> tuple[Any, str | None]:
+    return (proposed, None) if proposed >= current else (current, f"lower than {current}")
+
+
+def _fewer(current: Any, proposed: Any, roots: Sequence[Path]) -> tuple[Any, str | None]:
+    return (proposed, None) if proposed <= current else (current, f"higher than {current}")
+
+
+def _with_all_of(current: Any, proposed: Any, roots: Sequence[Path]) -> tuple[Any, str | None]:
+    """A list that may only grow: it adds up, as rule lists do (the project's entries join the earlier ones)."""
+    if isinstance(current, frozenset):
+        return current | proposed, None
+    return (*current, *(v for v in proposed if v not in current)), None
+
+
+def _only_some_of(current: Any, proposed: Any, roots: Sequence[Path]) -> tuple[Any, str | None]:
+    """A list that may only shrink: entries not already given are not added."""
+    added = [v for v in proposed if v not in current]
+    kept = tuple(v for v in proposed if v in current)
+    why = f"it adds {_shown(added)}, which only the user's config or the command line may pass" if added else None
+    return kept, why
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _host(current: Any, proposed: Any, roots: Sequence[Path]) -> tuple[Any, str | None]:
+    if proposed == current or _loopback(proposed):
+        return proposed, None
+    return current, "only a loopback address may be set by a project file"
+
+
+def _audit_log(current: Any, proposed: Any, roots: Sequence[Path]) -> tuple[Any, str | None]:
+    if current is not None and proposed != current:
+        return current, f"the audit log is already {_shown(current)}"
+    inside = any(Path(os.path.abspath(proposed)).is_relative_to(os.path.abspath(r)) for r in roots)
+    if proposed is not None and not inside:
+        return current, "a project file may only put the audit log inside the roots"
+    return proposed, None
+
+
+TIGHTENING: dict[str, Any] = {
+    "bash_env_exclude": _with_all_of,
+    "hard_links": _by_rank("write-through", "refuse"),
+    "http_host": _host,
+    "http_max_sessions": _fewer,
+    "audit_log": _audit_log,
+    "audit_log_max_bytes": _more,
+    "audit_log_keep": _more,
+    "sandbox.enabled": _by_rank(False, True),
+    "sandbox.network": _by_rank(True, False),
+    "sandbox.backend": _by_rank("landlock", "auto", "bwrap"),
+    "sandbox.mask": _with_all_of,
+    "sandbox.env": _only_some_of,
+}
+"""The settings that confine the model, each with how a project file may change it (`(value, why refused)`).
+
+The others are limits and formats: a project file sets them freely. Backends rank by what they hold
+(bubblewrap also keeps the server's environment and descriptors out of reach); `auto` may mean Landlock.
+"""
+
+
+def _tightened_only(
+    base: Settings,
+    values: Mapping[str, Any],
+    sources: dict[str, str],
+    found: dict[str, tuple[Any, str]],
+    ignored: list[str],
+) -> dict[str, tuple[Any, str]]:
+    """A project file's values, each security setting moved only the tight way from what came before."""
+    values_found = {name: value for name, (value, _) in found.items()}
+    checked = _validated(base, values_found, {name: where for name, (_, where) in found.items()})
+    kept: dict[str, tuple[Any, str]] = {}
+    for name, (raw, where) in found.items():
+        if name not in TIGHTENING:
+            kept[name] = (raw, where)
+            continue
+        current = values.get(name, setting_value(base, name))
+        proposed = setting_value(checked, name)
+        value, why = TIGHTENING[name](current, proposed, base.roots)
+        if why is not None:
+            ignored.append(
+                f"{where} = {_shown(proposed)} ignored ({why}): a project file may only tighten this setting; "
+                f"it is {_shown(value)}, from {sources[name] if value == current else f'{sources[name]} + {where}'}"
+            )
+        if value != current:
+            kept[name] = (value, where if value == proposed else f"{sources[name]} + {where}")
+    return kept
 
 
 def _shown(value: Any) -> str:
@@ -646,6 +830,7 @@ def describe(loaded: LoadedSettings) -> list[str]:
     for name, place in PLACES.items():
         value = _shown(setting_value(loaded.settings, name))
         lines.append(f"{place.section}.{place.key} = {value}  # {loaded.sources[name]}")
+    lines += [f"# ignored: {note}" for note in loaded.ignored]
     return lines
 
 

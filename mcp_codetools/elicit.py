@@ -3,7 +3,8 @@
 Up to 2025-11-25 the server sends `elicitation/create` in the middle of the call and waits. From
 2026-07-28 there is no such back-channel: the call ends with `input_required` naming the question, and
 the client sends the same call again with the answer in `input_responses`; the question's key is a
-digest of what is asked, so the answer is found on the second round. A client that declared no
+digest of the call's whole input (`Question.key`), so the answer is found on the second round and binds
+that exact call: it answers no other call, even one whose triggering part is the same. A client that declared no
 elicitation capability is not asked at all (the permission step then refuses, or allows if configured).
 """
 

@@ -166,7 +166,14 @@ async def check_permission(tool: Tool[Any], args: ToolInput, ctx: CallContext, g
         # The arguments are copied for hooks only when there are hooks: a 50 MB Write would pay twice.
         tool_input = _hook_input(args) if gate.hooks else {}
         roots = ctx.session.workspace.roots
-        await gate.check(facts, tool_input, session_id=ctx.session.id, ask=ctx.ask, roots=roots)
+        await gate.check(
+            facts,
+            tool_input,
+            session_id=ctx.session.id,
+            ask=ctx.ask,
+            roots=roots,
+            input_json=lambda: args.model_dump_json(by_alias=True).encode(),
+        )
         ctx.policy = gate.policy_for(roots)
         ctx.hidden = Hider.for_tool(ctx.policy, tool.name)  # Grep and Glob leave out what deny rules hide
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mcp_codetools.config import LoadedSettings, Settings, load_settings
+from mcp_codetools.config import LoadedSettings, load_settings
 from mcp_codetools.files.paths import Workspace
 
 
@@ -39,7 +39,3 @@ def loaded_settings_from(
     Workspace(loaded.settings.roots)  # the check the server makes at start, with its message
     return loaded
 
-
-def settings_from(roots: list[str] | None) -> Settings:
-    """`loaded_settings_from` without flags or `--config`: what `doctor` checks."""
-    return loaded_settings_from(roots).settings

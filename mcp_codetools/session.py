@@ -128,7 +128,7 @@ class CodeSession:
         the scratch folder. The backend was probed once for the process (at start-up).
 
         Raises:
-            SandboxUnavailable: the sandbox is on and no backend works here.
+            SandboxUnavailable: the sandbox is on and no backend can run here.
         """
         sandbox = prepared(self.settings.sandbox)
         if sandbox is None:
@@ -137,8 +137,12 @@ class CodeSession:
         if self._confinement is None or self._confined_for != writable:
             tmpdir = self.scratch_dir / "tmp"
             tmpdir.mkdir(mode=0o700, exist_ok=True)
-            self._confinement = Confinement.for_session(sandbox, writable, tmpdir)
+            self._confinement = Confinement.for_session(sandbox, writable, tmpdir, self.scratch_dir)
             self._confined_for = writable
+            if self._confinement.container is not None:
+                # Its mounts are fixed when it starts: roots that change get a new container, and each is
+                # removed when the session ends.
+                self.on_close(self._confinement.container.remove)
         return self._confinement
 
     def resolve(self, raw: str, *, field: str = "file_path", for_read: bool = False) -> Path:

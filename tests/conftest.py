@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from mcp_codetools.tools import default_tools
 from mcp_codetools.tools.base import ToolOutput
 from tests import processes
 from tests.gates import Gates
+from tests.platform_marks import reads_proc
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -26,6 +29,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="after a run of the whole tests/reliability suite, write its report to PATH (default: no report)",
     )
+
+
+def _conftests(path: Path) -> list[Path]:
+    tests = Path(__file__).resolve().parent
+    return [folder / "conftest.py" for folder in path.parents if folder.is_relative_to(tests)
+            and (folder / "conftest.py").is_file()]  # fmt: skip
+
+
+def _platform_skips() -> dict[str, str]:
+    """Why each platform marker's tests cannot run here (absent: they can)."""
+    skips = {}
+    if not sys.platform.startswith("linux"):
+        skips["linux_only"] = f"needs Linux (this is {sys.platform})"
+    if sys.platform != "darwin":
+        skips["macos_only"] = f"needs macOS (this is {sys.platform})"
+    if not os.path.isdir("/proc/self/fd"):
+        skips["proc"] = "needs /proc (absent or empty here)"
+    return skips
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -39,6 +60,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(no_proc)
         if "needs_process_table" in item.keywords and procs.table() == "none":
             item.add_marker(no_table)
+    skips = _platform_skips()
+    for item in items:  # found from the sources: many tests read /proc through shared helpers
+        if isinstance(item, pytest.Function) and reads_proc(
+            item.path, item.originalname, item.fixturenames, _conftests(item.path)
+        ):
+            item.add_marker(pytest.mark.proc)
+    for item in items:
+        for marker, reason in skips.items():
+            if marker in item.keywords:
+                item.add_marker(pytest.mark.skip(reason=f"{marker}: {reason}"))
+                break
     if config.getoption("--run-slow"):
         return
     skip = pytest.mark.skip(reason="slow: pass --run-slow")

@@ -6,6 +6,7 @@ import pytest
 
 from mcp_codetools.shell import rules, sed
 from mcp_codetools.shell.classify import analyze, is_read_only, scan_word
+from mcp_codetools.shell.parsing import parse
 
 READ_ONLY = [
     "ls",
@@ -109,6 +110,10 @@ READ_ONLY = [
     "cargo -V",
     "rg --hidden foo",
     "file --mime-type a.bin",
+    "ss -tlnp",
+    "ss -f inet -n",
+    "ss -fD",
+    "ss -A tcp,udp",
 ]
 
 NOT_READ_ONLY = [
@@ -228,6 +233,11 @@ NOT_READ_ONLY = [
     "chmod +x f",
     "curl -o f http://x",
     "ss -K",
+    "ss -D out.raw",
+    "ss -tnD out.raw",
+    "ss -nD/tmp/x",
+    "ss --diag=out.raw",
+    "ss --dia out.raw",
     "command rm x",
     # abbreviated long options: getopt takes a prefix as the option
     "sort --outp=F f",
@@ -477,8 +487,10 @@ def test_a_parser_failure_makes_the_command_not_read_only(monkeypatch: pytest.Mo
 
     monkeypatch.setattr(bashlex, "parse", broken)
     analyze.cache_clear()
+    parse.cache_clear()
     try:
         analysis = analyze("ls")
     finally:
         analyze.cache_clear()
+        parse.cache_clear()
     assert not analysis.read_only and "RecursionError" in analysis.reason

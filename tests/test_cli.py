@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -69,7 +70,7 @@ def test_doctor_checks_the_given_roots_as_the_server_does(tmp_path: Path) -> Non
     message = served.stderr.strip()
     assert doctor.returncode == 1, doctor.stdout
     assert "everything works" not in doctor.stdout
-    assert f"[FAIL] roots: {message}" in doctor.stdout
+    assert f"[FAIL] settings: {message}" in doctor.stdout
 
 
 def test_doctor_runs_the_installed_console_script(tmp_path: Path) -> None:
@@ -85,4 +86,103 @@ def test_doctor_runs_the_installed_console_script(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"Server: {script} --root" in done.stdout
+    # The same file however either side spelled it (a relative start, a symlinked venv).
+    shown = next(line for line in done.stdout.splitlines() if line.startswith("Server: "))
+    assert os.path.samefile(shown.removeprefix("Server: ").split(" --root")[0], script), shown
+
+
+def test_help_explains_the_command_and_the_transport() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_codetools", "--help"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())  # argparse wraps to the terminal's width
+    for fragment in (
+        "serve (default): run the MCP server",
+        "doctor: check the install",
+        "config: print the effective settings",
+        "stdio (default): the client starts the server",
+        "http: streamable HTTP at http://HOST:PORT/mcp",
+    ):
+        assert fragment in text, fragment
+
+
+def test_a_port_in_use_says_to_pick_another_with_port(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [*server_command(), "--transport", "http", "--port", str(port), "--root", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    assert done.returncode == 2
+    message = done.stderr.strip().splitlines()[-1]
+    assert message.startswith(f"mcp-codetools: cannot listen on 127.0.0.1:{port}: "), message
+    assert "pick another with --port N" in message and "--port 0 picks a free one" in message, message
+
+
+def test_config_check_reports_every_problem_and_rules_that_name_no_tool(tmp_path: Path) -> None:
+    path = tmp_path / "six.toml"
+    path.write_text(
+        '[limits]\nmax_concurrency = 0\n[read]\ndefault_lines = "many"\n[files]\nhard_links = "sometimes"\n'
+        '[permissions]\ndeny = ["Raed(.env)", "Bash("]\ndefault_mode = "yolo"\n'
+    )
+    done = subprocess.run(
+        [*server_command(), "config", "--check", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout
+    problems = done.stdout.strip().splitlines()
+    assert len(problems) == 6, problems
+    assert all(p.startswith(str(path)) for p in problems), problems
+    for fragment in ("max_concurrency", "default_lines", "hard_links", "Bash(", "yolo"):
+        assert sum(fragment in p for p in problems) == 1, (fragment, problems)
+    raed = next(p for p in problems if "Raed(.env)" in p)
+    assert "names no tool of this server" in raed and "did you mean Read?" in raed, raed
+    ok = tmp_path / "ok.toml"
+    ok.write_text('[permissions]\ndeny = ["Read(.env)", "Bash(curl *)", "WebFetch"]\n')
+    unknown = subprocess.run(
+        [*server_command(), "config", "--check", str(ok)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert unknown.returncode == 1
+    assert "`WebFetch` names no tool of this server" in unknown.stdout
+    assert "the tools are Read, Edit, Write" in unknown.stdout, unknown.stdout
+
+
+def test_config_lists_the_project_values_it_ignored(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "mcp-codetools.toml").write_text(
+        '[permissions]\ndefault_mode = "bypassPermissions"\n[hooks]\nfrom_project = true\n[sandbox]\nenabled = false\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_CODETOOLS_")}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    (tmp_path / "xdg" / "mcp-codetools").mkdir(parents=True)
+    (tmp_path / "xdg" / "mcp-codetools" / "config.toml").write_text("[sandbox]\nenabled = true\n")
+    done = subprocess.run(
+        [*server_command(), "config"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=project,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    ignored = [line for line in done.stdout.splitlines() if line.startswith("# ignored: ")]
+    assert len(ignored) == 3, done.stdout
+    assert any("permissions.default_mode = 'bypassPermissions' ignored" in line for line in ignored), ignored
+    assert any("hooks.from_project = True ignored" in line for line in ignored), ignored
+    assert any("[sandbox] enabled = false ignored" in line for line in ignored), ignored
+    assert 'permissions.default_mode = "default"' in done.stdout

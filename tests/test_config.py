@@ -20,6 +20,7 @@ from mcp_codetools.config import (
     SandboxSettings,
     Settings,
     check_file,
+    describe,
     load_settings,
     markdown_reference,
 )
@@ -337,3 +338,59 @@ def test_nested_sandbox_settings_come_from_files_env_and_flags(
     write(root / "mcp-codetools.toml", '[sandbox]\nenv = ["CI", "A-B"]\n')
     with pytest.raises(ConfigError, match=r"\[sandbox\] env: 'A-B' are not variable names"):
         load_settings([str(root)])
+
+
+def test_the_project_file_cannot_switch_off_the_sandbox_the_user_switched_on(xdg: Path, root: Path) -> None:
+    write(xdg, "[sandbox]\nenabled = true\nenv = [\"CI\"]\n[bash]\nenv_exclude = [\"AWS_SECRET\"]\n")
+    project = write(
+        root / "mcp-codetools.toml",
+        '[sandbox]\nenabled = false\nnetwork = true\nbackend = "landlock"\nenv = ["CI", "AWS_SECRET"]\n'
+        '[bash]\nenv_exclude = ["NPM_TOKEN"]\n[files]\nhard_links = "write-through"\n'
+        '[http]\nhost = "0.0.0.0"\n[audit]\nlog = "/tmp/elsewhere.jsonl"\nkeep = 0\n[limits]\nmax_concurrency = 3\n',
+    )
+    loaded = load_settings([str(root)])
+    s = loaded.settings
+    assert (s.sandbox.enabled, s.sandbox.network, s.sandbox.backend) == (True, False, "auto")
+    assert s.sandbox.env == ("CI",)
+    assert s.bash_env_exclude == {"AWS_SECRET", "NPM_TOKEN"}, "the project's hidden variables add up"
+    assert (s.hard_links, s.http_host, s.audit_log, s.audit_log_keep) == ("refuse", "127.0.0.1", None, 3)
+    assert s.max_concurrency == 3, "limits are the project's to set"
+    assert loaded.sources["sandbox.enabled"] == f"{xdg} [sandbox] enabled", "the source stays true"
+    assert loaded.sources["bash_env_exclude"] == f"{xdg} [bash] env_exclude + {project} [bash] env_exclude"
+    ignored = "\n".join(loaded.ignored)
+    for key in ("enabled", "network", "backend", "env", "hard_links", "host", "log", "keep"):
+        assert f"] {key} = " in ignored, key
+    shown = "\n".join(describe(loaded))
+    assert f"# ignored: {project} [sandbox] enabled = false ignored" in shown
+
+
+def test_the_project_file_may_tighten_and_later_sources_are_the_users(
+    xdg: Path, root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(root / "mcp-codetools.toml", '[sandbox]\nenabled = true\nbackend = "bwrap"\n[audit]\nlog = "audit.jsonl"\n')
+    s = load_settings([str(root)]).settings
+    assert (s.sandbox.enabled, s.sandbox.backend, s.audit_log) == (True, "bwrap", root / "audit.jsonl")
+    extra = write(tmp_path / "mine.toml", "[sandbox]\nenabled = false\n")
+    assert load_settings([str(root)], config_file=extra).settings.sandbox.enabled is False, "--config is the user's"
+    monkeypatch.setenv("MCP_CODETOOLS_SANDBOX_NETWORK", "1")
+    assert load_settings([str(root)]).settings.sandbox.network is True
+
+
+def test_check_reports_every_problem_of_a_file(xdg: Path, tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "six.toml",
+        "[limit]\nx = 1\n[limits]\nmax_concurency = 3\nmax_concurrency = 0\n[read]\ndefault_lines = \"many\"\n"
+        '[files]\nhard_links = "sometimes"\n[sandbox]\nenabled = "perhaps"\n',
+    )
+    problems = check_file(path)
+    assert len(problems) == 6, problems
+    assert all(str(path) in p for p in problems)
+
+
+def test_the_project_file_may_lower_the_http_session_cap_but_not_raise_it(xdg: Path, root: Path) -> None:
+    write(root / "mcp-codetools.toml", "[http]\nmax_sessions = 100000\n")
+    loaded = load_settings([str(root)])
+    assert loaded.settings.http_max_sessions == 256
+    assert any("max_sessions = 100000 ignored" in note for note in loaded.ignored), loaded.ignored
+    write(root / "mcp-codetools.toml", "[http]\nmax_sessions = 8\n")
+    assert load_settings([str(root)]).settings.http_max_sessions == 8

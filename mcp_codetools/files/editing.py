@@ -1,17 +1,27 @@
-"""Read, check, write: the logic Edit and Write share.
+"""Load, check, commit: the one sequence every writing tool (Edit, Write, MultiEdit, NotebookEdit) goes through.
 
-A file is loaded whole with its text format; the read ledger must show the model saw it as it is now
-(judged by content, so a touched-but-unchanged file passes); the last look before writing happens with
-no `await` between it and the write.
+A file is loaded whole with its text format (`load_checked`, in validate_input); the read ledger must show
+the model saw it as it is now (judged by content, so a touched-but-unchanged file passes). `commit_write`
+(in call) is the rest, in one order for every tool: refuse a read-only file, look again, write, and only
+once the write returned, record the version it replaced in the history and the new stamp in the ledger.
+The last look and the write are one step of a worker thread, under the lock every write of the server holds.
+
+The version the history records is the content before the write, which the `Loaded` holds since the load:
+that is the staged copy, and it becomes a history version only when the write succeeded, so a call refused
+at the last look or a write that failed (disk full) leaves no version that was never replaced.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import anyio.to_thread
 
 from mcp_codetools.errors import (
     FileChangedError,
@@ -29,7 +39,7 @@ from mcp_codetools.files.paths import Workspace
 from mcp_codetools.files.refusals import unreadable_error
 from mcp_codetools.files.stamps import FileStamp, digest_bytes
 from mcp_codetools.files.text import BinaryContentError, TextFormat, detect
-from mcp_codetools.files.writes import encode_content, ensure_parent, write_atomic
+from mcp_codetools.files.writes import encode_content, ensure_parent, refuse_read_only, write_atomic
 
 MAX_EDIT_BYTES = 1024 * 1024 * 1024
 
@@ -153,7 +163,7 @@ def load_existing(path: Path, workspace: Workspace) -> Loaded | None:
 
 
 def recheck_unchanged(path: Path, loaded: Loaded) -> None:
-    """The last look before writing; the caller must not await between this and the write.
+    """The last look before writing; the caller holds `COMMITS` from this to the end of the write.
 
     The file is opened beneath its root like every other open: a folder on the way that became a symlink,
     or a file that became one, counts as a change.
@@ -191,6 +201,10 @@ def _read_all(fd: int, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+COMMITS = threading.Lock()
+"""Held from the last look to the end of the write, by every write of this server: two calls' writes of one
+file cannot interleave, whichever threads they run in."""
+
 HARD_LINKS_REFUSE = "refuse"
 HARD_LINKS_WRITE_THROUGH = "write-through"
 
@@ -215,15 +229,90 @@ def refuse_hard_links(path: Path, loaded: Loaded, policy: str) -> None:
     )
 
 
-def create_file(path: Path, content: str, workspace: Workspace, history: FileHistory, ledger: ReadLedger) -> int:
+def load_checked(path: Path, workspace: Workspace, ledger: ReadLedger, hard_links: str) -> Loaded | None:
+    """The file at `path` loaded and checked for a write (None: nothing there yet).
+
+    Raises:
+        FileNotReadError, FileChangedError: the model has not read it as it is now.
+        PermissionDeniedError: it has other hard links and the operator did not allow writing through them.
+    """
+    loaded = load_existing(path, workspace)
+    if loaded is not None:
+        check_read_state(ledger, path, loaded)
+        refuse_hard_links(path, loaded, hard_links)
+    return loaded
+
+
+async def commit_write(
+    path: Path,
+    data: bytes,
+    loaded: Loaded | None,
+    *,
+    workspace: Workspace,
+    history: FileHistory,
+    ledger: ReadLedger,
+    made_by: str,
+) -> FileStamp:
+    """Write `data` over the file `loaded` (None: create it), the one way every writing tool writes.
+
+    Refuse a read-only file, look again, write crash-safely, then record what the write replaced in the
+    history and the new stamp in the ledger. Nothing is recorded for a write that did not happen.
+
+    The last look and the write run in a worker thread (writing and syncing 20 MB takes ~90 ms, too long to
+    hold every other session), in one piece under `COMMITS`, so no other write of this server comes between
+    them. The thread is not abandoned on cancel, and the record follows its return with no checkpoint
+    between: what is on disk is always recorded. The record stays on the event loop, where every other
+    reader of the history and the ledger runs.
+
+    Raises:
+        FileChangedError: the file changed since it was loaded (or, for a create, appeared).
+        FileReadOnlyError: no write bit allows writing it.
+        ExecutionError: the write failed; the file is as it was.
+    """
+    before = loaded.data if loaded is not None else None
+    try:
+        stamp = await anyio.to_thread.run_sync(functools.partial(_look_again_and_write, path, data, loaded, workspace))
+    except _WrittenPartWay as failed:
+        # Written in place (other hard links see the same file): a write that failed part-way may have
+        # changed it, so the version before it is kept to restore.
+        history.remember(path, before, made_by=f"{made_by} (failed part-way; the file may be half written)")
+        raise failed.error from failed.error.__cause__
+    history.remember(path, before, made_by=made_by)
+    ledger.record_write(path, stamp)
+    return stamp
+
+
+class _WrittenPartWay(Exception):
+    """A failed write of a file written in place; `error` is what the call reports."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _look_again_and_write(path: Path, data: bytes, loaded: Loaded | None, workspace: Workspace) -> FileStamp:
+    with COMMITS:
+        if loaded is None:
+            if os.path.lexists(path):
+                raise FileChangedError(UNEXPECTEDLY_MODIFIED)
+            return write_atomic(path, data, workspace, None)
+        refuse_read_only(loaded.st, path)
+        recheck_unchanged(path, loaded)
+        try:
+            return write_atomic(path, data, workspace, loaded.st)
+        except Exception as exc:
+            if loaded.st.st_nlink > 1:
+                raise _WrittenPartWay(exc) from exc
+            raise
+
+
+async def create_file(path: Path, content: str, workspace: Workspace, history: FileHistory, ledger: ReadLedger) -> int:
     """Create a new file (parents included) with UTF-8 content as given; returns its size in bytes."""
     ensure_parent(path, workspace)
     data = encode_content(content, "utf-8", "surrogateescape")
-    if os.path.lexists(path):
-        raise FileChangedError(UNEXPECTEDLY_MODIFIED)
-    history.remember(path, None, made_by="a create (Edit or Write)")
-    stamp = write_atomic(path, data, workspace, None)
-    ledger.record_write(path, stamp)
+    await commit_write(
+        path, data, None, workspace=workspace, history=history, ledger=ledger, made_by="a create (Edit or Write)"
+    )
     return len(data)
 
 

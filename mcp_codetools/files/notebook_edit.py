@@ -15,7 +15,7 @@ import nbformat
 from nbformat import v4
 
 from mcp_codetools.errors import InvalidInputError
-from mcp_codetools.files.notebook import cell_id, parse_notebook
+from mcp_codetools.files.notebook import cell_id, collector_paused, parse_notebook
 
 EditMode = Literal["replace", "insert", "delete"]
 CellType = Literal["code", "markdown"]
@@ -67,6 +67,19 @@ def edit_notebook(
         InvalidInputError: no such cell, or a cell id is missing where one is needed.
         BinaryFileError: the file is not a notebook.
     """
+    with collector_paused():
+        return _edit_notebook(data, path, cell=cell, new_source=new_source, cell_type=cell_type, mode=mode)
+
+
+def _edit_notebook(
+    data: bytes,
+    path: Path,
+    *,
+    cell: str | None,
+    new_source: str,
+    cell_type: CellType | None,
+    mode: EditMode,
+) -> NotebookChange:
     notebook = parse_notebook(data, path)
     cells: list[Any] = notebook.cells
     with_ids = (notebook.nbformat, notebook.nbformat_minor) >= (4, 5)
@@ -102,12 +115,17 @@ def edit_notebook(
             changed_type = wanted_type
     try:
         nbformat.validate(notebook)
+        # v4's own writer: nbformat.writes would validate the whole notebook a second time (~0.4 s on 20 MB).
+        text = v4.writes_json(notebook)  # type: ignore[no-untyped-call]
     except nbformat.ValidationError as exc:
         raise InvalidInputError(
             f"After this change {path} would not be a valid notebook ({str(exc).splitlines()[0][:300]}). "
             "Nothing was written."
         ) from None
-    text = nbformat.writes(notebook)  # type: ignore[no-untyped-call]
+    except RecursionError:
+        raise InvalidInputError(
+            f"{path} nests its JSON too deeply to be checked and written back as a notebook. Nothing was written."
+        ) from None
     if not text.endswith("\n"):
         text += "\n"
     return NotebookChange(text.encode("utf-8"), changed_id, index, changed_type, old_source, len(cells))

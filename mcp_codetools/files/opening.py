@@ -26,8 +26,12 @@ from mcp_codetools.files.paths import Workspace
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _PATH = getattr(os, "O_PATH", os.O_RDONLY)
-_WALK_FLAGS = _PATH | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
+# Windows has neither flag (nor descriptor-relative opens): the server refuses to serve there (see
+# `cli`), so these stand-ins only let the module import, for `doctor` and `config`.
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_WALK_FLAGS = _PATH | _DIRECTORY | _NOFOLLOW | _CLOEXEC
+_DIR_FLAGS = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
 
 _SYS_OPENAT2 = 437  # the same number on every Linux architecture (the syscall table was unified by then)
 _RESOLVE_NO_MAGICLINKS = 0x02

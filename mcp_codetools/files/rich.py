@@ -14,11 +14,13 @@ from typing import Literal
 from mcp_codetools.config import Settings
 from mcp_codetools.files.kinds import (
     IMAGE_SUFFIXES,
+    NOTEBOOK_MAX_BYTES,
     ImageBounds,
     NotebookLimits,
     PdfLimits,
     image_kind,
     not_an_image_error,
+    notebook_too_large,
 )
 from mcp_codetools.files.richview import RichView
 from mcp_codetools.files.stamps import digest_bytes
@@ -108,6 +110,8 @@ def read_rich(
         from mcp_codetools.files.pdf import read_pdf
 
         return read_pdf(fd, path, pages, limits=limits.pdf, bounds=limits.images, budget=budget)
+    if st.st_size > NOTEBOOK_MAX_BYTES:  # refused before it is read into memory
+        raise notebook_too_large(path, st.st_size)
     from mcp_codetools.files.notebook import read_notebook
 
     data = read_all(fd)

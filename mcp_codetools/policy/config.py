@@ -12,8 +12,16 @@ Sources, in order:
 Rule lists from every source are added together (a deny anywhere holds); single values such as the
 mode are taken from the last source that sets them. The `permissions` block of `.claude/settings.json`
 and `.claude/settings.local.json` at each root is read too, after the user file and before the project
-file, so a team keeps one policy: its `allow`, `deny`, `ask` and `defaultMode` are honoured, except that
-`bypassPermissions` is accepted only from the server's own configuration.
+file, so a team keeps one policy: its `allow`, `deny`, `ask` and `defaultMode` are honoured.
+
+The project's sources (`.claude/settings*.json` and `mcp-codetools.toml`) sit inside a root the model
+can write, so they may only tighten what the defaults and the user's file said: a stricter mode
+(`plan` > `default` > `acceptEdits` > `bypassPermissions`), `ask_unmatched` on, `unanswered_ask` "deny",
+more protected paths. A looser value is ignored and logged. Their allow rules cannot lift a deny or an
+ask (the engine checks those first); they can only answer the questions `ask_unmatched` raises, so when
+the user's own files turned that on, the project's allow rules are ignored too. Their hooks run only
+when the user's own configuration says `[hooks] from_project = true` (`from_claude_settings`, its
+older name, means the same).
 
 Everything is read once, at start-up. Nothing a tool call sends can change it, and the files it was
 read from are protected paths.
@@ -21,7 +29,9 @@ read from are protected paths.
 
 from __future__ import annotations
 
+import difflib
 import json
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +42,7 @@ from mcp_codetools.config import PROJECT_FILE, ConfigError, config_files, read_t
 from mcp_codetools.policy.engine import MODES, PROTECTED_PATHS, Mode, Policy
 from mcp_codetools.policy.gate import PermissionGate
 from mcp_codetools.policy.hooks import HookConfigError, Hooks, parse_hooks
-from mcp_codetools.policy.rules import Behaviour, Rule, RuleSyntaxError, parse_rule
+from mcp_codetools.policy.rules import TOOL_NAMES, Behaviour, Rule, RuleSyntaxError, parse_rule
 
 __all__ = [
     "PROJECT_FILE",
@@ -44,7 +54,13 @@ __all__ = [
     "user_config_file",
 ]
 
+logger = logging.getLogger(__name__)
+
 CLAUDE_FILES = (".claude/settings.json", ".claude/settings.local.json")
+MODE_RANK: dict[Mode, int] = {"bypassPermissions": 0, "acceptEdits": 1, "default": 2, "plan": 3}
+"""How strict each mode is: a project source may only move the mode up."""
+HOOK_OPT_INS = ("from_project", "from_claude_settings")
+"""`[hooks]` keys, honoured only in the user's own files, that let the project's hooks run."""
 MODE_ENV = "MCP_CODETOOLS_PERMISSION_MODE"
 
 _PERMISSION_KEYS = frozenset(
@@ -73,14 +89,23 @@ class PolicyConfig:
     files: list[Path] = field(default_factory=list)
     """Every config file read: protected from writes like the protected paths."""
     hooks: list[tuple[Path, Mapping[str, Any]]] = field(default_factory=list)
-    """Raw `[hooks]` tables with the file they came from, for the hooks module to read."""
-    claude_hooks: list[tuple[Path, Mapping[str, Any]]] = field(default_factory=list)
-    hooks_from_claude_settings: bool = False
-    """Run hooks found in `.claude/settings.json` too: off by default, since they are commands from a repository."""
+    """Raw `[hooks]` tables of the user's own files, with the file they came from, for the hooks module."""
+    project_hooks: list[tuple[Path, Mapping[str, Any]]] = field(default_factory=list)
+    """Hook tables from the project's sources (`mcp-codetools.toml`, `.claude/settings*.json`)."""
+    hooks_from_project: bool = False
+    """Run the project's hooks too: off unless the user's own configuration says so (they are a repository's)."""
+    ignored: list[str] = field(default_factory=list)
+    """Project values that would have loosened the policy, each with why it was ignored."""
+    problems: list[str] = field(default_factory=list)
+    """What was wrong with the files read (collected so that `config --check` shows every one)."""
+    project_allow: list[Rule] = field(default_factory=list)
+    """The project's allow rules, kept apart until it is known whether the user's `ask_unmatched` holds."""
+    user_asks_unmatched: bool = False
+    """The user's own files turned `ask_unmatched` on: then the project's allow rules cannot answer those asks."""
 
     def hook_tables(self) -> list[tuple[Path, Mapping[str, Any]]]:
-        """The hook tables to run: the server's own, and `.claude/settings.json`'s when allowed."""
-        return self.hooks + (self.claude_hooks if self.hooks_from_claude_settings else [])
+        """The hook tables to run: the user's own, and the project's when the user allowed them."""
+        return self.hooks + (self.project_hooks if self.hooks_from_project else [])
 
     def policy(self, roots: Sequence[Path]) -> Policy:
         """The `Policy` these settings make for `roots`."""
@@ -96,6 +121,11 @@ class PolicyConfig:
             extra_protected_files=tuple(self.files) + (user_config_file(),),
         )
 
+    def _ignore(self, where: str, value: object, now: object, why: str) -> None:
+        note = f"{where} = {value!r} ignored: a project file may only tighten it ({why}); it stays {now!r}"
+        self.ignored.append(note)
+        logger.warning("%s", note)
+
 
 def load_policy_config(
     roots: Sequence[Path],
@@ -108,24 +138,33 @@ def load_policy_config(
     """Read every source in order.
 
     Raises:
-        PolicyConfigError: a file cannot be read or parsed, or holds an unknown key, a bad rule or a bad mode.
+        PolicyConfigError: a file cannot be read or parsed, or holds an unknown key, a bad rule or a bad mode
+            (every problem found, one a line).
     """
     env = os.environ if environ is None else environ
     config = PolicyConfig()
     # The same files, in the same order, read the same way as the server's settings (`config.config_files`).
-    (user, _), *later = config_files(roots, config_file, env)
-    if read_user_file:
-        _apply_toml(config, user, required=False)
-    tables = [(path, _read_toml(path, required=required)) for path, required in later]
-    project_table = tables[0][1] if roots else None  # the project file comes first when there is a root
-    claude_wanted = bool((project_table or {}).get("permissions", {}).get("claude_settings", config.claude_settings))
-    if claude_wanted:
+    user, *later = config_files(roots, config_file, env)
+    user_table = _read_toml(user.path, required=False) if read_user_file else None
+    if user_table is not None:
+        _apply_table(config, user_table, user.path, project=False)
+    tables = [(f, _read_toml(f.path, required=f.required)) for f in later]
+    # Whether to read `.claude/`: the user's files decide; the project file may only turn it off.
+    for f, table in [(user, user_table), *tables]:
+        permissions = (table or {}).get("permissions", {})
+        wanted = permissions.get("claude_settings") if isinstance(permissions, dict) else None
+        if isinstance(wanted, bool) and (not f.project or not wanted):
+            config.claude_settings = wanted
+    if config.claude_settings:
         for root in roots:
             for name in CLAUDE_FILES:
                 _apply_claude(config, root / name)
-    for path, table in tables:
+    for f, table in tables:
         if table is not None:
-            _apply_table(config, table, path)
+            _apply_table(config, table, f.path, project=f.project)
+    _settle_project_allows(config)
+    if config.problems:
+        raise PolicyConfigError("\n".join(config.problems))
     if env.get(MODE_ENV):
         config.mode = _mode(env[MODE_ENV], MODE_ENV)
         config.mode_source = f"environment variable {MODE_ENV}"
@@ -142,49 +181,114 @@ def _read_toml(path: Path, *, required: bool) -> dict[str, Any] | None:
         raise PolicyConfigError(str(exc)) from None
 
 
-def _apply_toml(config: PolicyConfig, path: Path, *, required: bool) -> None:
+def _apply_toml(config: PolicyConfig, path: Path, *, required: bool, project: bool) -> None:
     table = _read_toml(path, required=required)
     if table is not None:
-        _apply_table(config, table, path)
+        _apply_table(config, table, path, project=project)
 
 
-def _apply_table(config: PolicyConfig, table: Mapping[str, Any], path: Path) -> None:
+def _checked(config: PolicyConfig, check: Any, *args: Any) -> Any:
+    """`check(*args)`, its problem recorded instead of raised (None then)."""
+    try:
+        return check(*args)
+    except PolicyConfigError as exc:
+        config.problems.append(str(exc))
+        return None
+
+
+def _apply_table(config: PolicyConfig, table: Mapping[str, Any], path: Path, *, project: bool) -> None:
     config.files.append(path)
     permissions = table.get("permissions", {})
     if not isinstance(permissions, dict):
-        raise PolicyConfigError(f"{path}: [permissions] must be a table")
+        config.problems.append(f"{path}: [permissions] must be a table")
+        permissions = {}
     unknown = set(permissions) - _PERMISSION_KEYS
     if unknown:
-        raise PolicyConfigError(
+        config.problems.append(
             f"{path}: unknown key(s) in [permissions]: {', '.join(sorted(unknown))} "
             f"(known: {', '.join(sorted(_PERMISSION_KEYS))})"
         )
-    base = path.parent
-    for behaviour in ("allow", "deny", "ask"):
-        for text in _strings(permissions.get(behaviour, []), f"{path}: permissions.{behaviour}"):
-            getattr(config, behaviour).append(_rule(text, behaviour, path, base))
+    _add_rules(config, permissions, path, path.parent, project=project)
     if "default_mode" in permissions:
-        config.mode = _mode(permissions["default_mode"], f"{path}: permissions.default_mode")
-        config.mode_source = str(path)
+        mode = _checked(config, _mode, permissions["default_mode"], f"{path}: permissions.default_mode")
+        if mode is not None:
+            _set_mode(config, mode, str(path), f"{path}: permissions.default_mode", project=project)
     if "ask_unmatched" in permissions:
-        config.ask_unmatched = _bool(permissions["ask_unmatched"], f"{path}: permissions.ask_unmatched")
+        value = _checked(config, _bool, permissions["ask_unmatched"], f"{path}: permissions.ask_unmatched")
+        if value is not None:
+            if project and config.ask_unmatched and not value:
+                config._ignore(f"{path}: permissions.ask_unmatched", value, True, "true asks more")
+            else:
+                config.ask_unmatched = value
+                if not project:
+                    config.user_asks_unmatched = value
     if "unanswered_ask" in permissions:
         value = permissions["unanswered_ask"]
         if value not in ("deny", "allow"):
-            raise PolicyConfigError(f'{path}: permissions.unanswered_ask must be "deny" or "allow", not {value!r}')
-        config.unanswered_ask = value
+            config.problems.append(f'{path}: permissions.unanswered_ask must be "deny" or "allow", not {value!r}')
+        elif project and value == "allow" and config.unanswered_ask == "deny":
+            config._ignore(f"{path}: permissions.unanswered_ask", value, "deny", '"deny" refuses what cannot be asked')
+        else:
+            config.unanswered_ask = value
     if "protected_paths" in permissions:
-        config.protected = tuple(_strings(permissions["protected_paths"], f"{path}: permissions.protected_paths"))
+        paths = _checked(config, _strings, permissions["protected_paths"], f"{path}: permissions.protected_paths")
+        if paths is not None:
+            if project:  # the project's list adds to the protected paths, never drops one
+                paths = [*config.protected, *(p for p in paths if p not in config.protected)]
+            config.protected = tuple(paths)
     if "claude_settings" in permissions:
-        config.claude_settings = _bool(permissions["claude_settings"], f"{path}: permissions.claude_settings")
+        _checked(config, _bool, permissions["claude_settings"], f"{path}: permissions.claude_settings")
     hooks = table.get("hooks")
     if hooks is not None:
         if not isinstance(hooks, dict):
-            raise PolicyConfigError(f"{path}: [hooks] must be a table")
-        flag = hooks.get("from_claude_settings")
-        if flag is not None:
-            config.hooks_from_claude_settings = _bool(flag, f"{path}: hooks.from_claude_settings")
-        config.hooks.append((path, hooks))
+            config.problems.append(f"{path}: [hooks] must be a table")
+            return
+        for key in HOOK_OPT_INS:
+            flag = hooks.get(key)
+            if flag is None:
+                continue
+            value = _checked(config, _bool, flag, f"{path}: hooks.{key}")
+            if value is None:
+                continue
+            if project and value:
+                config._ignore(f"{path}: hooks.{key}", value, config.hooks_from_project, "only the user opts in")
+            else:
+                config.hooks_from_project = value
+        (config.project_hooks if project else config.hooks).append((path, hooks))
+
+
+def _add_rules(
+    config: PolicyConfig, permissions: Mapping[str, Any], path: Path, base: Path, *, project: bool
+) -> None:
+    for behaviour in ("allow", "deny", "ask"):
+        texts = _checked(config, _strings, permissions.get(behaviour, []), f"{path}: permissions.{behaviour}") or []
+        for text in texts:
+            rule = _checked(config, _rule, text, behaviour, path, base)
+            if rule is not None:
+                getattr(config, "project_allow" if project and behaviour == "allow" else behaviour).append(rule)
+
+
+def _settle_project_allows(config: PolicyConfig) -> None:
+    """Add the project's allow rules, unless the user's own `ask_unmatched` would be answered by them.
+
+    Deny and ask rules are checked before allow rules, so an allow can only ever answer the questions
+    `ask_unmatched` raises. When the user turned that on, those questions are the user's: the project's
+    allow rules are then ignored (and listed), whatever they name.
+    """
+    if config.user_asks_unmatched:
+        for rule in config.project_allow:
+            config._ignore(f"{rule.source}: permissions.allow", rule.text, "asked about", "the user's ask_unmatched")
+    else:
+        config.allow.extend(config.project_allow)
+    config.project_allow = []
+
+
+def _set_mode(config: PolicyConfig, mode: Mode, source: str, where: str, *, project: bool) -> None:
+    if project and MODE_RANK[mode] < MODE_RANK[config.mode]:
+        config._ignore(where, mode, config.mode, "plan > default > acceptEdits > bypassPermissions")
+        return
+    config.mode = mode
+    config.mode_source = source
 
 
 def _apply_claude(config: PolicyConfig, path: Path) -> None:
@@ -193,22 +297,22 @@ def _apply_claude(config: PolicyConfig, path: Path) -> None:
     except FileNotFoundError:
         return
     except (OSError, ValueError) as exc:
-        raise PolicyConfigError(f"{path} cannot be read as JSON: {exc}") from None
+        config.problems.append(f"{path} cannot be read as JSON: {exc}")
+        return
     permissions = data.get("permissions") if isinstance(data, dict) else None
     config.files.append(path)
     hooks = data.get("hooks") if isinstance(data, dict) else None
     if isinstance(hooks, dict):
-        config.claude_hooks.append((path, hooks))
+        config.project_hooks.append((path, hooks))
     if not isinstance(permissions, dict):
         return
-    base = path.parent.parent  # `/path` in a project's .claude settings is relative to the project
-    for behaviour in ("allow", "deny", "ask"):
-        for text in _strings(permissions.get(behaviour, []), f"{path}: permissions.{behaviour}"):
-            getattr(config, behaviour).append(_rule(text, behaviour, path, base))
+    # `/path` there is relative to the project
+    _add_rules(config, permissions, path, path.parent.parent, project=True)
     mode = permissions.get("defaultMode")
-    if mode is not None and mode != "bypassPermissions":
-        config.mode = _mode(mode, f"{path}: permissions.defaultMode")
-        config.mode_source = str(path)
+    if mode is not None:
+        checked = _checked(config, _mode, mode, f"{path}: permissions.defaultMode")
+        if checked is not None:
+            _set_mode(config, checked, str(path), f"{path}: permissions.defaultMode", project=True)
 
 
 def _rule(text: str, behaviour: Behaviour, path: Path, base: Path) -> Rule:
@@ -260,11 +364,23 @@ def load_gate(
 
 
 def check_policy_file(path: Path) -> list[str]:
-    """The problems in one config file's `[permissions]` and `[hooks]` tables (`mcp-codetools config --check`)."""
+    """Every problem in one config file's `[permissions]` and `[hooks]` tables (`mcp-codetools config --check`).
+
+    A rule naming no tool this server has protects nothing, so it is a problem too.
+    """
     config = PolicyConfig()
     try:
-        _apply_toml(config, path, required=True)
-        parse_hooks(config.hook_tables())
-    except (PolicyConfigError, HookConfigError) as exc:
+        _apply_toml(config, path, required=True, project=False)
+    except PolicyConfigError as exc:
         return [str(exc)]
-    return []
+    problems = list(config.problems)
+    for rule in (*config.allow, *config.deny, *config.ask):
+        if rule.tool not in TOOL_NAMES:
+            close = difflib.get_close_matches(rule.tool, TOOL_NAMES, n=1)
+            hint = f"did you mean {close[0]}?" if close else f"the tools are {', '.join(TOOL_NAMES)}"
+            problems.append(
+                f"{path}: permissions.{rule.behaviour}: `{rule.text}` names no tool of this server, "
+                f"so it matches nothing ({hint})"
+            )
+    parse_hooks(config.hooks + config.project_hooks, problems=problems)
+    return problems

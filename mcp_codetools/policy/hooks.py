@@ -78,22 +78,42 @@ class HookOutcome:
     """Extra text for the model (PostToolUse `additionalContext`)."""
 
 
-def parse_hooks(tables: Sequence[tuple[Path, Mapping[str, Any]]]) -> tuple[HookGroup, ...]:
+OPTION_KEYS = frozenset({"from_project", "from_claude_settings"})
+"""Keys of a `[hooks]` table that are switches, not events (`policy/config.py` reads them)."""
+
+
+def parse_hooks(
+    tables: Sequence[tuple[Path, Mapping[str, Any]]], *, problems: list[str] | None = None
+) -> tuple[HookGroup, ...]:
     """`[[hooks.PreToolUse]]` tables (and Claude Code's JSON of the same shape) as hook groups.
+
+    With `problems`, every problem is added there (and its entry left out) instead of raised.
 
     Raises:
         HookConfigError: an unknown event, a bad matcher regex, or an entry that is not a command hook.
     """
     groups: list[HookGroup] = []
+
+    def bad(message: str) -> None:
+        if problems is None:
+            raise HookConfigError(message)
+        problems.append(message)
+
     for path, table in tables:
         for event, entries in table.items():
-            if event == "from_claude_settings":
+            if event in OPTION_KEYS:
                 continue
             if event not in EVENTS:
-                raise HookConfigError(f"{path}: unknown hook event {event!r} (known: {', '.join(EVENTS)})")
+                bad(f"{path}: unknown hook event {event!r} (known: {', '.join(EVENTS)})")
+                continue
             if not isinstance(entries, list):
-                raise HookConfigError(f"{path}: hooks.{event} must be a list of tables")
-            groups.extend(_group(path, event, entry) for entry in entries)
+                bad(f"{path}: hooks.{event} must be a list of tables")
+                continue
+            for entry in entries:
+                try:
+                    groups.append(_group(path, event, entry))
+                except HookConfigError as exc:
+                    bad(str(exc))
     return tuple(groups)
 
 

@@ -29,6 +29,21 @@ Anchor = Literal["absolute", "home", "settings", "root"]
 
 READ_TOOLS = frozenset({"Read", "Grep", "Glob"})
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit", "FileHistory"})
+TOOL_NAMES: tuple[str, ...] = (
+    "Read",
+    "Edit",
+    "Write",
+    "Grep",
+    "Glob",
+    "Bash",
+    "BashOutput",
+    "KillShell",
+    "MultiEdit",
+    "NotebookEdit",
+    "FileHistory",
+    "LSP",
+)
+"""Every tool a rule may name (kept here, below the tools; a test checks it against the tools' classes)."""
 RULE_FAMILIES: dict[str, frozenset[str]] = {"Read": READ_TOOLS, "Edit": EDIT_TOOLS}
 """A `Read(...)` rule covers every tool that reads files; an `Edit(...)` rule every tool that writes them."""
 
@@ -212,3 +227,19 @@ def _command_body(spec: str) -> str:
     if bare_too:
         body += "(?: .*)?"
     return body
+
+
+def literal_prefix(rule: Rule, roots: Iterable[str]) -> list[str]:
+    """The folders (absolute) below which every path `rule` matches lies: `src/**/*.py` at each root is `<root>/src`."""
+    if rule.specifier is None or rule.path_body is None:
+        return ["/"]
+    _, pattern = _anchor_of(rule.specifier)
+    literal: list[str] = []
+    for part in pattern.strip("/").split("/"):
+        if part in ("", "."):
+            continue
+        if any(c in part for c in "*?[\\"):
+            break
+        literal.append(part)
+    tail = "/".join(literal)
+    return [os.path.normpath(f"{base}/{tail}") if tail else base for base in rule.bases(roots)]

@@ -72,6 +72,8 @@ class Job:
     """Removed (after the job finished) to keep within the session's spill budget."""
     pid_namespace: bool = False
     """Runs in a sandbox's own PID namespace (see `runner.namespace_teardown`)."""
+    confinement: Confinement | None = None
+    """The sandbox it runs in; a container's processes are stopped inside it."""
     out_fd: int | None = None
     """The read end of its output pipe, until the watcher has drained it."""
     cwd_fd: int | None = None
@@ -178,6 +180,7 @@ class JobRegistry:
         marker = marker.started(proc.pid, forks)
         job = Job(job_id, command, proc, runner.ExitWatcher(proc), log_path, marker, out_fd=out_r)
         job.pid_namespace = confinement is not None and confinement.pid_namespace
+        job.confinement = confinement
         self._open_log(job)
         return job
 
@@ -248,13 +251,16 @@ class JobRegistry:
                 if job.pid_namespace:
                     await runner.namespace_teardown(job.proc.pid, job.marker)
                 job.leftovers_stopped = await runner.stop_remaining(job.proc.pid, job.marker)
+                box = job.confinement.container if job.confinement is not None else None
+                if box is not None:
+                    job.leftovers_stopped = box.finish(job.marker.entry) or job.leftovers_stopped
                 with anyio.move_on_after(runner.DRAIN_S):  # what is still in the pipe; a process that escaped
                     await eof.wait()  # every net may hold it open: it is not waited for
                 tg.cancel_scope.cancel()
         except Exception:
             logger.exception("watching background job %s failed", job.id)
             with anyio.CancelScope(shield=True):
-                await runner.stop(job.proc, job.watcher, job.marker)
+                await runner.stop(job.proc, job.watcher, job.marker, job.confinement)
         finally:
             for fd in (job.out_fd, job.cwd_fd, log_fd):
                 if fd is not None:
@@ -283,6 +289,8 @@ class JobRegistry:
         if not job.running:
             return
         job.killed = True
+        if job.confinement is not None and job.confinement.container is not None:
+            await job.confinement.container.stop_call(job.marker.entry)  # the client's death would not reach them
         strays = runner.stray_descendants(job.proc.pid)
         runner.signal_group(job.proc.pid, signal.SIGTERM)
         runner.signal_pids(strays, signal.SIGTERM)
@@ -352,7 +360,7 @@ async def _until_end(job: Job) -> None:
             return
         if job.over_cap or (deadline is not None and time.monotonic() >= deadline):
             job.timed_out = not job.over_cap
-            await runner.stop(job.proc, job.watcher, job.marker)
+            await runner.stop(job.proc, job.watcher, job.marker, job.confinement)
             return
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_codetools.shell import rules
+from mcp_codetools.shell.parsing import parse
 from mcp_codetools.shell.rules import Word
 
 MAX_PARSED_CHARS = 10_000
@@ -59,12 +60,12 @@ def analyze(command: str) -> Analysis:
         return Analysis(False, "empty command", None)
     if len(command) > MAX_PARSED_CHARS:
         return Analysis(False, "too long to analyse", None)
-    import bashlex  # builds its parser tables on import (~0.1 s): paid by the first Bash call, not at start-up
-
-    try:
-        trees = bashlex.parse(command)
-    except Exception as exc:  # bashlex raises ParsingError, NotImplementedError, AttributeError, ...
-        return Analysis(False, f"not parsed ({type(exc).__name__})", None)
+    parsed = parse(command)
+    if parsed.error is not None:
+        return Analysis(False, f"not parsed ({parsed.error})", None)
+    if parsed.timed:
+        return Analysis(False, "the time keyword", None)
+    trees, command = parsed.trees, parsed.source
     try:
         last = _last_command(trees[-1], command) if trees else None
     except Exception:  # a tree shape this walk does not know: the status is simply not attributed

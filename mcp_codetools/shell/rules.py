@@ -482,7 +482,7 @@ RULES: dict[str, Check] = {
     "tree": without("--output", short="oR", short_values="LPI"),
     "file": without("--compile", short="C", short_values="mefFP"),
     "date": _date,
-    "ss": without("--kill", short="K"),
+    "ss": without("--kill", "--diag", short="KD", short_values="fAFN"),
     "hostname": only("-f", "-s", "-i", "-I", "-d", "-A", "-a", "--fqdn", "--short", "--ip-address", "--domain"),
     "env": only(),
     "sed": sed.check_sed,

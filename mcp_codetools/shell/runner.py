@@ -58,7 +58,7 @@ from pathlib import Path
 
 import anyio
 
-from mcp_codetools.shell import adoption, procs
+from mcp_codetools.shell import adoption, container, procs
 from mcp_codetools.shell.capture import OutputCapture
 from mcp_codetools.shell.sandbox import Confinement
 
@@ -139,6 +139,11 @@ class Marker:
     since: procs.Since | None = None
     """When every carrier was forked after a known process (a call's bash), only newer pids are read."""
 
+    @property
+    def entry(self) -> str:
+        """`NAME=value`, as the marker appears in a process's environment."""
+        return f"{self.name}={self.value}"
+
     @classmethod
     def new(cls, name: str) -> Marker:
         """A marker named `name` with a fresh random value, so no unrelated process carries it."""
@@ -194,6 +199,14 @@ def spawn(
         OSError: the cwd is gone, the command is too long for an argument, bash is missing.
         RuntimeError: a sandboxed spawn outside the event loop's thread (see `require_loop_thread`).
     """
+    if confinement is not None and confinement.container is not None:
+        # No descriptor crosses `docker exec`: the container's wrapper opens CALL_FD on a file for the cwd.
+        wrapper = _WRAPPER.format(fd=container.CALL_FD)
+        argv = [BASH, "-c", command] if cwd_fd is None else [BASH, "-c", wrapper, "bash", command]
+        argv, env = confinement.wrap(argv, cwd=cwd, env=env)
+        return subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=output_fd, stderr=output_fd, env=env, start_new_session=True
+        )
     argv = [BASH, "-c", command] if cwd_fd is None else [BASH, "-c", _WRAPPER.format(fd=cwd_fd), "bash", command]
     if confinement is not None:
         require_loop_thread()
@@ -267,24 +280,39 @@ async def run(
             return_at = started + return_after_s
         try:
             timed_out, leftovers = await _supervise(
-                proc, watcher, marker, out_r, capture, timeout_s, progress, started, namespace, return_at
+                proc,
+                watcher,
+                marker,
+                out_r,
+                capture,
+                timeout_s,
+                progress,
+                started,
+                namespace,
+                return_at,
+                confinement=confinement,
             )
             if return_at is not None and not timed_out and proc.returncode is None and detach is not None:
                 detach(Detached(proc, watcher, marker, out_r, cwd_r, started, started + timeout_s, namespace))
                 handed = True
         except BaseException:
             with anyio.CancelScope(shield=True):
-                await stop(proc, watcher, marker)
+                await stop(proc, watcher, marker, confinement)
             raise
         finally:
             if not handed:
                 watcher.close()
             capture.close()
+        final_cwd = None if timed_out or handed else _read_cwd(cwd_r)
+        box = confinement.container if confinement is not None else None
+        if box is not None and not handed:
+            final_cwd = None if timed_out else box.final_cwd(marker.entry)
+            leftovers = box.finish(marker.entry) or leftovers
         return RunResult(
             returncode=proc.returncode if proc.returncode is not None else -signal.SIGKILL,
             timed_out=timed_out,
             leftovers_stopped=leftovers,
-            final_cwd=None if timed_out or handed else _read_cwd(cwd_r),
+            final_cwd=final_cwd,
             elapsed_s=time.monotonic() - started,
             detached=handed,
         )
@@ -305,6 +333,8 @@ async def _supervise(
     started: float,
     namespace: bool = False,
     return_at: float | None = None,
+    *,
+    confinement: Confinement | None = None,
 ) -> tuple[bool, bool]:
     """Wait for exit or timeout while pumping output; returns (timed_out, leftovers_stopped).
 
@@ -334,7 +364,7 @@ async def _supervise(
                 await remaining.stop()
                 leftovers = True
         else:
-            await stop(proc, watcher, marker)
+            await stop(proc, watcher, marker, confinement)
         with anyio.move_on_after(DRAIN_S):
             await eof.wait()
         tg.cancel_scope.cancel()
@@ -429,8 +459,19 @@ class ExitWatcher:
             self._pidfd = None
 
 
-async def stop(proc: subprocess.Popen[bytes], watcher: ExitWatcher, marker: Marker | None = None) -> None:
-    """Stop a command and everything it started: TERM, a grace period, KILL, reap. Idempotent."""
+async def stop(
+    proc: subprocess.Popen[bytes],
+    watcher: ExitWatcher,
+    marker: Marker | None = None,
+    confinement: Confinement | None = None,
+) -> None:
+    """Stop a command and everything it started: TERM, a grace period, KILL, reap. Idempotent.
+
+    In a container, the command's group and its marker's carriers are stopped inside it first (killing
+    the local `exec` client would leave them running there).
+    """
+    if confinement is not None and confinement.container is not None and marker is not None:
+        await confinement.container.stop_call(marker.entry)
     strays: list[int] = []
     if proc.returncode is None and not watcher.exited():
         strays = stray_descendants(proc.pid)

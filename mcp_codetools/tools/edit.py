@@ -22,15 +22,13 @@ from mcp_codetools.errors import (
 from mcp_codetools.files import matching, recovery
 from mcp_codetools.files.editing import (
     Loaded,
-    check_read_state,
+    commit_write,
     create_file,
     created_message,
-    load_existing,
-    recheck_unchanged,
-    refuse_hard_links,
+    load_checked,
 )
 from mcp_codetools.files.refusals import missing_file_error
-from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
+from mcp_codetools.files.writes import hard_link_note
 from mcp_codetools.tools import edit_checks
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
@@ -78,13 +76,11 @@ class EditTool(Tool[EditInput, Replacement | None]):
             raise NoChangeError("No changes to make: old_string and new_string are exactly the same.")
         if path.suffix == ".ipynb" and os.path.lexists(path):
             raise NotAFileError("File is a Jupyter Notebook. Use NotebookEdit to change its cells.")
-        loaded = load_existing(path, session.workspace)
+        loaded = load_checked(path, session.workspace, session.ledger, session.settings.hard_links)
         if loaded is None:
             if args.old_string == "":
                 return None
             raise missing_file_error(path, session.cwd, session.workspace)
-        check_read_state(session.ledger, path, loaded)
-        refuse_hard_links(path, loaded, session.settings.hard_links)
         body = loaded.body
         if args.old_string == "":
             if loaded.text.strip():
@@ -113,7 +109,7 @@ class EditTool(Tool[EditInput, Replacement | None]):
         session = ctx.session
         if replacement is None:
             problem = edit_checks.syntax_gate(session.settings, path, None, args.new_string)
-            size = create_file(path, args.new_string, session.workspace, session.history, session.ledger)
+            size = await create_file(path, args.new_string, session.workspace, session.history, session.ledger)
             created = ToolOutput(
                 created_message(path, args.new_string), meta={"path": str(path), "type": "create", "bytes": size}
             )
@@ -137,11 +133,15 @@ class EditTool(Tool[EditInput, Replacement | None]):
             last = first + loaded.to_display(new).count("\n") if len(matches) == 1 else None
             problem = edit_checks.syntax_gate(session.settings, path, loaded.text, new_text, first, last)
         data = loaded.to_file(new_body)
-        refuse_read_only(loaded.st, path)
-        session.history.remember(path, loaded.data, made_by="Edit")
-        recheck_unchanged(path, loaded)
-        stamp = write_atomic(path, data, session.workspace, loaded.st)
-        session.ledger.record_write(path, stamp)
+        await commit_write(
+            path,
+            data,
+            loaded,
+            workspace=session.workspace,
+            history=session.history,
+            ledger=session.ledger,
+            made_by="Edit",
+        )
         output = _edit_result(path, loaded, body, new_body, matches, len(new), args.replace_all)
         output.text += hard_link_note(loaded.st)
         if replacement.recovered is not None:

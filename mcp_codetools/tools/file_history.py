@@ -11,7 +11,7 @@ from pydantic import Field
 from typing_extensions import override
 
 from mcp_codetools.errors import ExecutionError, FileChangedError, InvalidInputError, PermissionDeniedError, os_errors
-from mcp_codetools.files.editing import HARD_LINKS_WRITE_THROUGH, read_whole
+from mcp_codetools.files.editing import COMMITS, HARD_LINKS_WRITE_THROUGH, read_whole
 from mcp_codetools.files.history import HistoryEntry
 from mcp_codetools.files.opening import open_parent_dir
 from mcp_codetools.files.stamps import FileStamp, digest_bytes
@@ -119,6 +119,14 @@ def _restore(session: CodeSession, path: Path, number: int, force: bool) -> Tool
         content = history.content(entry)
     except LookupError as exc:
         raise ExecutionError(f"Cannot restore version {number} of {path}: {exc}.") from None
+    # The writing tools look again and write in a worker thread under COMMITS: held from this look to the
+    # write, so none of their writes lands between (blocking the loop for at most one write in progress).
+    with COMMITS:
+        return _put_back(session, path, number, content, force)
+
+
+def _put_back(session: CodeSession, path: Path, number: int, content: bytes | None, force: bool) -> ToolOutput:
+    history = session.history
     current, st = _current(session, path)
     if not force and not _known(session, path, current, st):
         raise FileChangedError(
@@ -132,7 +140,8 @@ def _restore(session: CodeSession, path: Path, number: int, force: bool) -> Tool
         )
     if current == content:
         return ToolOutput(f"{path} already holds version {number}; nothing was written.", meta={"path": str(path)})
-    history.remember(path, current, made_by=f"FileHistory restore of version {number}")
+    made_by = f"FileHistory restore of version {number}"
+    # What the restore replaces is recorded once the restore is done, so a failed one leaves no version.
     if content is None:
         # Through a descriptor of the folder checked inside the roots, like every write: a folder on the
         # way swapped for a symlink cannot carry the removal outside them.
@@ -142,12 +151,14 @@ def _restore(session: CodeSession, path: Path, number: int, force: bool) -> Tool
                 os.unlink(path.name, dir_fd=dfd)
         finally:
             os.close(dfd)
+        history.remember(path, current, made_by=made_by)
         session.ledger.forget(path)
         done = f"Restored version {number} of {path}: the file did not exist then, so it was removed."
     else:
         if st is None:
             ensure_parent(path, session.workspace)
         stamp = write_atomic(path, content, session.workspace, st)
+        history.remember(path, current, made_by=made_by)
         session.ledger.record_write(path, stamp)
         done = f"Restored version {number} of {path} ({len(content):,} bytes)."
     return ToolOutput(

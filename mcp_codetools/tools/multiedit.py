@@ -13,16 +13,10 @@ from typing_extensions import override
 
 from mcp_codetools.errors import NotAFileError
 from mcp_codetools.files import matching, recovery
-from mcp_codetools.files.editing import (
-    Loaded,
-    check_read_state,
-    load_existing,
-    recheck_unchanged,
-    refuse_hard_links,
-)
+from mcp_codetools.files.editing import Loaded, commit_write, load_checked
 from mcp_codetools.files.multi_edit import EditStep, Planned, plan_edits
 from mcp_codetools.files.refusals import missing_file_error
-from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
+from mcp_codetools.files.writes import hard_link_note
 from mcp_codetools.tools import edit_checks
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
@@ -79,20 +73,16 @@ class MultiEditTool(Tool[MultiEditInput, _Prepared]):
         session = ctx.session
         if path.suffix == ".ipynb" and os.path.lexists(path):
             raise NotAFileError("File is a Jupyter Notebook. Use NotebookEdit to change its cells.")
-        loaded = load_existing(path, session.workspace)
+        loaded = load_checked(path, session.workspace, session.ledger, session.settings.hard_links)
         if loaded is None:
             error = missing_file_error(path, session.cwd, session.workspace)
             if args.edits[0].old_string == "":
                 raise type(error)(f"{error.message} MultiEdit changes existing files; to create one, use Write.")
             raise error
-        check_read_state(session.ledger, path, loaded)
-        refuse_hard_links(path, loaded, session.settings.hard_links)
         steps = [EditStep(e.old_string, e.new_string, e.replace_all) for e in args.edits]
         # Scanning a large file per edit, and the bounded closest-region search when one misses, take a
         # moment: never on the event loop (as Edit's search).
-        planned = await anyio.to_thread.run_sync(
-            plan_edits, loaded, steps, str(path), session.settings.edit_recovery
-        )
+        planned = await anyio.to_thread.run_sync(plan_edits, loaded, steps, str(path), session.settings.edit_recovery)
         return _Prepared(loaded, planned)
 
     @override
@@ -115,11 +105,15 @@ class MultiEditTool(Tool[MultiEditInput, _Prepared]):
         checked = edit_checks.applies(session, path)
         new_text = _display(loaded)(body) if checked else ""
         problem = edit_checks.syntax_gate(session.settings, path, loaded.text, new_text) if checked else None
-        refuse_read_only(loaded.st, path)
-        recheck_unchanged(path, loaded)
-        session.history.remember(path, loaded.data, made_by="MultiEdit")
-        stamp = write_atomic(path, data, session.workspace, loaded.st)
-        session.ledger.record_write(path, stamp)
+        await commit_write(
+            path,
+            data,
+            loaded,
+            workspace=session.workspace,
+            history=session.history,
+            ledger=session.ledger,
+            made_by="MultiEdit",
+        )
         meta: dict[str, Any] = {"path": str(path), "edits": len(planned.counts), "replacements": planned.counts}
         if planned.recovered:
             meta["recovered"] = {str(i): list(r.kinds) for i, r in planned.recovered.items()}

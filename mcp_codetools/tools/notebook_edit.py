@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+import anyio.to_thread
 from pydantic import Field
 from typing_extensions import override
 
 from mcp_codetools.errors import InvalidInputError
-from mcp_codetools.files.editing import (
-    Loaded,
-    check_read_state,
-    load_existing,
-    recheck_unchanged,
-    refuse_hard_links,
-)
+from mcp_codetools.files.editing import Loaded, commit_write, load_checked
+from mcp_codetools.files.kinds import NOTEBOOK_MAX_BYTES, notebook_too_large
 from mcp_codetools.files.refusals import missing_file_error
-from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
+from mcp_codetools.files.writes import hard_link_note
 from mcp_codetools.tools import edit_checks
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
@@ -64,21 +64,18 @@ class NotebookEditTool(Tool[NotebookEditInput, _Prepared]):
         session = ctx.session
         if path.suffix.lower() != ".ipynb":
             raise InvalidInputError(f"{path} is not a Jupyter notebook (.ipynb). Use Edit for other files.")
-        loaded = load_existing(path, session.workspace)
+        size = 0
+        with contextlib.suppress(OSError):  # a cheap first look, so a huge file is not read whole to be refused
+            size = os.stat(path).st_size
+        if size > NOTEBOOK_MAX_BYTES:
+            raise notebook_too_large(path, size)
+        loaded = load_checked(path, session.workspace, session.ledger, session.settings.hard_links)
         if loaded is None:
             raise missing_file_error(path, session.cwd, session.workspace)
-        check_read_state(session.ledger, path, loaded)
-        refuse_hard_links(path, loaded, session.settings.hard_links)
-        from mcp_codetools.files.notebook_edit import edit_notebook  # nbformat costs ~0.7 s to import
-
-        change = edit_notebook(
-            loaded.data,
-            path,
-            cell=args.cell_id,
-            new_source=args.new_source,
-            cell_type=args.cell_type,
-            mode=args.edit_mode,
-        )
+        # Importing nbformat (~0.7 s), parsing and validating take seconds on a large notebook: in a worker
+        # thread, so every other session's calls go on meanwhile. A cancelled call returns at once; the parse
+        # (no side effects) finishes in its thread and is dropped.
+        change = await anyio.to_thread.run_sync(partial(_edit, loaded.data, path, args), abandon_on_cancel=True)
         return _Prepared(loaded, change)
 
     @override
@@ -90,11 +87,15 @@ class NotebookEditTool(Tool[NotebookEditInput, _Prepared]):
         if args.edit_mode != "delete" and change.cell_type == "code" and _python_notebook(loaded.data):
             old = change.old_source if args.edit_mode == "replace" else None
             problem = edit_checks.cell_syntax_gate(session.settings, path, old, args.new_source)
-        refuse_read_only(loaded.st, path)
-        recheck_unchanged(path, loaded)
-        session.history.remember(path, loaded.data, made_by="NotebookEdit")
-        stamp = write_atomic(path, change.data, session.workspace, loaded.st)
-        session.ledger.record_write(path, stamp)
+        await commit_write(
+            path,
+            change.data,
+            loaded,
+            workspace=session.workspace,
+            history=session.history,
+            ledger=session.ledger,
+            made_by="NotebookEdit",
+        )
         done = {"replace": "Replaced", "insert": "Inserted", "delete": "Deleted"}[args.edit_mode]
         where = f"at position {change.index + 1}" if args.edit_mode != "delete" else f"from position {change.index + 1}"
         text = (
@@ -121,3 +122,11 @@ def _python_notebook(data: bytes) -> bool:
     """Whether the notebook says its language is Python (its metadata sits at the end; unsure: no check)."""
     tail = data[-4096:]
     return b'"name": "python"' in tail or b'"language": "python"' in tail
+
+
+def _edit(data: bytes, path: Path, args: NotebookEditInput) -> NotebookChange:
+    from mcp_codetools.files.notebook_edit import edit_notebook  # nbformat costs ~0.7 s to import
+
+    return edit_notebook(
+        data, path, cell=args.cell_id, new_source=args.new_source, cell_type=args.cell_type, mode=args.edit_mode
+    )

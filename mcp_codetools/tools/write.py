@@ -9,15 +9,13 @@ from mcp_codetools.errors import FileNotReadError
 from mcp_codetools.files import matching
 from mcp_codetools.files.editing import (
     Loaded,
-    check_read_state,
+    commit_write,
     count_lines,
     create_file,
     created_message,
-    load_existing,
-    recheck_unchanged,
-    refuse_hard_links,
+    load_checked,
 )
-from mcp_codetools.files.writes import hard_link_note, refuse_read_only, write_atomic
+from mcp_codetools.files.writes import hard_link_note
 from mcp_codetools.tools import edit_checks
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
@@ -47,11 +45,9 @@ class WriteTool(Tool[WriteInput, Loaded | None]):
         """The file as loaded and checked, for call to replace; None when there is none yet: create it."""
         path = ctx.paths["file_path"]
         session = ctx.session
-        loaded = load_existing(path, session.workspace)
+        loaded = load_checked(path, session.workspace, session.ledger, session.settings.hard_links)
         if loaded is None:
             return None
-        check_read_state(session.ledger, path, loaded)
-        refuse_hard_links(path, loaded, session.settings.hard_links)
         record = session.ledger.get(path)
         gaps = record.unread_ranges() if record is not None else []
         if gaps:
@@ -68,7 +64,7 @@ class WriteTool(Tool[WriteInput, Loaded | None]):
         session = ctx.session
         if loaded is None:
             problem = edit_checks.syntax_gate(session.settings, path, None, args.content)
-            size = create_file(path, args.content, session.workspace, session.history, session.ledger)
+            size = await create_file(path, args.content, session.workspace, session.history, session.ledger)
             created = ToolOutput(
                 created_message(path, args.content), meta={"path": str(path), "type": "create", "bytes": size}
             )
@@ -81,11 +77,15 @@ class WriteTool(Tool[WriteInput, Loaded | None]):
         checked = edit_checks.applies(session, path)
         problem = edit_checks.syntax_gate(session.settings, path, loaded.text, content) if checked else None
         data = loaded.to_file(content)
-        refuse_read_only(loaded.st, path)
-        session.history.remember(path, loaded.data, made_by="Write")
-        recheck_unchanged(path, loaded)
-        stamp = write_atomic(path, data, session.workspace, loaded.st)
-        session.ledger.record_write(path, stamp)
+        await commit_write(
+            path,
+            data,
+            loaded,
+            workspace=session.workspace,
+            history=session.history,
+            ledger=session.ledger,
+            made_by="Write",
+        )
         lines = count_lines(content)
         output = ToolOutput(
             f"The file {path} has been updated successfully ({lines} line{'s' if lines != 1 else ''})."

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
 
 from mcp_codetools.errors import PermissionDeniedError
 from mcp_codetools.policy.engine import CallFacts, Policy
-from mcp_codetools.policy.gate import PermissionGate, Question
+from mcp_codetools.policy.gate import SHOWN_MAX_CHARS, SHOWN_MAX_LINES, PermissionGate, Question, shown_whole
 from mcp_codetools.policy.rules import parse_rule
 
 pytestmark = pytest.mark.anyio
@@ -82,3 +84,36 @@ def test_the_policy_follows_the_roots_a_session_serves() -> None:
     assert served.decide(facts).behaviour == "deny"
     assert gate.policy_for((ROOT, added)) is served
     assert gate.policy_for((ROOT,)) is gate.policy
+
+
+def test_the_question_escapes_what_would_hide_or_reorder_text() -> None:
+    command = "git push origin main\r\x1b[2K# harmless\u202e\u200b\U000e0041"
+    shown, note = shown_whole(command)
+    assert note == "" and "\x1b" not in shown and "\r" not in shown
+    assert shown == "git push origin main\\r\\x1b[2K# harmless\\u202e\\u200b\\U000e0041"
+
+
+def test_every_invisible_or_reordering_character_is_escaped() -> None:
+    hiding = {"Cc", "Cf", "Zl", "Zp", "Co", "Cs"}
+    chars = (chr(code) for code in range(sys.maxunicode + 1))
+    hidden = [c for c in chars if c not in "\n\t" and unicodedata.category(c) in hiding]
+    missed = [hex(ord(c)) for c in hidden if shown_whole(c)[0] == c]
+    assert missed == []
+
+
+def test_a_long_or_many_lined_call_keeps_its_start_and_end_and_says_how_much_is_hidden() -> None:
+    many_lines = "git push origin main\n" + "true\n" * 500 + "rm -rf ~"
+    shown, note = shown_whole(many_lines)
+    assert shown.startswith("git push origin main\n") and shown.endswith("\nrm -rf ~")
+    assert shown.count("\n") <= SHOWN_MAX_LINES + 2 and "NOT shown" in note and "502 lines" in note
+    one_line = "git push " + "a" * 10_000 + " ; rm -rf ~"
+    shown, note = shown_whole(one_line)
+    assert shown.startswith("git push ") and shown.endswith(" ; rm -rf ~") and len(shown) <= SHOWN_MAX_CHARS + 100
+    assert f"{len(one_line) - SHOWN_MAX_CHARS:,} characters" in note
+
+
+def test_the_key_binds_the_input_not_the_subject() -> None:
+    one = Question("Bash", "git push origin main", "asked", "git push origin main", "digest-1")
+    other = Question("Bash", "git push origin main", "asked", "git push origin main; rm x", "digest-2")
+    assert one.key != other.key
+    assert one.key == Question("Bash", "git push origin main", "asked", "git push origin main", "digest-1").key

@@ -125,3 +125,38 @@ async def test_the_strictest_decision_of_several_hooks_wins(tmp_path: Path) -> N
 def test_bad_hook_tables_are_refused(table: dict[str, Any]) -> None:
     with pytest.raises(HookConfigError, match=str(SOURCE)):
         parse_hooks([(SOURCE, table)])
+
+
+async def test_a_hook_planted_in_the_project_file_runs_only_when_the_user_opts_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_codetools.policy.config import load_gate
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    root = tmp_path / "proj"
+    root.mkdir()
+    marker = tmp_path / "outside" / "pwned"
+    (root / "mcp-codetools.toml").write_text(
+        "[hooks]\nfrom_project = true\n[[hooks.PreToolUse]]\nmatcher = \"\"\n"
+        f'[[hooks.PreToolUse.hooks]]\ncommand = "mkdir -p {marker.parent} && touch {marker}"\n'
+    )
+    with anyio.fail_after(20):
+        gate = load_gate([root])  # the next start
+        assert not gate.hooks
+        await gate.hooks.run("PreToolUse", payload(root))
+        assert not marker.exists()
+        user = tmp_path / "xdg" / "mcp-codetools" / "config.toml"
+        user.parent.mkdir(parents=True)
+        user.write_text("[hooks]\nfrom_project = true\n")
+        await load_gate([root]).hooks.run("PreToolUse", payload(root))
+    assert marker.exists()
+
+
+def test_every_bad_hook_entry_is_reported(tmp_path: Path) -> None:
+    table = {
+        "PreToolUse": [{"matcher": "("}, {"hooks": [{"type": "prompt"}]}],
+        "Stop": [],
+    }
+    problems: list[str] = []
+    assert parse_hooks([(SOURCE, table)], problems=problems) == ()
+    assert len(problems) == 3 and all(str(SOURCE) in p for p in problems)

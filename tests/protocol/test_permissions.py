@@ -25,10 +25,15 @@ MODES = ["legacy", "auto"]
 Callback = Callable[[Any, types.ElicitRequestParams], Awaitable[types.ElicitResult | types.ErrorData]]
 
 
-def app_with(root: Path, toml: str, **gate: Any) -> CodeToolsServer:
+def app_with(root: Path, toml: str, *, user: str = "", **gate: Any) -> CodeToolsServer:
+    """The server with `toml` as the project file and `user` as the user's own (hooks and loosening live there)."""
     (root / "mcp-codetools.toml").write_text(toml, encoding="utf-8")
+    xdg = root.parent / "no-user-config"
+    if user:
+        (xdg / "mcp-codetools").mkdir(parents=True, exist_ok=True)
+        (xdg / "mcp-codetools" / "config.toml").write_text(user, encoding="utf-8")
     settings = Settings(roots=(root,))
-    return CodeToolsServer(settings, gate=load_gate(settings.roots, environ={}, **gate))
+    return CodeToolsServer(settings, gate=load_gate(settings.roots, environ={"XDG_CONFIG_HOME": str(xdg)}, **gate))
 
 
 def answering(decision: str, asked: list[str]) -> Callback:
@@ -97,7 +102,7 @@ async def test_a_client_that_cannot_be_asked_is_refused_with_the_reason(root: Pa
 
 
 async def test_unanswerable_asks_can_be_allowed_by_the_server_config(root: Path) -> None:
-    app = app_with(root, '[permissions]\nask = ["Write"]\nunanswered_ask = "allow"\n')
+    app = app_with(root, "", user='[permissions]\nask = ["Write"]\nunanswered_ask = "allow"\n')
     with anyio.fail_after(20):
         async with Client(app.server, mode="legacy") as client:
             done = await client.call_tool("Write", {"file_path": "a.txt", "content": "x"})
@@ -145,7 +150,7 @@ matcher = "Write"
 type = "command"
 command = "echo '{{\\"hookSpecificOutput\\": {{\\"additionalContext\\": \\"remember to run the tests\\"}}}}'"
 """
-    app = app_with(root, toml)
+    app = app_with(root, "", user=toml)
     with anyio.fail_after(30):
         async with Client(app.server, mode="legacy") as client:
             blocked = await client.call_tool("Bash", {"command": "echo forbidden"})
@@ -168,7 +173,7 @@ deny = ["Bash(rm *)"]
 [[hooks.PreToolUse.hooks]]
 command = '''echo '{answer}' '''
 """
-    app = app_with(root, toml)
+    app = app_with(root, "", user=toml)
     (root / "keep").write_text("k")
     with anyio.fail_after(20):
         async with Client(app.server, mode="legacy") as client:
@@ -196,3 +201,63 @@ async def test_a_denied_file_is_silently_absent_from_a_grep(root: Path, mode: st
             found = await client.call_tool("Grep", {"pattern": "needle", "output_mode": "content"})
     assert not found.is_error, text(found)
     assert text(found) == "src/app.py:1:needle = 1"
+
+
+@pytest.mark.parametrize("answer", ["deny", "allow once"])
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_question_shows_the_whole_command_with_the_asked_part_marked(
+    root: Path, mode: str, answer: str
+) -> None:
+    """An "allow once" runs the whole command, so the question must show all of it, not only its subject."""
+    app = app_with(root, '[permissions]\nask = ["Bash(git push *)"]\n')
+    asked: list[str] = []
+    command = "git push origin main; echo owned > pwned"
+    with anyio.fail_after(20):
+        async with Client(app.server, mode=mode, elicitation_callback=answering(answer, asked)) as client:  # type: ignore[arg-type]
+            result = await client.call_tool("Bash", {"command": command})
+    if answer == "deny":
+        assert result.is_error and not (root / "pwned").exists()
+    else:
+        assert (root / "pwned").read_text() == "owned\n", text(result)
+    assert len(asked) == 1 and command in asked[0], asked
+    assert ">> Asked about this part: git push origin main" in asked[0]
+    assert "only part of the call" in asked[0]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_long_command_is_shown_by_its_start_and_end_and_says_so(root: Path, mode: str) -> None:
+    app = app_with(root, '[permissions]\nask = ["Bash(git push *)"]\n')
+    asked: list[str] = []
+    command = "git push origin main " + "-o x " * 2_000 + "; echo owned > pwned"
+    with anyio.fail_after(20):
+        async with Client(app.server, mode=mode, elicitation_callback=answering("deny", asked)) as client:  # type: ignore[arg-type]
+            await client.call_tool("Bash", {"command": command})
+    assert len(asked) == 1 and len(asked[0]) < 4_000
+    assert asked[0].count("git push origin main") >= 1 and "; echo owned > pwned" in asked[0]
+    assert "too long to show whole" in asked[0] and "NOT shown" in asked[0]
+
+
+async def test_an_answer_binds_the_whole_command_not_its_subject(root: Path) -> None:
+    """At 2026-07-28 the answer travels in `input_responses` under the question's key: replayed for another
+    command with the same triggering part, it answers nothing, and that command is asked about afresh."""
+    app = app_with(root, '[permissions]\nask = ["Bash(echo *)"]\n')
+    allow = types.ElicitResult(action="accept", content={"decision": "allow once"})
+    first = {"command": "echo hi > said"}
+    other = {"command": "echo hi > said; touch pwned"}
+    with anyio.fail_after(20):
+        async with Client(app.server, mode="auto", elicitation_callback=answering("deny", [])) as client:  # type: ignore[arg-type]
+            await client.list_tools()
+            round_one = await client.session.call_tool("Bash", first, allow_input_required=True)
+            assert isinstance(round_one, types.InputRequiredResult)
+            (key,) = round_one.input_requests
+            replayed = await client.session.call_tool(
+                "Bash", other, input_responses={key: allow}, allow_input_required=True
+            )
+            ran = await client.session.call_tool("Bash", first, input_responses={key: allow}, allow_input_required=True)
+    assert isinstance(replayed, types.InputRequiredResult), "an answer for one command ran another"
+    assert key not in replayed.input_requests
+    assert not (root / "pwned").exists()
+    request = next(iter(replayed.input_requests.values()))
+    assert isinstance(request, types.ElicitRequest) and other["command"] in request.params.message
+    assert isinstance(ran, types.CallToolResult) and not ran.is_error, "the answer still holds for its own call"
+    assert (root / "said").read_text() == "hi\n"

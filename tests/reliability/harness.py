@@ -60,14 +60,7 @@ class KnownBug:
         return not self.frame or self.frame in frames
 
 
-KNOWN_BUGS: tuple[KnownBug, ...] = (
-    KnownBug(
-        "Glob pattern with a folder name over 255 bytes: internal error (test_glob_of_an_overlong_folder_*)",
-        OSError,
-        "File name too long",
-        frame="split_pattern",
-    ),
-)
+KNOWN_BUGS: tuple[KnownBug, ...] = ()
 """Bugs pinned by strict xfail tests. Remove an entry with its fix: then any such error fails the run."""
 
 

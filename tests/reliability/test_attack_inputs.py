@@ -26,7 +26,7 @@ from mcp_codetools.session import CodeSession
 from mcp_codetools.tools import default_tools, jobs
 from mcp_codetools.tools.base import ToolOutput
 from tests.reliability import procfs
-from tests.reliability.harness import Arena, has_tool, tool_named
+from tests.reliability.harness import Arena, tool_named
 from tests.reliability.report import Figures
 from tests.reliability.workspace import SECRET_MARKERS, Layout
 
@@ -240,7 +240,6 @@ async def test_huge_and_sparse_files_stay_bounded(arena: Arena, figures: Figures
     assert grown_mib < 256
 
 
-@pytest.mark.skipif(not has_tool("Grep"), reason="Grep is not in default_tools() yet")
 async def test_grep_option_injection_runs_nothing(arena: Arena) -> None:
     cases = [
         {"pattern": "--pre=./pre.sh"},
@@ -300,7 +299,6 @@ async def test_parallel_edits_to_one_file_lose_no_update(arena: Arena) -> None:
     assert text.count("\n") == 3000
 
 
-@pytest.mark.skipif(not (has_tool("Grep") and has_tool("Glob")), reason="Grep/Glob are not in default_tools() yet")
 @pytest.mark.parametrize(
     ("tool_name", "args"),
     [
@@ -376,7 +374,6 @@ async def test_a_non_unique_old_string_in_a_big_file_numbers_only_the_matches_it
 # Pinned by strict xfail tests until fixed (commits 9960200, 0f3ef6a).
 
 
-@pytest.mark.skipif(not has_tool("BashOutput"), reason="BashOutput is not in default_tools() yet")
 async def test_a_backtracking_output_filter_ends_by_its_budget_and_does_not_block_other_calls(
     arena: Arena, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -409,7 +406,6 @@ async def test_a_backtracking_output_filter_ends_by_its_budget_and_does_not_bloc
     assert answered and not answered[0].is_error, answered
 
 
-@pytest.mark.skipif(not has_tool("Grep"), reason="Grep is not in default_tools() yet")
 async def test_grep_of_a_huge_sparse_file_is_declined_without_reading_it(arena: Arena) -> None:
     with open(arena.layout.root / "sparse4g", "wb") as handle:
         handle.truncate(4 * 2**30)
@@ -446,7 +442,6 @@ ENDS_BY_ITS_TIMEOUT = {
 LEAVES_A_PROCESS_STOPPED = {"background sleep returns", "grandchild keeps the pipe"}
 
 
-@pytest.mark.skipif(not has_tool("Bash"), reason="the Bash tool is not in default_tools() yet")
 @pytest.mark.parametrize("case", sorted(BASH_CASES))
 async def test_bash_commands_end_within_their_bound_and_leave_nothing(arena: Arena, case: str) -> None:
     command, timeout_ms = BASH_CASES[case]
@@ -472,7 +467,6 @@ async def test_bash_commands_end_within_their_bound_and_leave_nothing(arena: Are
                     os.kill(info.pid, 9)
 
 
-@pytest.mark.skipif(not has_tool("Glob"), reason="Glob is not in default_tools() yet")
 @pytest.mark.parametrize("pattern", ["a" * 300 + "/*.txt", "a" * 256 + "/b/*", "x/" * 3000 + "*"])
 async def test_glob_of_an_overlong_folder_name_is_answered_plainly(arena: Arena, pattern: str) -> None:
     arena.log.records.clear()

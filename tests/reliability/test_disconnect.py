@@ -20,14 +20,10 @@ import anyio
 import pytest
 
 from tests.reliability import procfs
-from tests.reliability.harness import has_tool
 from tests.reliability.report import Figures
 from tests.reliability.stdio_peer import Peer, meta_of
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.skipif(not has_tool("Bash"), reason="the Bash tool is not in default_tools() yet"),
-]
+pytestmark = pytest.mark.anyio
 
 MARK = "7771"  # sleep 7771.x: a duration no other process on the machine uses
 

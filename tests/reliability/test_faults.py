@@ -365,7 +365,6 @@ async def test_a_swap_at_the_last_moment_cannot_write_outside(
     path.write_bytes(ORIGINAL.encode())
     await arena.call("Read", {"file_path": str(path)})
     real_write = fileio.write_atomic
-    module = edit_module if tool_name == "Edit" else write_module
 
     def swap_then_write(*args: Any, **kwargs: Any) -> Any:
         if swap == "leaf symlink out":
@@ -376,7 +375,8 @@ async def test_a_swap_at_the_last_moment_cannot_write_outside(
             folder.symlink_to(arena.layout.outside)
         return real_write(*args, **kwargs)
 
-    monkeypatch.setattr(module, "write_atomic", swap_then_write)
+    # Every writing tool writes through editing.commit_write, which calls write_atomic after its last look.
+    monkeypatch.setattr(editing_module, "write_atomic", swap_then_write)
     await arena.call(tool_name, OPERATIONS[tool_name](str(path)))
     figures.count(suite, faults=1)
     await arena.check_world(f"after a last-moment {swap} in {tool_name}")

@@ -20,7 +20,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.reliability.harness import has_tool
 from tests.reliability.report import FIGURES, Figures
 from tests.reliability.stdio_peer import COUNTABLE, Peer, result_text
 from tests.reliability.strategies import hostile_text, json_values
@@ -240,7 +239,6 @@ async def test_requests_before_initialize_are_answered_and_initialize_still_work
         assert await peer.close() == 0
 
 
-@pytest.mark.skipif(not has_tool("Bash"), reason="needs a call that stays in flight: Bash is not in default_tools()")
 async def test_a_request_id_reused_while_in_flight_is_refused(peer: Peer, figures: Figures, suite: str) -> None:
     slow = peer.call("Bash", {"command": "sleep 0.5; echo slow done"}, request_id=7)
     reuse = peer.call("Read", {"file_path": "f.txt"}, request_id=7)
@@ -291,11 +289,10 @@ async def test_50_mb_arguments_are_handled_with_bounded_memory(
     others = [("Grep", {"pattern": "q" * size}), ("Glob", {"pattern": "*" + "g" * size})]
     others += [("Bash", {"command": "echo " + "b" * size}), ("Read", {"file_path": "r" * size})]
     for name, args in others:
-        if has_tool(name):
-            answer = await peer.ask(peer.call(name, args), timeout=120)
-            assert "result" in answer, answer
-            assert len(result_text(answer)) <= 110_000, f"{name} answered {len(result_text(answer))} characters"
-            calls += 1
+        answer = await peer.ask(peer.call(name, args), timeout=120)
+        assert "result" in answer, answer
+        assert len(result_text(answer)) <= 110_000, f"{name} answered {len(result_text(answer))} characters"
+        calls += 1
     await one_round("second")
     await peer.ping()
     after = peer.memory()

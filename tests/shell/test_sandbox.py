@@ -51,7 +51,7 @@ def run(sandbox: Sandbox, root: Path, script: str, scratch: Path | None = None) 
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
 
 
-@pytest.fixture(params=["bwrap", "landlock"])
+@pytest.fixture(params=["bwrap", "landlock", "seatbelt"])
 def sandbox(request: pytest.FixtureRequest) -> Sandbox:
     return backend(request.param)
 
@@ -89,6 +89,7 @@ def test_the_environment_is_an_allow_list(sandbox: Sandbox, tmp_path: Path, monk
     assert "marker=call-marker" in done.stdout, "the process markers must reach the command"
 
 
+@pytest.mark.linux_only
 def test_bwrap_masks_credential_folders(tmp_path: Path, outside: Path) -> None:
     secret = outside / "keys"
     secret.mkdir()
@@ -102,12 +103,14 @@ def test_bwrap_masks_credential_folders(tmp_path: Path, outside: Path) -> None:
     assert listing.returncode != 0, "a masked folder must be unreadable, not an empty folder"
 
 
+@pytest.mark.linux_only
 def test_bwrap_cannot_remount_what_is_read_only(tmp_path: Path, outside: Path) -> None:
     sandbox = backend("bwrap")
     done = run(sandbox, tmp_path, f"mount -o remount,rw / ; mount -o remount,rw {outside}; echo x > {outside}/after")
     assert not any(outside.iterdir()), done.stdout + done.stderr
 
 
+@pytest.mark.linux_only
 def test_bwrap_has_a_private_tmp(tmp_path: Path) -> None:
     marker = Path("/tmp") / f"mcp-codetools-sandbox-{secrets.token_hex(4)}"
     sandbox = backend("bwrap")
@@ -116,6 +119,8 @@ def test_bwrap_has_a_private_tmp(tmp_path: Path) -> None:
     assert not marker.exists(), "the sandbox's /tmp is the host's"
 
 
+@pytest.mark.linux_only
+@pytest.mark.proc  # finds the leftovers in /proc
 def test_bwrap_leaves_no_process_behind(tmp_path: Path) -> None:
     tag = f"sandboxed-{secrets.token_hex(4)}"
     sandbox = backend("bwrap")
@@ -189,6 +194,7 @@ def test_kept_paths_stay_read_only_and_missing_ones_are_not_created(
     assert run(sandbox, tmp_path, "echo ok > src/f && cat src/f").stdout == "ok\n"
 
 
+@pytest.mark.linux_only
 def test_bwrap_keeps_a_folder_with_many_entries_through_landlock(
     outside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -218,6 +224,7 @@ def test_bwrap_keeps_a_folder_with_many_entries_through_landlock(
     assert os.listdir(tmp_path / ".git" / "hooks") == [] and (tmp_path / ".git" / "index.lock").exists()
 
 
+@pytest.mark.linux_only
 def test_landlock_hides_masked_paths_from_reads(tmp_path: Path, outside: Path) -> None:
     secret = outside / "keys"
     secret.mkdir()
@@ -228,6 +235,7 @@ def test_landlock_hides_masked_paths_from_reads(tmp_path: Path, outside: Path) -
     assert "visible" in done.stdout and "PRIVATE" not in done.stdout and "id_rsa" not in done.stdout
 
 
+@pytest.mark.linux_only
 def test_landlock_commands_signal_only_their_own_processes(tmp_path: Path) -> None:
     sandbox = backend("landlock")
     if sandbox.landlock_abi < 6:
@@ -242,6 +250,7 @@ def test_landlock_commands_signal_only_their_own_processes(tmp_path: Path) -> No
         outsider.wait()
 
 
+@pytest.mark.linux_only
 def test_landlock_refuses_to_run_a_command_it_cannot_confine(tmp_path: Path) -> None:
     backend("landlock")
     marker = tmp_path / "ran"
@@ -256,7 +265,8 @@ def test_an_unknown_backend_machine_is_refused_with_a_reason(monkeypatch: pytest
 
     monkeypatch.setattr(module, "find_bwrap", lambda: None)
     monkeypatch.setattr(module, "landlock_abi", lambda: 0)
-    with pytest.raises(SandboxUnavailable, match="no backend works"):
+    monkeypatch.setattr(module.seatbelt, "SANDBOX_EXEC", "/nonexistent/sandbox-exec")
+    with pytest.raises(SandboxUnavailable, match="no sandbox backend can run here"):
         probe(SandboxSettings(enabled=True))
 
 

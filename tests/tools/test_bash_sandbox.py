@@ -1,5 +1,5 @@
 """Bash through the real tool with the sandbox on: what it confines, what still works, and refusing to start
-without it. Each backend is run for real; one that does not work on this machine is skipped."""
+without it. Each backend is run for real (Seatbelt on macOS); one that does not work on this machine is skipped."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def working(backend: str, **options: object) -> Sandbox:
         pytest.skip(f"{backend} does not work on this machine: {exc}")
 
 
-@pytest.fixture(params=["bwrap", "landlock"])
+@pytest.fixture(params=["bwrap", "landlock", "seatbelt"])
 def backend(request: pytest.FixtureRequest) -> str:
     working(request.param)
     return str(request.param)
@@ -209,6 +209,7 @@ async def test_a_symlink_beside_a_masked_folder_does_not_open_it(call: Caller, f
     assert out.is_error and "PRIVATE" not in out.text
 
 
+@pytest.mark.linux_only  # bwrap only
 async def test_a_read_only_folder_cannot_be_remounted(call: Caller, backend: str, far: Path) -> None:
     if backend != "bwrap":
         pytest.skip("remounting is a mount-namespace matter (Landlock refuses it anyway: no_new_privs)")
@@ -216,6 +217,7 @@ async def test_a_read_only_folder_cannot_be_remounted(call: Caller, backend: str
     assert not (far / "after").exists()
 
 
+@pytest.mark.proc  # finds the leftovers in /proc
 async def test_no_process_is_left_behind_after_the_call(call: Caller) -> None:
     tag = f"sbx-call-{secrets.token_hex(4)}"
     out = await call(
@@ -225,6 +227,7 @@ async def test_no_process_is_left_behind_after_the_call(call: Caller) -> None:
     assert tagged(tag) == []
 
 
+@pytest.mark.proc  # finds the leftovers in /proc
 async def test_no_process_is_left_behind_after_killshell(call: Caller, session: CodeSession) -> None:
     tag = f"sbx-job-{secrets.token_hex(4)}"
     out = await call("Bash", {"command": STRAYS.format(tag=tag) + "\nwait", "run_in_background": True})
@@ -239,6 +242,7 @@ async def test_no_process_is_left_behind_after_killshell(call: Caller, session: 
     assert tagged(tag) == []
 
 
+@pytest.mark.proc  # finds the leftovers in /proc
 async def test_a_timeout_stops_the_sandboxed_command(call: Caller) -> None:
     tag = f"sbx-timeout-{secrets.token_hex(4)}"
     out = await call.fails(
@@ -319,6 +323,7 @@ async def test_a_background_job_outlives_the_call_and_its_threads(call: Caller, 
 def no_backend(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sandbox_module, "find_bwrap", lambda: None)
     monkeypatch.setattr(sandbox_module, "landlock_abi", lambda: 0)
+    monkeypatch.setattr(sandbox_module.seatbelt, "SANDBOX_EXEC", "/nonexistent/sandbox-exec")
     monkeypatch.setattr(sandbox_module, "_probed", {})
 
 
@@ -328,7 +333,7 @@ def test_the_server_refuses_to_start_without_a_working_backend(
 ) -> None:
     assert cli.main(["--sandbox", "--root", str(tmp_path)]) == 1
     err = capsys.readouterr().err
-    assert "no backend works" in err and "without --sandbox" in err
+    assert "no sandbox backend can run here" in err and "without --sandbox" in err
 
 
 @pytest.mark.usefixtures("no_backend")
@@ -337,7 +342,7 @@ async def test_a_session_without_a_working_backend_runs_nothing(pipeline: Pipeli
     try:
         call = Caller(pipeline, session)
         out = await call.fails("Bash", {"command": "touch ran"})
-        assert "was not run" in out.text and "no backend works" in out.text
+        assert "was not run" in out.text and "no sandbox backend can run here" in out.text
         await call.fails("Bash", {"command": "touch ran", "run_in_background": True})
         assert not (tmp_path / "ran").exists()
     finally:

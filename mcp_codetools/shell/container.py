@@ -1,0 +1,404 @@
+"""Bash in a container: one long-lived container per session, each command run in it by `docker exec`.
+
+The container is started at the session's first command (`run -d --init … sleep infinity`) from the image
+the settings name, with the roots and the session's scratch folder bind-mounted at the same paths (so Read,
+Edit and Bash see the same files by the same names), no network unless the setting gives it, memory, pids
+and CPU limits, the server's uid and gid, and no new privileges. It is removed when the session ends. Each
+container is labelled with the server instance and its pid: at the next start, labelled containers whose
+server is gone (killed, so it could not remove them) are removed.
+
+The engine is driven through its command line, which Docker and Podman share (`run`, `exec`, `rm`, `ps
+--filter label=…`, `image inspect`), rather than the `docker` Python package: Podman is reached the same
+way, the CLI brings the user's own context and credentials configuration as they are, and no dependency
+is added.
+
+Processes are handled inside the container, as on the host: each command runs under a small bash wrapper
+that records its process group (a `docker exec` process is a session leader, so its pid is the group) in
+the scratch folder, runs the command, then stops what it left behind: members of its group and any
+process carrying the call's marker (an escaped `setsid` daemon), TERM then KILL. A timeout or KillShell
+runs the same stop through a second `exec`. The final working directory comes back through a file beside
+it, since no descriptor crosses `docker exec`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import stat
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+
+from mcp_codetools.config import SandboxSettings
+
+__all__ = ["ContainerError", "SessionContainer", "instance_id", "remove_stale"]
+
+CALL_VAR = "MCP_CODETOOLS_CALL"
+"""The runner's per-call marker (`runner.CALL_VAR`): named here because the runner imports this layer."""
+
+LABEL_INSTANCE = "mcp-codetools.instance"
+LABEL_OWNER = "mcp-codetools.owner"
+"""`<host name>:<pid>` of the server that started the container."""
+START_TIMEOUT_S = 120.0
+CLI_TIMEOUT_S = 30.0
+STOP_GRACE_STEPS = 20
+"""TERM, then up to 20 looks 50 ms apart, then KILL (the host's grace is one second too)."""
+PASSED_ENV = (
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TZ",
+    "COLUMNS",
+    "LINES",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "MCP_CODETOOLS",
+    "TERM",
+    "PAGER",
+    "GIT_PAGER",
+    "GIT_TERMINAL_PROMPT",
+    "GIT_EDITOR",
+    "GIT_OPTIONAL_LOCKS",
+)
+"""What a command gets from the server's environment; PATH, HOME and the like are the image's own."""
+_MARKER_PREFIXES = ("MCP_CODETOOLS_SESSION", "MCP_CODETOOLS_CALL")
+CALL_FD = 9
+"""The descriptor the runner's wrapper reports the final cwd on, opened on a file in the container."""
+
+# Finds the processes of a call inside the container: members of group $1 and carriers of the marker $2
+# (NAME=value), never the script itself. Pure bash over /proc, so a look costs no fork per process.
+_FIND = r"""
+__mcp_find() {
+    local p pid stat rest e
+    for p in /proc/[0-9]*; do
+        pid=${p#/proc/}
+        [ "$pid" = "$$" ] || [ "$pid" = "$BASHPID" ] && continue
+        read -r stat 2>/dev/null < "$p/stat" || continue
+        rest=${stat##*) }
+        set -- $rest
+        if [ "$3" = "$__mcp_group" ] && [ "$1" != Z ]; then echo "$pid"; continue; fi
+        while IFS= read -r -d '' e; do
+            [ "$e" = "$__mcp_marker" ] && { echo "$pid"; break; }
+        done 2>/dev/null < "$p/environ"
+    done
+}
+__mcp_stop() {
+    local left i
+    left=$(__mcp_find)
+    [ -n "$left" ] || return 1
+    kill -s TERM $left 2>/dev/null
+    for ((i = 0; i < __STEPS__; i++)); do
+        left=$(__mcp_find)
+        [ -n "$left" ] || return 0
+        sleep 0.05
+    done
+    kill -s KILL $left 2>/dev/null
+    return 0
+}
+""".replace("__STEPS__", str(STOP_GRACE_STEPS))
+
+# Runs the command (`"$@"`, the runner's bash) as a child, so that afterwards it can stop what the command
+# left; records the group, and whether leftovers were stopped, in files named after the call.
+_WRAPPER = (
+    _FIND
+    + r"""
+__mcp_state=$1 __mcp_marker=$2
+shift 2
+__mcp_group=$$
+printf '%s\n' "$$" > "$__mcp_state.group"
+"$@" __FD__> "$__mcp_state.cwd"
+__mcp_rc=$?
+if __mcp_stop; then : > "$__mcp_state.left"; fi
+exit $__mcp_rc
+""".replace("__FD__", str(CALL_FD))
+)
+
+# Stops a call from outside: its group (read from the file the wrapper wrote) and its marker's carriers.
+_STOPPER = (
+    _FIND
+    + r"""
+__mcp_marker=$2
+# A call whose client was only just started may not have written its group yet.
+for ((i = 0; i < __STEPS__; i++)); do
+    [ -s "$1.group" ] && break
+    sleep 0.05
+done
+__mcp_group=$(cat "$1.group" 2>/dev/null) || __mcp_group=none
+__mcp_stop
+exit 0
+""".replace("__STEPS__", str(STOP_GRACE_STEPS))
+)
+
+
+class ContainerError(RuntimeError):
+    """The engine could not start, reach or remove a container; the message has its own words."""
+
+
+def instance_id() -> str:
+    """This server process's label value: its host and pid, and a nonce against a reused pid."""
+    return _INSTANCE
+
+
+_INSTANCE = f"{os.getpid()}-{os.urandom(4).hex()}"
+
+
+def _owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def engine_path(settings: SandboxSettings) -> str | None:
+    """Where the engine's command is (`docker` or `podman`), None when it is not installed."""
+    return shutil.which(settings.engine)
+
+
+def _cli(argv: Sequence[str], timeout: float = CLI_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            list(argv), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise ContainerError(f"`{' '.join(argv[:3])} …` did not answer within {timeout:.0f} s") from None
+    except OSError as exc:
+        raise ContainerError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
+
+
+def _said(done: subprocess.CompletedProcess[str]) -> str:
+    return (done.stderr.strip() or done.stdout.strip() or f"exit status {done.returncode}")[:300]
+
+
+def trial(engine: str, settings: SandboxSettings) -> str | None:
+    """Run `true` in a throw-away container of the image; None when it worked, else why not."""
+    if not settings.image:
+        return "no image is set (sandbox.image, MCP_CODETOOLS_SANDBOX_IMAGE)"
+    try:
+        done = _cli(
+            [engine, "run", "--rm", "--network", "none", "--entrypoint", "true", settings.image], START_TIMEOUT_S
+        )
+    except ContainerError as exc:
+        return str(exc)
+    if done.returncode == 0:
+        return None
+    return f"{settings.engine} could not run the image {settings.image}: {_said(done)}"
+
+
+def remove_stale(engine: str) -> list[str]:
+    """Remove the labelled containers of this host whose server process is gone; returns their names.
+
+    Containers of a live server (another instance running now) and of other hosts sharing the daemon are
+    left alone.
+    """
+    template = f'{{{{.Names}}}} {{{{.Label "{LABEL_OWNER}"}}}}'
+    listed = _cli([engine, "ps", "-a", "--filter", f"label={LABEL_INSTANCE}", "--format", template])
+    if listed.returncode != 0:
+        raise ContainerError(f"cannot list containers: {_said(listed)}")
+    host = socket.gethostname()
+    stale: list[str] = []
+    for line in listed.stdout.splitlines():
+        name, _, owner = line.strip().partition(" ")
+        owner_host, _, pid = owner.rpartition(":")
+        if name and owner_host == host and pid.isdigit() and not _alive(int(pid)):
+            stale.append(name)
+    if stale:
+        _cli([engine, "rm", "-f", *stale])
+    return stale
+
+
+def _mount_path(key: str, path: Path) -> str:
+    """`key=path` for `--mount`, whose fields are comma-separated: a path with a comma or a quote is refused."""
+    text = str(path)
+    if any(c in text for c in ',"\n'):
+        raise ContainerError(f"{text!r} cannot be mounted: `--mount` cannot hold a comma or a quote in a path")
+    return f"{key}={text}"
+
+
+def _write_new(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass
+class SessionContainer:
+    """One session's container: started on first use, commands exec'd into it, removed at the end."""
+
+    engine: str
+    settings: SandboxSettings
+    mounts: tuple[Path, ...]
+    state_base: Path
+    """A mounted folder of the server's own (the scratch folder): this container's files go in a new
+    folder inside it, made by the server and named after the container."""
+    name: str = field(default_factory=lambda: f"mcp-codetools-{_INSTANCE}-{os.urandom(3).hex()}")
+    started: bool = False
+    removed: bool = False
+    read_only: tuple[Path, ...] = ()
+    """Paths inside the mounts bound read-only over themselves at start (protected paths, Edit denies)."""
+    hidden: tuple[Path, ...] = ()
+    """Paths inside the mounts covered at start: an empty file, or an empty folder no one may enter."""
+    unreadable: Path | None = None
+    """An empty file of mode 0 on the host, bound over hidden files."""
+    _lock: anyio.Lock | None = None
+
+    @property
+    def state_dir(self) -> Path:
+        """The per-call group, cwd and leftovers files, and the two scripts.
+
+        Commands can write here (it is inside a mount), so the server makes the folder and the scripts
+        new (never through a link a command left), and reads only regular files back, without following
+        links (see `final_cwd`).
+        """
+        return self.state_base / f".{self.name}"
+
+    def run_argv(self) -> list[str]:
+        """The `run -d` command line of this container."""
+        s = self.settings
+        argv = [self.engine, "run", "-d", "--init", "--name", self.name]
+        argv += ["--label", f"{LABEL_INSTANCE}={_INSTANCE}", "--label", f"{LABEL_OWNER}={_owner()}"]
+        if not s.network:
+            argv += ["--network", "none"]
+        if s.memory:
+            argv += ["--memory", s.memory]
+        if s.pids > 0:
+            argv += ["--pids-limit", str(s.pids)]
+        if s.cpus > 0:
+            argv += ["--cpus", f"{s.cpus:g}"]
+        argv += ["--user", f"{os.getuid()}:{os.getgid()}", "--security-opt", "no-new-privileges"]
+        for folder in self.mounts:
+            argv += ["--mount", f"type=bind,{_mount_path('source', folder)},{_mount_path('target', folder)}"]
+        for path in self.read_only:
+            argv += ["--mount", f"type=bind,{_mount_path('source', path)},{_mount_path('target', path)},readonly"]
+        for path in self.hidden:
+            if path.is_dir():
+                argv += ["--mount", f"type=tmpfs,{_mount_path('destination', path)},tmpfs-mode=0000"]
+            elif self.unreadable is not None:
+                argv += [
+                    "--mount",
+                    f"type=bind,{_mount_path('source', self.unreadable)},{_mount_path('target', path)},readonly",
+                ]
+            else:
+                raise ContainerError(f"no empty file to cover {path} with")
+        return [*argv, "--entrypoint", "sleep", s.image, "infinity"]
+
+    def uncovered(self, read_only: Sequence[Path], hidden: Sequence[Path]) -> list[Path]:
+        """The paths a command must be kept from that this container was not started with."""
+        return [p for p in read_only if p not in self.read_only and p not in self.hidden] + [
+            p for p in hidden if p not in self.hidden
+        ]
+
+    async def ensure_started(
+        self,
+        *,
+        read_only: Sequence[Path] = (),
+        hidden: Sequence[Path] = (),
+        unreadable: Callable[[], Path] | None = None,
+    ) -> None:
+        """Start the container unless it runs already (once, however many calls ask at the same time).
+
+        `read_only` and `hidden` (existing paths inside the mounts) are mounted over at start.
+
+        Raises:
+            ContainerError: the engine refused; its words are in the message.
+        """
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        async with self._lock:
+            if self.started:
+                return
+            if self.removed:
+                raise ContainerError("the session's container was removed")
+            self.read_only, self.hidden = tuple(read_only), tuple(hidden)
+            if self.hidden and any(not p.is_dir() for p in self.hidden) and unreadable is not None:
+                self.unreadable = unreadable()
+            # As files in the mounted scratch folder, so `ps` in the container shows a short command line.
+            try:
+                self.state_dir.mkdir(mode=0o700)
+                _write_new(self.state_dir / "run.sh", _WRAPPER)
+                _write_new(self.state_dir / "stop.sh", _STOPPER)
+            except OSError as exc:
+                raise ContainerError(f"cannot prepare {self.state_dir}: {exc.strerror or exc}") from None
+            done = await anyio.to_thread.run_sync(_cli, self.run_argv(), START_TIMEOUT_S)
+            if done.returncode != 0:
+                await anyio.to_thread.run_sync(_cli, [self.engine, "rm", "-f", self.name])
+                raise ContainerError(f"{self.settings.engine} could not start {self.settings.image}: {_said(done)}")
+            self.started = True
+
+    def exec_argv(
+        self, command: Sequence[str], *, cwd: Path, env: Mapping[str, str], marker: str
+    ) -> tuple[list[str], dict[str, str]]:
+        """The `exec` command line that runs `command` (bash and its arguments) in the container.
+
+        Variables are passed by name (`-e NAME`), their values through the CLI's own environment, so no
+        value shows on a command line; beside the allow-list, those the `sandbox.env` setting names.
+        `marker` is the call's `NAME=value`.
+        """
+        allowed = set(PASSED_ENV) | set(self.settings.env)
+        passed = {k: v for k, v in env.items() if k in allowed or k.startswith(_MARKER_PREFIXES)}
+        cli_env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "DOCKER_HOST", "DOCKER_CONFIG")}
+        cli_env.update({k: v for k, v in os.environ.items() if k.startswith(("DOCKER_", "CONTAINER_", "XDG_"))})
+        argv = [self.engine, "exec", "-w", str(os.path.realpath(cwd))]
+        for name in sorted(passed):
+            argv += ["-e", name]
+        state = str(self.call_state(marker))
+        argv += [self.name, "bash", str(self.state_dir / "run.sh"), state, marker, "bash", *command[1:]]
+        return argv, {**cli_env, **passed}
+
+    def call_state(self, marker: str) -> Path:
+        """Where the files of the call with `marker` live (`.group`, `.cwd`, `.left` beside it)."""
+        return self.state_dir / marker.partition("=")[2]
+
+    def final_cwd(self, marker: str) -> str | None:
+        """The cwd the command ended in, as the wrapper reported it (None when that file is not a plain one)."""
+        path = self.call_state(marker).with_suffix(".cwd")
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or device a command put there
+                return None
+            raw = os.read(fd, 65536)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        found = os.fsdecode(raw).splitlines()
+        return found[-1] if found else None
+
+    def finish(self, marker: str) -> bool:
+        """Forget a finished call's files; True when its wrapper had leftovers to stop."""
+        base = self.call_state(marker)
+        left = base.with_suffix(".left").exists()
+        for suffix in (".group", ".cwd", ".left"):
+            base.with_suffix(suffix).unlink(missing_ok=True)
+        return left
+
+    async def stop_call(self, marker: str) -> None:
+        """Stop a call's processes inside the container: its group and its marker's carriers, TERM then KILL."""
+        if not self.started or self.removed:
+            return
+        state = str(self.call_state(marker))
+        argv = [self.engine, "exec", self.name, "bash", str(self.state_dir / "stop.sh"), state, marker]
+        await anyio.to_thread.run_sync(_cli, argv)
+
+    async def remove(self) -> None:
+        """Remove the container and everything running in it (at the session's end)."""
+        self.removed = True
+        if self.started:
+            self.started = False
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(_cli, [self.engine, "rm", "-f", self.name])

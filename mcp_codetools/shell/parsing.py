@@ -1,0 +1,54 @@
+"""One bashlex parse per command line, shared by the read-only classifier and the permission rules.
+
+bashlex does not parse two common forms, which are rewritten first at the same length (so every node's
+position still points into the text the caller sees): the `time` keyword is blanked (it only times
+what follows), and a quoted here-document delimiter (`<<'EOF'`) is unquoted, its position remembered
+(a quoted delimiter means the body is not expanded).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Any
+
+_TIME_KEYWORD = re.compile(r"(^|[;&|(\n]\s*|[;&|(\n]\s*!\s*)time(?:\s+-p)?(?=\s)")
+_QUOTED_HEREDOC = re.compile(r"(?<!<)<<(-?)[ \t]*(?:'([^'\n]+)'|\"([^\"\n]+)\"|\\(\w+))")
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """A command line's parse trees, or why it has none."""
+
+    source: str
+    """The text the trees' positions point into (the command, rewritten as above)."""
+    trees: tuple[Any, ...]
+    error: str | None
+    """The exception's class name when bashlex could not parse it."""
+    quoted_heredocs: frozenset[int]
+    """Where a here-document with a quoted delimiter starts (the position of its `<<`)."""
+    timed: bool = False
+    """A `time` keyword was blanked."""
+
+
+@functools.lru_cache(maxsize=256)
+def parse(command: str) -> Parsed:
+    """Parse `command` (cached: the classifier and the policy ask for the same command in one call)."""
+    import bashlex  # builds its parser tables on import (~0.1 s): paid by the first Bash call, not at start-up
+
+    source = _TIME_KEYWORD.sub(lambda m: m.group(1) + " " * (len(m.group(0)) - len(m.group(1))), command)
+    quoted: set[int] = set()
+
+    def unquote(match: re.Match[str]) -> str:
+        quoted.add(match.start())
+        text = f"<<{match.group(1)}{match.group(2) or match.group(3) or match.group(4)}"
+        return text + " " * (len(match.group(0)) - len(text))
+
+    timed = source != command
+    source = _QUOTED_HEREDOC.sub(unquote, source)
+    try:
+        trees = tuple(bashlex.parse(source))
+    except Exception as exc:  # bashlex raises ParsingError, NotImplementedError, AttributeError, ...
+        return Parsed(source, (), type(exc).__name__, frozenset(quoted), timed)
+    return Parsed(source, trees, None, frozenset(quoted), timed)

@@ -1,0 +1,118 @@
+"""`doctor` starts up exactly as `serve` does: the same flags, files and environment, the same refusals."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.protocol.stdio_raw import server_command
+
+
+def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The console script with `args`, its user config folder in `cwd`'s parent, stdin closed."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("MCP_CODETOOLS_")}
+    environ["XDG_CONFIG_HOME"] = str(cwd.parent / "xdg")
+    environ.update(env or {})
+    return subprocess.run(
+        [*server_command(), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env=environ,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("flags", "env", "content"),
+    [
+        (["--config", "{bad}"], {}, "[limits]\nmax_concurrency = 0\n"),
+        (["--config", "{bad}"], {}, '[permissions]\ndeny = ["Raed(.env)", "Bash("]\n'),
+        ([], {"MCP_CODETOOLS_MAX_TOOL_USE_CONCURRENCY": "lots"}, ""),
+        (["--sandbox-backend", "landlock", "--config", "{bad}"], {}, '[sandbox]\nenv = ["A-B"]\n'),
+    ],
+    ids=["setting-in-config-file", "rule-in-config-file", "environment", "sandbox-setting"],
+)
+def test_a_configuration_the_server_refuses_fails_doctor_with_the_same_message(
+    project: Path, flags: list[str], env: dict[str, str], content: str
+) -> None:
+    bad = project.parent / "bad.toml"
+    bad.write_text(content)
+    flags = [f.format(bad=bad) for f in flags]
+    served = run(flags, project, env)
+    assert served.returncode != 0, served.stderr
+    message = served.stderr.strip().splitlines()[-1]
+    assert message.startswith("mcp-codetools: ")
+    doctor = run([*flags, "doctor"], project, env)
+    assert doctor.returncode == 1, doctor.stdout
+    assert f"[FAIL] settings: {message}" in doctor.stdout, (message, doctor.stdout)
+    assert "everything works" not in doctor.stdout
+
+
+def test_doctor_says_the_sandbox_is_on_after_sandbox_and_names_what_it_confines(project: Path) -> None:
+    from mcp_codetools.config import SandboxSettings
+    from mcp_codetools.shell.sandbox import SandboxUnavailable, probe
+
+    done = run(["--sandbox", "doctor"], project)
+    try:
+        works = probe(dataclasses.replace(SandboxSettings(), enabled=True))
+    except SandboxUnavailable as exc:
+        assert f"[FAIL] settings: mcp-codetools: {exc}" in done.stdout
+        return
+    lines = [line for line in done.stdout.splitlines() if line.lstrip().startswith("sandbox")]
+    assert lines == [f"  sandbox      on (--sandbox flag); {works.describe()}"], done.stdout
+    assert lines[0].endswith("; credentials and Read-denied paths masked")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Server: " in done.stdout and " --sandbox --root " in done.stdout, "the scenario's server is sandboxed too"
+
+
+def test_doctor_reads_the_backend_flag_and_the_environment(project: Path) -> None:
+    from mcp_codetools.config import SandboxSettings
+    from mcp_codetools.shell.sandbox import SandboxUnavailable, probe
+
+    landlock = dataclasses.replace(SandboxSettings(), enabled=True, backend="landlock")
+    try:
+        expected = f"on (environment variable MCP_CODETOOLS_SANDBOX); {probe(landlock).describe()}"
+    except SandboxUnavailable as exc:
+        expected = f"[FAIL] settings: mcp-codetools: {exc}"
+    done = run(["--sandbox-backend", "landlock", "doctor"], project, {"MCP_CODETOOLS_SANDBOX": "1"})
+    assert expected in done.stdout, done.stdout
+
+
+def test_doctor_says_how_to_turn_the_sandbox_on_when_it_is_off(project: Path) -> None:
+    done = run(["doctor"], project)
+    line = next(line for line in done.stdout.splitlines() if line.lstrip().startswith("sandbox"))
+    assert line.startswith("  sandbox      off (--sandbox or [sandbox] enabled = true turns it on); "), line
+    assert line.endswith(("masked", ")")) or "unavailable here: " in line, line
+
+
+def test_a_relative_config_file_reaches_the_scenarios_server_too(project: Path) -> None:
+    (project / "mine.toml").write_text("[limits]\nmax_concurrency = 3\n")
+    done = run(["--config", "mine.toml", "doctor"], project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "config files read: mine.toml" in done.stdout
+    assert f" --config {project / 'mine.toml'} --root " in done.stdout
+
+
+def test_a_bad_user_config_fails_doctor_as_it_stops_the_server(project: Path) -> None:
+    user = project.parent / "xdg" / "mcp-codetools" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text("[limits]\nmax_concurency = 3\n")
+    served = run([], project)
+    assert served.returncode == 2
+    doctor = run(["doctor"], project)
+    assert doctor.returncode == 1
+    assert f"[FAIL] settings: {served.stderr.strip().splitlines()[-1]}" in doctor.stdout, doctor.stdout

@@ -1,0 +1,131 @@
+"""The scale benchmark runs end to end in a tiny mode: 2 replicas behind HAProxy, 2 clients, 20 calls a run.
+
+It checks what the benchmark checks (no state on the wrong replica, a killed replica's clients told to start
+a new session, the other clients untouched, whole files; the run without stickiness does see wrong-replica
+errors), and that it leaves no process and no file behind. Skipped where HAProxy is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+LIMIT_S = 240
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("haproxy") is None, reason="haproxy is not installed (Debian: apt-get install haproxy)"
+)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A temporary folder with a short path: HAProxy's admin socket path must fit in about 100 bytes."""
+    folder = Path(tempfile.mkdtemp(prefix="scale-", dir="/tmp" if Path("/tmp").is_dir() else None))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_scale_tiny_run_holds_every_check_and_leaves_nothing(short_tmp: Path) -> None:
+    argv = [sys.executable, "-m", "benchmarks.scale", "--replicas", "2", "--clients", "2", "--calls", "20"]
+    proc = subprocess.Popen(
+        [*argv, "--json", "--time-limit", "60"],
+        cwd=REPO,
+        env={**os.environ, "TMPDIR": str(short_tmp)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=LIMIT_S)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGTERM)  # the script unwinds: its replicas and HAProxy are killed and reaped
+        out, err = proc.communicate(timeout=60)
+        pytest.fail(f"no result within {LIMIT_S} s:\n{err[-3000:]}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, out[-3000:] + err[-3000:]
+    report = json.loads(out)
+    assert report["problems"] == []
+    steady, killed, control = report["outcomes"][1:]
+
+    assert steady["calls"] == 20 and steady["wrong_replica"] == [] and steady["other_errors"] == []
+    assert steady["switched_sessions"] == 0 and len(steady["sessions_per_replica"]) >= 1
+
+    assert killed["killed"] and killed["affected_clients"] >= 1
+    assert len(killed["affected_saw"]) == killed["affected_clients"]
+    assert all("start a new session" in told.lower() for told in killed["affected_saw"])
+    assert killed["unaffected_errors"] == [] and killed["wrong_replica"] == []
+    assert killed["files_whole"] == killed["files_checked"] == 2 and killed["temp_files_left"] == []
+    assert killed["calls"] == 20  # the lost client started a new session and finished its calls
+
+    assert control["wrong_replica"], "without stickiness the checks must see state on the wrong replica"
+
+    pids = [pid for outcome in report["outcomes"] for pid in outcome["pids"]]
+    assert pids and not [pid for pid in pids if alive(pid)]
+    assert list(short_tmp.iterdir()) == []
+
+
+def test_the_template_is_valid_and_outlasts_the_longest_call(short_tmp: Path) -> None:
+    from benchmarks.replicas import TEMPLATE, haproxy_config
+    from mcp_codetools.config import Settings
+
+    text = haproxy_config(TEMPLATE.read_text(), [("r1", 8801), ("r2", 8802)], 8800, 8899, short_tmp)
+    (short_tmp / "haproxy.cfg").write_text(text, encoding="utf-8")
+    shutil.copytree(TEMPLATE.parent / "errors", short_tmp / "errors")
+    checked = subprocess.run(
+        ["haproxy", "-c", "-f", str(short_tmp / "haproxy.cfg")], capture_output=True, text=True, timeout=30
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    minutes = {
+        line.split()[1]: int(line.split()[2].removesuffix("m"))
+        for line in text.splitlines()
+        if line.strip().startswith(("timeout client ", "timeout server "))
+    }
+    longest_call_s = Settings().bash_max_timeout_ms / 1000
+    assert minutes.keys() == {"client", "server"}
+    assert all(value * 60 > longest_call_s + 60 for value in minutes.values()), minutes
+
+
+def test_a_2026_state_handle_header_reaches_the_replica_it_names(tmp_path: Path) -> None:
+    import httpx2
+
+    from benchmarks.replicas import cluster
+
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+    }
+    accept = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    with cluster(2, tmp_path) as running, httpx2.Client(timeout=30) as http:
+        served = [
+            http.post(running.url, json=init, headers={**accept, "mcp-param-state-id": f"st_{name}_0f0f"}).headers.get(
+                "x-mcp-replica"
+            )
+            for name in ("r2", "r1", "r2")
+        ]
+        pids = running.pids()
+    assert served == ["r2", "r1", "r2"]
+    assert not [pid for pid in pids if alive(pid)]

@@ -1,0 +1,291 @@
+"""Bash on the `container` backend, for real: one container per session, the roots at their own paths,
+processes stopped inside it, nothing left behind. Skipped, with the reason, where Docker's daemon or a local
+image cannot be had (`.ci/container-lane` starts the daemon and builds `mcp-codetools-ci:*` in CI)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import socket
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from mcp_codetools import doctor
+from mcp_codetools.config import SandboxSettings, Settings, load_settings
+from mcp_codetools.pipeline import Pipeline
+from mcp_codetools.session import CodeSession
+from mcp_codetools.shell import container as containers
+from mcp_codetools.shell import procs
+from mcp_codetools.shell import sandbox as sandbox_module
+from mcp_codetools.shell.sandbox import NONE_CAN_RUN, SandboxUnavailable, probe
+from tests.conftest import Caller
+
+pytestmark = pytest.mark.anyio
+
+WAIT_S = 60
+CLI_S = 30
+
+
+def _docker(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=CLI_S, stdin=subprocess.DEVNULL)
+
+
+def _find_image() -> str:
+    """The image to run: MCP_CODETOOLS_TEST_IMAGE, else the container lane's; skips when there is none."""
+    if shutil.which("docker") is None:
+        pytest.skip("no docker command (the container lane installs docker.io)")
+    try:
+        info = _docker("info", "--format", "{{.ServerVersion}}")
+    except subprocess.TimeoutExpired:
+        pytest.skip("Docker's daemon did not answer")
+    if info.returncode != 0:
+        pytest.skip(f"Docker's daemon is not running here: {info.stderr.strip()[:200]}")
+    wanted = os.environ.get("MCP_CODETOOLS_TEST_IMAGE")
+    if wanted:
+        return wanted
+    listed = _docker("images", "mcp-codetools-ci", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
+    if not listed:
+        pytest.skip("no local image: run .ci/container-lane, or set MCP_CODETOOLS_TEST_IMAGE")
+    return min(listed, key=len)  # the base image, without the test dependencies
+
+
+@pytest.fixture(scope="module")
+def image() -> str:
+    return _find_image()
+
+
+@pytest.fixture
+def boxed(image: str) -> SandboxSettings:
+    return SandboxSettings(enabled=True, backend="container", image=image, memory="1g", pids=256, cpus=1)
+
+
+@pytest.fixture
+def settings(root: Path, boxed: SandboxSettings) -> Settings:
+    return Settings(roots=(root,), sandbox=boxed)
+
+
+@pytest.fixture
+async def session(settings: Settings) -> AsyncIterator[CodeSession]:
+    code_session = CodeSession(settings)
+    yield code_session
+    await code_session.aclose()
+    box = _box(code_session)
+    if box is not None:
+        assert _docker("ps", "-aq", "--filter", f"name={box.name}").stdout.strip() == ""
+
+
+@pytest.fixture
+def host_blind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server cannot see the container's processes (an engine in a VM, as on macOS): only what is done
+    inside the container can stop them, so the host's marker and descendant scans find nothing."""
+    monkeypatch.setattr(procs, "carriers", lambda name, value, since=None: [])
+    monkeypatch.setattr(procs, "descendants", lambda pid: [])
+
+
+def _box(session: CodeSession) -> containers.SessionContainer | None:
+    confinement = session._confinement
+    return None if confinement is None else confinement.container
+
+
+def _processes(session: CodeSession) -> str:
+    box = _box(session)
+    assert box is not None
+    return _docker("exec", box.name, "ps", "-eo", "args").stdout
+
+
+async def test_commands_run_in_the_container_on_the_same_paths(call: Caller, session: CodeSession, root: Path) -> None:
+    assert "sleep infinity" in await call.ok("Bash", {"command": "tr '\\0' ' ' < /proc/1/cmdline"})
+    assert (await call.ok("Bash", {"command": "id -u; id -g"})).split() == [str(os.getuid()), str(os.getgid())]
+    (root / "from-host.txt").write_text("written outside\n", encoding="utf-8")
+    assert "written outside" in await call.ok("Bash", {"command": "cat from-host.txt"})
+    await call.ok("Bash", {"command": f"echo written inside > {root}/from-box.txt"})
+    assert (root / "from-box.txt").read_text(encoding="utf-8") == "written inside\n"
+    await call.ok("Bash", {"command": "mkdir -p sub && cd sub"})
+    assert (await call.ok("Bash", {"command": "pwd"})).strip() == str(root / "sub")
+    out = await call.fails("Bash", {"command": "echo out; echo err >&2; exit 3"})
+    assert "Exit code 3" in out.text and "out" in out.text and "err" in out.text
+
+
+async def test_a_link_left_for_the_cwd_report_is_not_followed(
+    call: Caller, session: CodeSession, root: Path, outside: Path
+) -> None:
+    (root / "elsewhere").mkdir()
+    (outside / "planted").write_text(f"{root / 'elsewhere'}\n", encoding="utf-8")
+    await call.ok("Bash", {"command": "true"})  # the container runs
+    box = _box(session)
+    assert box is not None
+    # The command swaps its own cwd report for a link to a file that only the host can see.
+    await call.ok("Bash", {"command": f"ln -sf {outside / 'planted'} {box.state_dir}/$MCP_CODETOOLS_CALL.cwd"})
+    assert (await call.ok("Bash", {"command": "pwd"})).strip() == str(root)
+
+
+async def test_protected_paths_are_read_only_in_the_container(call: Caller, root: Path) -> None:
+    (root / ".git" / "hooks").mkdir(parents=True)
+    (root / ".git" / "config").write_text("[core]\n", encoding="utf-8")
+    out = await call("Bash", {"command": "echo '[core] fsmonitor = evil' >> .git/config; touch .git/hooks/pre-commit"})
+    assert out.is_error
+    assert (root / ".git" / "config").read_text(encoding="utf-8") == "[core]\n"
+    assert not (root / ".git" / "hooks" / "pre-commit").exists()
+    await call.ok("Bash", {"command": "echo fine > notes.txt"})  # the rest of the root stays writable
+    # A protected path that did not exist when the container started is not a mount: made, it is removed.
+    out = await call("Bash", {"command": "mkdir -p .claude && echo '{}' > .claude/settings.json"})
+    assert not (root / ".claude" / "settings.json").exists(), out.text
+
+
+async def test_no_network_and_the_limits_hold(call: Caller, session: CodeSession) -> None:
+    assert (await call.ok("Bash", {"command": "ls /sys/class/net"})).split() == ["lo"]
+    box = _box(session)
+    assert box is not None
+    limits = _docker("inspect", "--format", "{{.HostConfig.Memory}} {{.HostConfig.PidsLimit}}", box.name).stdout
+    assert limits.split() == [str(1 << 30), "256"]
+
+
+@pytest.mark.usefixtures("host_blind")
+async def test_a_timeout_stops_the_tree_inside_the_container(call: Caller, session: CodeSession) -> None:
+    out = await call.fails("Bash", {"command": "sleep 3001 & setsid sleep 3002 & sleep 3003", "timeout": 1000})
+    assert "timed out" in out.text
+    assert "sleep 300" not in _processes(session)
+
+
+@pytest.mark.usefixtures("host_blind")
+async def test_leftovers_and_escaped_processes_are_stopped(call: Caller, session: CodeSession) -> None:
+    text = await call.ok("Bash", {"command": "sleep 3011 & setsid sleep 3012 & nohup sleep 3013 >/dev/null & echo ok"})
+    assert "ok" in text and "were stopped" in text
+    assert "sleep 301" not in _processes(session)
+
+
+@pytest.mark.usefixtures("host_blind")
+async def test_a_background_job_is_read_and_killed_inside(call: Caller, session: CodeSession) -> None:
+    started = await call.ok(
+        "Bash", {"command": "echo begun; setsid sleep 3021 & sleep 3022", "run_in_background": True}
+    )
+    assert "bash_1" in started
+    with anyio.fail_after(WAIT_S):
+        while True:
+            if "begun" in await call.ok("BashOutput", {"bash_id": "bash_1"}):
+                break
+            await anyio.sleep(0.05)
+    assert "sleep 3022" in _processes(session)
+    await call.ok("KillShell", {"shell_id": "bash_1"})
+    assert "sleep 302" not in _processes(session)
+
+
+async def test_two_sessions_cannot_see_each_other(pipeline: Pipeline, tmp_path: Path, boxed: SandboxSettings) -> None:
+    roots = [tmp_path / "a", tmp_path / "b"]
+    sessions = []
+    for folder in roots:
+        folder.mkdir()
+        sessions.append(CodeSession(Settings(roots=(folder.resolve(),), sandbox=boxed)))
+    first, second = sessions
+    try:
+        await Caller(pipeline, first).ok("Bash", {"command": "sleep 3031", "run_in_background": True})
+        with anyio.fail_after(WAIT_S):
+            while True:
+                if "sleep 3031" in _processes(first):
+                    break
+                await anyio.sleep(0.05)
+        seen = await Caller(pipeline, second).ok(
+            "Bash", {"command": f"ps -eo args; ls {roots[0]} || echo no-a; ls {first.scratch_dir} || echo no-scratch"}
+        )
+        assert "sleep 3031" not in seen and "no-a" in seen and "no-scratch" in seen
+        first_box, second_box = _box(first), _box(second)
+        assert first_box is not None and second_box is not None and first_box.name != second_box.name
+    finally:
+        for each in sessions:
+            await each.aclose()
+    for box in (first_box, second_box):
+        assert _docker("ps", "-aq", "--filter", f"name={box.name}").stdout.strip() == ""
+
+
+async def test_ending_a_session_leaves_no_container(pipeline: Pipeline, settings: Settings) -> None:
+    session = CodeSession(settings)
+    try:
+        await Caller(pipeline, session).ok("Bash", {"command": "sleep 3041", "run_in_background": True})
+        box = _box(session)
+        assert box is not None
+        assert _docker("ps", "-q", "--filter", f"name={box.name}").stdout.strip()
+    finally:
+        await session.aclose()
+    assert _docker("ps", "-aq", "--filter", f"name={box.name}").stdout.strip() == ""
+
+
+def _labelled(image: str, owner: str) -> str:
+    name = f"mcp-codetools-test-{os.urandom(4).hex()}"
+    started = _docker(
+        "run", "-d", "--network", "none", "--name", name,
+        "--label", f"{containers.LABEL_INSTANCE}=test", "--label", f"{containers.LABEL_OWNER}={owner}",
+        "--entrypoint", "sleep", image, "infinity",
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    return name
+
+
+def test_a_killed_servers_containers_are_removed_at_start(image: str, boxed: SandboxSettings) -> None:
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # reaped: its pid names no process (nothing forks between here and the look)
+    host = socket.gethostname()
+    stale = _labelled(image, f"{host}:{gone.pid}")
+    live = _labelled(image, f"{host}:{os.getpid()}")
+    elsewhere = _labelled(image, f"another-host:{gone.pid}")
+    try:
+        found = probe(boxed)
+        assert found.backend == "container"
+        names = set(_docker("ps", "-a", "--format", "{{.Names}}").stdout.split())
+        assert stale not in names and live in names and elsewhere in names
+    finally:
+        _docker("rm", "-f", stale, live, elsewhere)
+
+
+def test_doctor_reports_the_engine_and_the_image(image: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(sandbox_module, "_probed", {})
+    env = {"MCP_CODETOOLS_SANDBOX": "1", "MCP_CODETOOLS_SANDBOX_BACKEND": "container"}
+    env["MCP_CODETOOLS_SANDBOX_IMAGE"] = image
+    out = doctor.sandbox_line(load_settings([str(tmp_path)], environ=env, read_files=False))
+    assert "container: engine docker" in out and f"image {image}" in out
+
+
+# --- without a daemon ----------------------------------------------------------------------------------------
+
+
+def test_a_missing_engine_or_image_says_no_backend_can_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(containers, "engine_path", lambda settings: None)
+    with pytest.raises(SandboxUnavailable, match=f"^{NONE_CAN_RUN}: the container backend cannot run: `podman`"):
+        probe(SandboxSettings(enabled=True, backend="container", engine="podman", image="x"))
+    monkeypatch.setattr(containers, "engine_path", lambda settings: "/usr/bin/docker")
+    with pytest.raises(SandboxUnavailable, match="no image is set"):
+        probe(SandboxSettings(enabled=True, backend="container"))
+
+
+def test_the_container_is_made_from_the_settings(tmp_path: Path) -> None:
+    settings = SandboxSettings(enabled=True, backend="container", image="img:1", memory="2g", pids=99, cpus=1.5)
+    box = containers.SessionContainer("/usr/bin/podman", settings, (tmp_path,), tmp_path / ".container")
+    argv = box.run_argv()
+    assert argv[:4] == ["/usr/bin/podman", "run", "-d", "--init"] and argv[-3:] == ["sleep", "img:1", "infinity"]
+    joined = " ".join(argv)
+    for part in (
+        "--network none",
+        "--memory 2g",
+        "--pids-limit 99",
+        "--cpus 1.5",
+        f"--user {os.getuid()}:{os.getgid()}",
+    ):
+        assert part in joined
+    assert f"type=bind,source={tmp_path},target={tmp_path}" in joined
+    assert f"{containers.LABEL_OWNER}={socket.gethostname()}:{os.getpid()}" in joined
+    networked = containers.SessionContainer("docker", dataclasses.replace(settings, network=True), (), tmp_path)
+    assert "--network" not in networked.run_argv()
+
+
+def test_values_are_passed_by_name_never_on_the_command_line(tmp_path: Path) -> None:
+    settings = SandboxSettings(enabled=True, backend="container", image="img", env=("EXTRA",))
+    box = containers.SessionContainer("docker", settings, (tmp_path,), tmp_path)
+    env = {"LANG": "C.UTF-8", "EXTRA": "fine", "SECRET_TOKEN": "s3cret", "MCP_CODETOOLS_CALL": "abc", "PATH": "/x"}
+    argv, cli_env = box.exec_argv(["bash", "-c", "true"], cwd=tmp_path, env=env, marker="MCP_CODETOOLS_CALL=abc")
+    assert "s3cret" not in " ".join(argv) and "fine" not in argv
+    assert {"LANG", "EXTRA", "MCP_CODETOOLS_CALL"} <= {argv[i + 1] for i, a in enumerate(argv) if a == "-e"}
+    assert "SECRET_TOKEN" not in cli_env and cli_env["EXTRA"] == "fine" and cli_env.get("PATH") != "/x"
