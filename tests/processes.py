@@ -13,6 +13,7 @@ import select
 from pathlib import Path
 
 HAS_PROC = os.path.isdir("/proc/self")
+WORKS_WITHOUT_PROC = True  # tests/platform_marks.py: using these helpers does not make a test need /proc
 GROUP_PROBE = 4096
 """Pids after a group's leader probed for members without /proc (tests start few processes meanwhile)."""
 
