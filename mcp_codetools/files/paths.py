@@ -124,10 +124,6 @@ class Workspace:
             )
         return real
 
-    def describe_roots(self) -> str:
-        """The roots as one comma-separated line, for messages."""
-        return ", ".join(str(r) for r in self.roots)
-
 
 def similar_names(path: Path, names: Sequence[str], limit: int = 1) -> Sequence[str]:
     """Names from `names` (the listing of `path`'s folder) the caller may have meant: same stem, or close."""

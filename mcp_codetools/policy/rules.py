@@ -91,17 +91,6 @@ class Rule:
             return [str(self.base)]
         return list(roots)
 
-    def matches_path(self, path: Path, roots: Iterable[Path]) -> bool:
-        """Whether an absolute, normalised `path` falls under this rule's pattern (no specifier: always)."""
-        if self.path_body is None:
-            return self.specifier is None
-        pattern = path_regex([self.path_body])
-        text = str(path)
-        return any(
-            rel is not None and pattern.match(rel) is not None
-            for rel in (relative(text, base) for base in self.bases(str(r) for r in roots))
-        )
-
     def matches_command(self, text: str) -> bool:
         """Whether one simple command (words joined by single spaces) matches (no specifier: always)."""
         if self.command_body is None:
