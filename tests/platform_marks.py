@@ -15,6 +15,13 @@ from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
 MARK = "/proc"
+OPT_OUT = "WORKS_WITHOUT_PROC = True"
+"""A module that holds this line reads /proc only where it is mounted and works without it (tests/processes.py)."""
+
+
+def _reads(path: Path) -> bool:
+    source = _source(path)
+    return MARK in source and OPT_OUT not in source
 
 
 def _module_file(dotted: str) -> Path | None:
@@ -35,6 +42,8 @@ def _source(path: Path) -> str:
 @cache
 def proc_names(path: Path) -> frozenset[str]:
     """The names in the module at `path` (functions, fixtures, imported names and modules) that read /proc."""
+    if OPT_OUT in _source(path):
+        return frozenset()
     tree = ast.parse(_source(path))
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -42,14 +51,14 @@ def proc_names(path: Path) -> frozenset[str]:
             target = _module_file(node.module)
             for alias in node.names:
                 inner = _module_file(f"{node.module}.{alias.name}")
-                if inner is not None and MARK in _source(inner):
+                if inner is not None and _reads(inner):
                     found.add(alias.asname or alias.name)  # a module that reads /proc
                 elif target is not None and target != path and alias.name in proc_names(target):
                     found.add(alias.asname or alias.name)
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 inner = _module_file(alias.name)
-                if inner is not None and MARK in _source(inner):
+                if inner is not None and _reads(inner):
                     found.add(alias.asname or alias.name.split(".")[0])
     functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
     uses = {id(f): {n.id for n in ast.walk(f) if isinstance(n, ast.Name)} for f in functions}

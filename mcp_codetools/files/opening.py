@@ -3,19 +3,22 @@
 The resolver hands over a real path inside a root. Every open here starts from that root's own
 descriptor and refuses a symlink in any component of the rest, so a folder swapped for a link to
 elsewhere (however deep that elsewhere is) cannot carry a read or a write outside the roots.
-Where the kernel has it (Linux 5.6+) one `openat2` call with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-RESOLVE_NO_MAGICLINKS does this; elsewhere, or for a path too long for one call, a walk opens one
-component at a time with O_NOFOLLOW from the folder before it. Both end in `open_beneath`; an
-error neither explains is a refusal.
+Where the system can do this in one call, it does: `openat2` with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+RESOLVE_NO_MAGICLINKS (Linux 5.6+), or `openat` with O_NOFOLLOW_ANY (macOS 11+), which refuses a link
+anywhere in the path. Elsewhere, or for a path too long for one call, a walk opens one component at a
+time with O_NOFOLLOW from the folder before it. All end in `open_below`; an error none explains is a
+refusal. `method()` says which one this process uses.
 """
 
 from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import os
 import stat
 import sys
+import tempfile
 from pathlib import Path
 
 from mcp_codetools.errors import FileMissingError, NotAFileError, PermissionDeniedError, os_errors, tool_error_from_os
@@ -53,9 +56,57 @@ def _load_syscall() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
 
 
 _syscall = _load_syscall()
-use_openat2: bool = _syscall is not None and os.environ.get("MCP_CODETOOLS_CONFINED_OPEN", "") != "walk"
-"""Whether to try openat2 first. Tests (and MCP_CODETOOLS_CONFINED_OPEN=walk) turn it off to run the walk.
-Cleared for the process the first time the kernel answers ENOSYS."""
+use_one_call: bool = os.environ.get("MCP_CODETOOLS_CONFINED_OPEN", "") != "walk"
+"""Whether to try the one-call open (openat2, or O_NOFOLLOW_ANY) first. Tests (and
+MCP_CODETOOLS_CONFINED_OPEN=walk) turn it off to run the walk. Cleared for the process the first time
+the kernel answers ENOSYS to openat2."""
+
+_DARWIN_O_NOFOLLOW_ANY = 0x20000000
+"""<sys/fcntl.h> on macOS 11+; Python's os module names it only from 3.13 on (and only when built there)."""
+
+
+def _refuses_links_anywhere(flag: int) -> bool:
+    """Whether `flag` makes openat refuse a symlink in the middle of a path, and still opens a plain one.
+
+    Asked of the system, not assumed: a kernel that does not know the flag ignores it (open flags are not
+    checked), and would then follow every link. Any doubt answers False, and the walk is used.
+    """
+    try:
+        with tempfile.TemporaryDirectory(prefix="mcp-codetools-probe-") as tmp:
+            os.mkdir(os.path.join(tmp, "d"))
+            with open(os.path.join(tmp, "d", "f"), "wb"):
+                pass
+            os.symlink("d", os.path.join(tmp, "l"))
+            dir_fd = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
+            try:
+                os.close(os.open("d/f", os.O_RDONLY | flag | _CLOEXEC, dir_fd=dir_fd))
+                try:
+                    os.close(os.open("l/f", os.O_RDONLY | flag | _CLOEXEC, dir_fd=dir_fd))
+                except OSError as exc:
+                    return exc.errno == errno.ELOOP
+                return False
+            finally:
+                os.close(dir_fd)
+    except OSError:
+        return False
+
+
+@functools.cache
+def _nofollow_any() -> int | None:
+    """The O_NOFOLLOW_ANY flag where this system has it and honours it (probed once), else None."""
+    if sys.platform != "darwin":
+        return None
+    flag = getattr(os, "O_NOFOLLOW_ANY", _DARWIN_O_NOFOLLOW_ANY)
+    return flag if _refuses_links_anywhere(flag) else None
+
+
+def method() -> str:
+    """How confined opens are made in this process: "openat2", "O_NOFOLLOW_ANY" or "walk"."""
+    if use_one_call and _syscall is not None:
+        return "openat2"
+    if use_one_call and _nofollow_any() is not None:
+        return "O_NOFOLLOW_ANY"
+    return "walk"
 
 
 class _Unsupported(Exception):
@@ -63,7 +114,7 @@ class _Unsupported(Exception):
 
 
 def _openat2(dir_fd: int, relative: str, flags: int, mode: int) -> int:
-    global use_openat2
+    global use_one_call
     assert _syscall is not None
     # RESOLVE_NO_SYMLINKS covers the last component too; without O_NOFOLLOW a link there is ELOOP, not ENOTDIR.
     flags = (flags | _CLOEXEC) & ~os.O_NOFOLLOW
@@ -77,12 +128,22 @@ def _openat2(dir_fd: int, relative: str, flags: int, mode: int) -> int:
         if code == errno.EAGAIN:
             continue
         if code == errno.ENOSYS:
-            use_openat2 = False
+            use_one_call = False
             raise _Unsupported
         if code in (errno.ENAMETOOLONG, errno.E2BIG):
             raise _Unsupported
         raise OSError(code, os.strerror(code), relative)
     raise OSError(errno.EAGAIN, "the path kept changing while it was opened", relative)
+
+
+def _open_nofollow_any(dir_fd: int, relative: str, flags: int, mode: int, nofollow_any: int) -> int:
+    """One openat that refuses a symlink in any component (ELOOP), the last one included."""
+    try:
+        return os.open(relative, flags | nofollow_any | os.O_NOFOLLOW | _CLOEXEC, mode, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:  # over PATH_MAX (1024 bytes on macOS): the walk takes it
+            raise _Unsupported from None
+        raise _explain(exc, relative, dir_fd) from None
 
 
 def _walk(dir_fd: int, parts: list[str], flags: int, mode: int) -> int:
@@ -160,7 +221,8 @@ def open_beneath(path: Path, workspace: Workspace, flags: int, mode: int = 0o600
 def open_below(dir_fd: int, relative: str, flags: int, mode: int = 0o600) -> int:
     """Open `relative` (a plain path: no `..`, no empty part) below the folder `dir_fd`, no symlink on the way.
 
-    The one implementation behind every confined open: openat2 where the kernel has it, else the walk.
+    The one implementation behind every confined open: openat2 or O_NOFOLLOW_ANY where the system has
+    one (see `method`), else the walk.
 
     Raises:
         PermissionDeniedError: `relative` is not a plain relative path.
@@ -169,9 +231,13 @@ def open_below(dir_fd: int, relative: str, flags: int, mode: int = 0o600) -> int
     parts = relative.split("/")
     if relative.startswith("/") or any(part in ("", "..") for part in parts) or ("." in parts and relative != "."):
         raise PermissionDeniedError(f"Access denied: {relative} is not a plain path below its folder.")
-    if use_openat2 and _syscall is not None:
+    if use_one_call:
         try:
-            return _openat2(dir_fd, relative, flags, mode)
+            if _syscall is not None:
+                return _openat2(dir_fd, relative, flags, mode)
+            nofollow_any = _nofollow_any()
+            if nofollow_any is not None:
+                return _open_nofollow_any(dir_fd, relative, flags, mode, nofollow_any)
         except _Unsupported:
             pass
     return _walk(dir_fd, parts, flags, mode)

@@ -15,11 +15,15 @@ from pathlib import Path
 from typing import Protocol
 
 from mcp_codetools.errors import FileMissingError, NotAFileError, ToolError, os_errors
+from mcp_codetools.files import fdpaths
 from mcp_codetools.files.opening import open_below, open_beneath, open_error
 from mcp_codetools.files.paths import Workspace, is_within
 
 VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
 """Version-control folders: hidden files are searched, these never are."""
+
+STDIN_NAME = "<stdin>"
+"""The name rg prints for what it read from stdin."""
 
 NAME_FILTER_TYPE = "codetoolsglob"
 """The file type defined on the fly for name globs (rg allows letters and digits only)."""
@@ -117,11 +121,12 @@ def display_prefix(base: Path, cwd: Path) -> str:
 class PinnedTarget:
     """A search path opened beneath its root, so rg cannot be redirected from it after the check.
 
-    A folder becomes rg's working directory through its descriptor (`/proc/self/fd/N`, which names the
-    open folder itself, not a path to it) and rg is given no path: it prints names relative to the
-    folder, and `rename` puts the shown prefix before them. A file is handed to rg as its descriptor
-    (`/proc/self/fd/N` in rg's own process, passed with `pass_fds`), and `rename` turns that name back
-    into the path the model gave.
+    A folder becomes rg's working directory through its descriptor, not a path (process.py: the child
+    changes into the open folder itself, so no later swap of a path can move it), and rg is given no
+    path: it prints names relative to the folder, and `rename` puts the shown prefix before them. A file
+    is handed to rg as its descriptor: `/proc/self/fd/N` in rg's own process (passed with `pass_fds`)
+    where that names it (fdpaths.py), else as rg's stdin, searched as `-`; `rename` turns the name rg
+    prints for it back into the path the model gave.
     """
 
     fd: int
@@ -137,23 +142,30 @@ class PinnedTarget:
         return stat.S_ISDIR(self.st.st_mode)
 
     @property
-    def proc_path(self) -> str:
-        """The descriptor's path under /proc, which rg opens as the file itself."""
-        return f"/proc/self/fd/{self.fd}"
+    def by_fd_path(self) -> bool:
+        """Whether rg opens the pinned file by `/proc/self/fd/N` (else it reads it as stdin)."""
+        return fdpaths.usable()
 
     def rg_paths(self) -> list[str]:
-        """The path arguments for rg: none for a folder (rg runs in it), the /proc path for a file."""
-        return [] if self.is_dir else [self.proc_path]
+        """The path arguments for rg: none for a folder (rg runs in it); for a file, its descriptor's name or `-`."""
+        if self.is_dir:
+            return []
+        return [fdpaths.fd_path(self.fd)] if self.by_fd_path else ["-"]
 
     def pass_fds(self) -> tuple[int, ...]:
-        """The descriptors rg must inherit: the file's, none for a folder."""
-        return () if self.is_dir else (self.fd,)
+        """The descriptors rg must inherit: the file's when rg opens it by name, else none."""
+        return (self.fd,) if not self.is_dir and self.by_fd_path else ()
+
+    def stdin_fd(self) -> int | None:
+        """The descriptor to give rg as stdin: the file's when rg reads it as `-`, else None (/dev/null)."""
+        return self.fd if not self.is_dir and not self.by_fd_path else None
 
     def rename(self) -> tuple[bytes, bytes]:
         """(what rg prints at the start of a name, what to show instead)."""
         if self.is_dir:
             return b"", os.fsencode(f"{self.shown}/" if self.shown else "")
-        return os.fsencode(self.proc_path), os.fsencode(self.shown)
+        printed = fdpaths.fd_path(self.fd) if self.by_fd_path else STDIN_NAME
+        return os.fsencode(printed), os.fsencode(self.shown)
 
     def close(self) -> None:
         """Close the descriptor."""
@@ -211,6 +223,34 @@ def names_below(target: PinnedTarget, names: Sequence[bytes]) -> tuple[list[byte
         name for name in names if name.startswith(prefix) and still_below(target.fd, os.fsdecode(name[len(prefix) :]))
     ]
     return kept, len(names) - len(kept)
+
+
+CHANGED_PATH = "(a path whose folder changed while the search ran)"
+
+
+def redact_stderr(target: PinnedTarget, stderr: str) -> str:
+    """rg's complaints with any path it names that `still_below` cannot confirm replaced by `CHANGED_PATH`.
+
+    Where rg is not sandboxed (macOS, Linux without Landlock) a folder swapped while rg walks can let it
+    list an outside folder; an error about a file there (`a/b/secret.txt: No such file`) would name it.
+    A line is `rg: NAME: reason`; a name may itself hold ": ", so every split is tried.
+    """
+    if not target.is_dir or not stderr:
+        return stderr
+    prefix = target.rename()[1].decode("utf-8", "replace")
+    lines = []
+    for line in stderr.split("\n"):
+        body = line.removeprefix("rg: ")
+        cuts = [i for i in range(len(body)) if body.startswith(": ", i)]
+        if not cuts or "(os error" not in body:
+            lines.append(line)
+            continue
+        names = [body[:cut] for cut in cuts]
+        if any(n.startswith(prefix) and still_below(target.fd, n[len(prefix) :] or ".") for n in names):
+            lines.append(line)
+        else:
+            lines.append(line[: len(line) - len(body)] + CHANGED_PATH + body[cuts[-1] :])
+    return "\n".join(lines)
 
 
 class Hides(Protocol):

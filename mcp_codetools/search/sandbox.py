@@ -16,6 +16,7 @@ import ctypes
 import errno
 import functools
 import os
+import stat
 import struct
 import subprocess
 import sys
@@ -147,7 +148,7 @@ def _ignore_files_above(folder: Path) -> list[int]:
                 fd = os.open(parent / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
             except OSError:
                 continue
-            if not os.path.isfile(f"/proc/self/fd/{fd}"):  # a .git folder: rg only looks at it
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # a .git folder: rg only looks at it
                 os.close(fd)
                 continue
             fds.append(fd)

@@ -58,15 +58,16 @@ class LineCollector:
         return parts
 
 
-def _mtime_order(names: list[bytes], base: Path) -> list[bytes]:
-    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+def _mtime_order(names: list[bytes], base: Path | int) -> list[bytes]:
+    fd = base if isinstance(base, int) else os.open(base, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
     try:
         try:
             keyed = [(-os.stat(name, dir_fd=fd, follow_symlinks=False).st_mtime_ns, name) for name in names]
         except OSError:  # a file went away since rg listed it: sort it last rather than fail
             keyed = [(-_mtime_or_zero(name, fd), name) for name in names]
     finally:
-        os.close(fd)
+        if fd is not base:
+            os.close(fd)
     keyed.sort()
     return [name for _, name in keyed]
 
@@ -78,11 +79,11 @@ def _mtime_or_zero(name: bytes, dir_fd: int) -> int:
         return 0
 
 
-async def newest_first(names: list[bytes], base: Path) -> list[bytes]:
-    """`names` (relative to `base`, or absolute) sorted by modification time, newest first, then by name.
+async def newest_first(names: list[bytes], base: Path | int) -> list[bytes]:
+    """`names` (relative to `base`, a folder or its open descriptor, or absolute) by modification time, newest first.
 
-    rg can sort by mtime itself (`--sortr=modified`) but then searches on one thread; a parallel
-    search and one stat per listed file is faster. Long lists are sorted off the event loop.
+    Ties go by name. rg can sort by mtime itself (`--sortr=modified`) but then searches on one thread; a
+    parallel search and one stat per listed file is faster. Long lists are sorted off the event loop.
     """
     if len(names) <= SORT_IN_THREAD_ABOVE:
         return _mtime_order(names, base)

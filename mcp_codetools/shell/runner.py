@@ -9,9 +9,10 @@ How a command runs:
   names the `bash_env_exclude` setting lists), plus markers that keep tools from waiting for a terminal
   (`TERM=dumb`, `PAGER=cat`, `GIT_PAGER=cat`, `GIT_TERMINAL_PROMPT=0`, `GIT_EDITOR=true`) and
   `MCP_CODETOOLS=1`. Read-only commands also get `GIT_OPTIONAL_LOCKS=0`, since they may run in parallel.
-- Two more entries mark every process a command starts, so they can be found again in /proc whatever
-  group, session or parent they move to: `MCP_CODETOOLS_SESSION` (one per session) and
-  `MCP_CODETOOLS_CALL` (one per foreground call or background job).
+- Two more entries mark every process a command starts, so they can be found again in the process
+  table (procs.py: /proc, or psutil) whatever group, session or parent they move to:
+  `MCP_CODETOOLS_SESSION` (one per session) and `MCP_CODETOOLS_CALL` (one per foreground call or
+  background job).
 - The call waits for bash itself to exit (a pidfd on Linux: no thread, no polling), not for end of file:
   a grandchild such as `sleep 300 &` keeps the pipe open but cannot keep the call waiting. After bash
   exits, the pipe is drained until end of file for at most `DRAIN_S`, then anything still alive in
@@ -23,14 +24,19 @@ inherited fd) all carry through, and /proc shows bwrap's PID-namespace processes
 so the scans below find them as they find any other.
 
 Every exit path stops the command the same way: SIGTERM to the group, to descendants that left it (found
-in /proc while bash is alive) and to every process carrying the call's marker (`setsid -f`, double-forked
+in the process table while bash is alive) and to every process carrying the call's marker (`setsid -f`, double-forked
 daemons), SIGKILL after `TERM_GRACE_S`, then reap. On cancellation this runs in a shielded scope, so a
 cancelled call still leaves no process behind. The session's marker is the last net: when the session
 ends, whatever still carries it is stopped.
 
 Not covered: a process that clears its environment (`env -i`, or exec with an empty one) AND leaves the
 group AND is orphaned before anything looks (`env -i setsid -f daemon`): no marker, no group, no parent
-link remains to find it by. Nor, where /proc is missing (not Linux), anything outside the group. And if
+link remains to find it by. Where no process table can be read (Linux with /proc absent: procs.py,
+"none"), only the group and the members of the command's session are found (`getsid` needs no /proc),
+and members count as alive until their group is gone, zombies too, so the stop errs toward signalling
+in vain. A process that left the session (`setsid`) is not found for its call; the server adopts such
+orphans (adoption.py) and stops them when it exits. On macOS psutil reads the table and
+the environments, so the markers hold there as on Linux. And if
 the server itself is SIGKILLed nothing can stop its children. A cgroup would close the first gap, but an
 unprivileged server can rarely create one, so the markers are what is relied on.
 """
@@ -52,7 +58,7 @@ from pathlib import Path
 
 import anyio
 
-from mcp_codetools.shell import container, procs
+from mcp_codetools.shell import adoption, container, procs
 from mcp_codetools.shell.capture import OutputCapture
 from mcp_codetools.shell.sandbox import Confinement
 
@@ -126,7 +132,7 @@ class Detached:
 
 @dataclass(frozen=True, slots=True)
 class Marker:
-    """An environment entry that every process of a call (or session) inherits, to find them in /proc."""
+    """An environment entry that every process of a call (or session) inherits, to find them in the process table."""
 
     name: str
     value: str
@@ -145,8 +151,6 @@ class Marker:
 
     def started(self, first_pid: int, forks_before: int | None) -> Marker:
         """This marker, knowing that its first carrier is `first_pid` (`forks_before`: `procs.fork_count()`)."""
-        if forks_before is None:
-            return self
         return dataclasses.replace(self, since=procs.Since(first_pid, forks_before))
 
 
@@ -516,6 +520,22 @@ class _Carrier:
     @classmethod
     def open(cls, pid: int, marker: Marker) -> _Carrier | None:
         """Hold `pid` if it still carries the marker once held (it may have exited and the pid been reused)."""
+        return cls._hold(pid, lambda: procs.carries(pid, marker.name, marker.value))
+
+    @classmethod
+    def in_session(cls, pid: int, sid: int) -> _Carrier | None:
+        """Hold `pid` if it is still in session `sid` once held."""
+
+        def same_session() -> bool:
+            try:
+                return os.getsid(pid) == sid
+            except OSError:
+                return False
+
+        return cls._hold(pid, same_session)
+
+    @classmethod
+    def _hold(cls, pid: int, still: Callable[[], bool]) -> _Carrier | None:
         try:
             pidfd: int | None = os.pidfd_open(pid)
         except ProcessLookupError:
@@ -526,7 +546,7 @@ class _Carrier:
             pidfd = None  # a kernel before 5.3: fall back to the pid (kill() on a thread id signals its process)
         except AttributeError:  # not Linux
             pidfd = None
-        if not procs.carries(pid, marker.name, marker.value):
+        if not still():
             if pidfd is not None:
                 os.close(pidfd)
             return None
@@ -558,28 +578,39 @@ class _Carrier:
             self.pidfd = None
 
 
-def _find_carriers(marker: Marker, known: Collection[int] = ()) -> list[_Carrier]:
-    """Carriers of `marker` not in `known`, held. Blocking: reads /proc (see `_carriers_of`)."""
+def _find_carriers(marker: Marker | None, pgid: int | None, known: Collection[int] = ()) -> list[_Carrier]:
+    """Carriers of `marker` not in `known`, held; blocking: reads the process table (see `_carriers_of`).
+
+    Where no table can list them (procs.py, "none"), what can still be found is: the members of the
+    command's session (its sid is `pgid`) that moved to another group.
+    """
     found = []
-    for pid in procs.carriers(marker.name, marker.value, marker.since) or []:
-        if pid not in known:
-            carrier = _Carrier.open(pid, marker)
-            if carrier is not None:
-                found.append(carrier)
+    if marker is not None:
+        for pid in procs.carriers(marker.name, marker.value, marker.since) or []:
+            if pid not in known:
+                carrier = _Carrier.open(pid, marker)
+                if carrier is not None:
+                    found.append(carrier)
+    if pgid is not None and procs.table() == "none":
+        for pid in procs.session_members(pgid):
+            if pid not in known and _pgid(pid) != pgid:
+                carrier = _Carrier.in_session(pid, pgid)
+                if carrier is not None:
+                    found.append(carrier)
     return found
 
 
-async def _carriers_of(marker: Marker | None, known: Collection[int] = ()) -> list[_Carrier]:
-    """Carriers of `marker` not in `known`, held.
+async def _carriers_of(marker: Marker | None, pgid: int | None, known: Collection[int] = ()) -> list[_Carrier]:
+    """Carriers of `marker` (and, without a process table, members of session `pgid`) not in `known`, held.
 
-    A call's scan reads the few pids allocated since its bash, cheap enough for the event loop (it runs
-    after every command); a session's reads the whole table, so it runs in a worker thread.
+    A call's scan on /proc reads the few pids allocated since its bash, cheap enough for the event loop
+    (it runs after every command); any other reads the whole table, so it runs in a worker thread.
     """
-    if marker is None:
+    if marker is None and (pgid is None or procs.table() != "none"):
         return []
-    if marker.since is not None:
-        return _find_carriers(marker, known)
-    return await anyio.to_thread.run_sync(_find_carriers, marker, known)
+    if marker is not None and marker.since is not None and marker.since.forks is not None:
+        return _find_carriers(marker, pgid, known)
+    return await anyio.to_thread.run_sync(_find_carriers, marker, pgid, known)
 
 
 class Leftovers:
@@ -595,7 +626,7 @@ class Leftovers:
     async def find(cls, pgid: int | None, marker: Marker | None) -> Leftovers:
         """What of the group and the marker's carriers is still alive now."""
         group = pgid is not None and _group_alive(pgid)
-        return cls(pgid, marker, group, await _carriers_of(marker))
+        return cls(pgid, marker, group, await _carriers_of(marker, pgid))
 
     def __bool__(self) -> bool:
         return self.group or bool(self.carriers)
@@ -613,12 +644,13 @@ class Leftovers:
                 self._send(signal.SIGKILL)
                 gone = await self.gone_within(KILL_WAIT_S)
         finally:
+            adoption.reap([carrier.pid for carrier in self.carriers])
             for carrier in self.carriers:
                 carrier.close()
 
     async def _late_carriers(self) -> list[_Carrier]:
         known = {carrier.pid for carrier in self.carriers if not carrier.exited()}
-        return await _carriers_of(self.marker, known)
+        return await _carriers_of(self.marker, self.pgid, known)
 
     def _send(self, sig: int) -> None:
         if self.pgid is not None:
@@ -675,6 +707,7 @@ def signal_pids(pids: list[int], sig: int) -> None:
 
 def _group_alive(pgid: int) -> bool:
     """Whether group `pgid` has a live (not zombie) member; by signal alone where /proc cannot tell."""
+    adoption.reap_group(pgid)  # an adopted member that died is the server's zombie, which signal 0 still finds
     if not _group_exists(pgid):  # one system call answers the common case: the group is gone
         return False
     members = procs.group_members(pgid)

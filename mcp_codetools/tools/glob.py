@@ -10,6 +10,7 @@ directory, so nothing it writes is read as an option.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 from pathlib import Path
@@ -20,6 +21,8 @@ from typing_extensions import override
 
 from mcp_codetools.errors import ExecutionError, InvalidInputError, NotAFileError
 from mcp_codetools.search.args import (
+    HiddenNames,
+    PinnedTarget,
     base_args,
     check_search_path,
     display_prefix,
@@ -28,12 +31,13 @@ from mcp_codetools.search.args import (
     hidden_names,
     name_glob,
     pin_search_target,
+    redact_stderr,
     still_below,
     unpassable,
     vcs_excludes,
 )
-from mcp_codetools.search.process import run_rg
-from mcp_codetools.search.sinks import LinePager, Unhidden, fit_lines
+from mcp_codetools.search.process import RgResult, Sink, run_rg
+from mcp_codetools.search.sinks import LinePager, Unhidden, fit_lines, newest_first
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools.base import CallContext, SearchTool, ToolInput, ToolOutput
 
@@ -134,13 +138,12 @@ class GlobTool(SearchTool[GlobInput]):
         base, glob = split_pattern(args.pattern, ctx.paths["path"], session)
         if base is None:
             return ToolOutput("No files found", meta=_meta(0, 0, True))
-        # rg sorts by mtime itself here: for a listing that is cheaper than a stat per file in Python,
-        # and then only the first 100 names are kept; the rest are merely counted.
-        argv = [*base_args(), "--files", "--null", "--sortr=modified", *rg_filter(glob), *vcs_excludes()]
+        # rg sorts by mtime itself (see `_list`): for a listing that is cheaper than a stat per file in
+        # Python, and then only the first 100 names are kept; the rest are merely counted.
+        argv = [*base_args(), "--files", "--null", *rg_filter(glob), *vcs_excludes()]
         if session.settings.glob_no_ignore:
             argv.append("--no-ignore")
         budget = session.settings.max_result_chars - NOTICE_RESERVE
-        pager = LinePager(0, session.settings.glob_max_files, budget, MAX_LIST_BYTES, sep=b"\0")
         # rg runs in the folder's open descriptor: a swap of any folder on the way after the check cannot move it.
         pinned = pin_search_target(base, session.cwd, session.workspace, kind="Directory")
         try:
@@ -148,10 +151,7 @@ class GlobTool(SearchTool[GlobInput]):
             if ctx.hidden is not None:
                 argv += ctx.hidden.rg_globs(str(pinned.real))
             hidden = hidden_names(pinned, ctx.hidden, prefixed=False)
-            unhidden = None if hidden is None else Unhidden(pager, hidden.is_hidden, b"\0", literals=hidden.literals)
-            result = await run_rg(argv, base, unhidden or pager, cwd_fd=pinned.fd, confine=pinned)
-            if unhidden is not None:
-                unhidden.flush()
+            pager, result = await _list(argv, base, pinned, hidden, session.settings.glob_max_files, budget)
             kept = [name for name in pager.kept if still_below(pinned.fd, os.fsdecode(name))]
         finally:
             pinned.close()
@@ -170,6 +170,41 @@ class GlobTool(SearchTool[GlobInput]):
             of = f"{total}" if pager.complete else f"at least {total}"
             text += f"\n(Showing {len(shown)} of {of} matching files; narrow the pattern or path to see the rest.)"
         return ToolOutput(text, meta=_meta(len(shown), total, pager.complete))
+
+
+RG_CANNOT_SORT = "sorting by last modified isn't supported"
+rg_sorts: bool = True
+"""Whether rg sorts by mtime here. rg tests that by reading its own binary's mtime, which on Linux it finds
+through /proc/self/exe: where /proc is absent rg refuses `--sortr=modified`, and the list is sorted here."""
+
+
+async def _list(
+    argv: list[str], base: Path, pinned: PinnedTarget, hidden: HiddenNames | None, limit: int, budget: int
+) -> tuple[LinePager, RgResult]:
+    """rg's list, newest first: the first `limit` names kept (within `budget` bytes), all counted."""
+    global rg_sorts
+    if rg_sorts:
+        pager = LinePager(0, limit, budget, MAX_LIST_BYTES, sep=b"\0")
+        result = await _run(argv + ["--sortr=modified"], base, pinned, hidden, pager)
+        if not (result.failed and RG_CANNOT_SORT in result.stderr):
+            return pager, result
+        rg_sorts = False
+    # Every name is kept and stat'd through the pinned folder, then the page is cut from the sorted list.
+    whole = LinePager(0, None, MAX_LIST_BYTES, MAX_LIST_BYTES, sep=b"\0")
+    result = await _run(argv, base, pinned, hidden, whole)
+    pager = LinePager(0, limit, budget, MAX_LIST_BYTES, sep=b"\0")
+    ordered = await newest_first(whole.kept, pinned.fd)
+    pager(b"".join(name + b"\0" for name in ordered))
+    pager.complete = whole.complete
+    return pager, result
+
+
+async def _run(argv: list[str], base: Path, pinned: PinnedTarget, hidden: HiddenNames | None, pager: Sink) -> RgResult:
+    unhidden = None if hidden is None else Unhidden(pager, hidden.is_hidden, b"\0", literals=hidden.literals)
+    result = await run_rg(argv, base, unhidden or pager, cwd_fd=pinned.fd, confine=pinned)
+    if unhidden is not None:
+        unhidden.flush()
+    return dataclasses.replace(result, stderr=redact_stderr(pinned, result.stderr))
 
 
 def _meta(shown: int, total: int, complete: bool) -> dict[str, object]:

@@ -17,6 +17,7 @@ from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
 from mcp_codetools.shell import runner
 from mcp_codetools.tools.bash import BashInput, BashTool
+from tests import processes
 from tests.conftest import Caller
 
 pytestmark = pytest.mark.anyio
@@ -25,42 +26,9 @@ pytestmark = pytest.mark.anyio
 # --- process helpers (shared) -------------------------------------------------------------------
 
 
-def _stat(pid: int) -> tuple[str, int, int] | None:
-    """(state, ppid, pgrp) of a process, or None when it is gone."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    fields = raw[raw.rfind(b")") + 2 :].split()
-    return fields[0].decode(), int(fields[1]), int(fields[2])
-
-
-def alive(pid: int) -> bool:
-    """Running or stopped, not a zombie waiting for init to reap it."""
-    info = _stat(pid)
-    return info is not None and info[0] not in "ZX"
-
-
-def live_in_group(pgid: int) -> list[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            info = _stat(int(name))
-            if info is not None and info[2] == pgid and info[0] not in "ZX":
-                found.append(int(name))
-    return found
-
-
 def children_of_this_process() -> list[tuple[int, str]]:
     """Children of the test process, zombies included: there must be none between tests."""
-    me = os.getpid()
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            info = _stat(int(name))
-            if info is not None and info[1] == me:
-                found.append((int(name), info[0]))
-    return found
+    return processes.children_of(os.getpid())
 
 
 async def poll_until(condition: Callable[[], bool], timeout: float = 5.0) -> None:

@@ -18,7 +18,8 @@ from mcp_codetools.shell.background import Job
 from mcp_codetools.tools.bash import BashTool
 from mcp_codetools.tools.jobs import BashOutputTool
 from tests.conftest import Caller
-from tests.tools.test_bash import live_in_group, no_stray_children, wait_for_file
+from tests.processes import live_in_group
+from tests.tools.test_bash import no_stray_children, wait_for_file
 
 pytestmark = pytest.mark.anyio
 

@@ -12,7 +12,8 @@ from mcp_codetools.session import CodeSession
 from mcp_codetools.shell import capture, runner
 from mcp_codetools.tools import bash
 from tests.conftest import Caller
-from tests.tools.test_bash import alive, live_in_group, no_stray_children, wait_for_file
+from tests.processes import alive, live_in_group
+from tests.tools.test_bash import no_stray_children, wait_for_file
 
 pytestmark = pytest.mark.anyio
 
@@ -57,6 +58,7 @@ async def test_processes_that_ignore_term_are_killed_after_the_grace(call: Calle
     assert live_in_group(int((root / "pgid").read_text())) == []
 
 
+@pytest.mark.needs_process_table
 async def test_a_process_that_left_the_group_is_killed_on_timeout(call: Caller, root: Path) -> None:
     await call.fails("Bash", {"command": "setsid sleep 30 & echo $! > stray; sleep 30", "timeout": 300})
     assert not alive(int((root / "stray").read_text()))

@@ -1,7 +1,8 @@
 """
 Confined opens (issue 12): a folder swapped for a symlink after the path check, even to a target too deep
 for /proc to name, cannot carry Read, Write or Edit outside the roots. Every test runs twice: once with
-openat2 and once with the component-by-component walk that stands in for it.
+the one-call open (openat2 on Linux, O_NOFOLLOW_ANY on macOS) and once with the component-by-component
+walk that stands in for it.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,11 +24,11 @@ from tests.tools.swaps import swap_after_resolve
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(params=["openat2", "walk"])
+@pytest.fixture(params=["one-call", "walk"])
 def open_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "openat2" and not getattr(opening, "use_openat2", True):
-        pytest.skip("this kernel has no openat2")
-    monkeypatch.setattr(opening, "use_openat2", request.param == "openat2", raising=False)
+    monkeypatch.setattr(opening, "use_one_call", request.param == "one-call")
+    if request.param == "one-call" and opening.method() == "walk":
+        pytest.skip("this system has no one-call confined open (openat2: Linux 5.6+; O_NOFOLLOW_ANY: macOS 11+)")
     return str(request.param)
 
 
@@ -316,3 +318,103 @@ async def test_a_glob_whose_folder_changes_while_resolved_is_not_an_internal_err
     out = await call("Glob", {"pattern": "a/b/*.txt"})
     monkeypatch.undo()
     assert out.meta.get("errorCode") != "internal_error", out.text
+
+
+@pytest.fixture(params=["fd path", "fchdir"])
+def rg_start(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """rg started through /proc/self/fd/N (Linux with /proc) or by fchdir and stdin (macOS, no /proc)."""
+    from mcp_codetools.files import fdpaths
+
+    if request.param == "fd path" and not fdpaths.usable():
+        pytest.skip("/proc/self/fd does not name open descriptors here")
+    monkeypatch.setattr(fdpaths, "FORCE_PORTABLE", request.param == "fchdir")
+    return str(request.param)
+
+
+@pytest.fixture
+def swap_at_spawn(root: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """root/g (and root/g/f.txt) swapped for links out after rg's target was pinned, just before rg starts."""
+    import subprocess
+
+    folder = root / "g"
+    folder.mkdir()
+    (folder / "f.txt").write_text("needle inside\n", encoding="utf-8")
+    away = outside / "g_out"
+    away.mkdir()
+    (away / "f.txt").write_text("needle top secret\n", encoding="utf-8")
+    (away / "secret-name.txt").write_text("needle top secret\n", encoding="utf-8")
+    real_popen = subprocess.Popen
+
+    def swap_then_popen(*args: Any, **kwargs: Any) -> Any:
+        if not folder.is_symlink():
+            folder.rename(root / "g.parked")
+            folder.symlink_to(away)
+            parked = root / "g.parked" / "f.txt"
+            parked.rename(root / "g.parked" / "f.parked")
+            parked.symlink_to(away / "f.txt")
+        return real_popen(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", swap_then_popen)
+    return folder
+
+
+async def _search(target: Path, root: Path, argv: list[str]) -> bytes:
+    from mcp_codetools.search.args import pin_search_target
+    from mcp_codetools.search.process import run_rg_on
+    from mcp_codetools.search.sinks import LineCollector
+
+    pinned = pin_search_target(target, root, Workspace([root]))
+    try:
+        collect = LineCollector(1 << 20, sep=b"\n")
+        await run_rg_on(argv, pinned, collect)
+    finally:
+        pinned.close()
+    return b"\n".join(collect.records())
+
+
+@pytest.mark.parametrize("landlock", [True, False])
+@pytest.mark.parametrize("what", ["folder", "file"])
+async def test_a_swap_after_pinning_cannot_move_rg_out(
+    root: Path, swap_at_spawn: Path, rg_start: str, what: str, landlock: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last moment before rg starts: rg still searches the pinned folder or file, not the link's target."""
+    if landlock and not sandbox.available():
+        pytest.skip("this kernel has no Landlock")
+    monkeypatch.setattr(sandbox, "enabled", landlock)
+    target = swap_at_spawn if what == "folder" else swap_at_spawn / "f.txt"
+    shown = await _search(target, root, ["--no-config", "--no-heading", "-H", "--null", "-e", "needle", "--"])
+    assert b"needle inside" in shown, shown
+    assert b"top secret" not in shown and b"secret-name" not in shown, shown
+
+
+async def test_the_swap_is_real_a_start_by_path_would_follow_it(root: Path, swap_at_spawn: Path) -> None:
+    """The control for the test above: rg started in the folder's path lands outside, so that test can fail."""
+    from mcp_codetools.search.process import run_rg
+    from mcp_codetools.search.sinks import LineCollector
+
+    collect = LineCollector(1 << 20, sep=b"\n")
+    await run_rg(["--no-config", "--no-heading", "-e", "needle"], swap_at_spawn, collect)
+    assert b"top secret" in b"\n".join(collect.records())
+
+
+def test_rg_complaints_name_only_paths_still_below_the_pinned_folder(root: Path) -> None:
+    """Unsandboxed, rg can list a folder swapped in from outside; its errors must not name what it saw there."""
+    from mcp_codetools.search.args import CHANGED_PATH, pin_search_target, redact_stderr
+
+    (root / "s" / "a").mkdir(parents=True)
+    (root / "s" / "a" / "f.txt").write_text("x\n", encoding="utf-8")
+    pinned = pin_search_target(root / "s", root, Workspace([root]))
+    try:
+        stderr = (
+            "rg: s/a/f.txt: Permission denied (os error 13)\n"
+            "rg: s/a/secret-name.txt: No such file or directory (os error 2)\n"
+            "rg: some other note"
+        )
+        shown = redact_stderr(pinned, stderr)
+    finally:
+        pinned.close()
+    assert shown.splitlines() == [
+        "rg: s/a/f.txt: Permission denied (os error 13)",
+        f"rg: {CHANGED_PATH}: No such file or directory (os error 2)",
+        "rg: some other note",
+    ]

@@ -13,7 +13,8 @@ from mcp_codetools.session import CodeSession
 from mcp_codetools.shell import background, runner
 from mcp_codetools.tools.base import ToolOutput
 from tests.conftest import Caller
-from tests.tools.test_bash import alive, live_in_group, no_stray_children, poll_until, wait_for_file
+from tests.processes import alive, live_in_group
+from tests.tools.test_bash import no_stray_children, poll_until, wait_for_file
 
 pytestmark = pytest.mark.anyio
 

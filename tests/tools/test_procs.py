@@ -16,9 +16,8 @@ VALUE = "f00d" * 8
 
 @pytest.fixture
 def carrier() -> Iterator[tuple[int, int]]:
-    """A sleeping process that carries the marker: (its pid, the fork count read just before it started)."""
-    forks = procs.fork_count()
-    assert forks is not None
+    """A sleeping process that carries the marker: (its pid, the fork count read just before it started; 0 unknown)."""
+    forks = procs.fork_count() or 0
     proc = subprocess.Popen(["sleep", "30"], env={**os.environ, NAME: VALUE}, start_new_session=True)
     try:
         yield proc.pid, forks
@@ -34,6 +33,7 @@ def _a_later_pid() -> int:
     return proc.pid
 
 
+@pytest.mark.needs_proc  # the pid window is read from /proc
 def test_a_carrier_is_found_by_its_whole_entry_only(carrier: tuple[int, int]) -> None:
     pid, _ = carrier
     assert procs.carriers(NAME, VALUE) == [pid]
@@ -43,12 +43,14 @@ def test_a_carrier_is_found_by_its_whole_entry_only(carrier: tuple[int, int]) ->
     assert procs.carriers(NAME, VALUE + "0") == []
 
 
+@pytest.mark.needs_proc  # the pid window is read from /proc
 def test_the_window_holds_what_was_forked_since(carrier: tuple[int, int]) -> None:
     pid, forks = carrier
     assert procs.carriers(NAME, VALUE, procs.Since(pid, forks)) == [pid]
     assert procs.carriers(NAME, VALUE, procs.Since(_a_later_pid(), forks)) == []  # started before the window
 
 
+@pytest.mark.needs_proc  # the pid window is read from /proc
 def test_a_window_that_wrapped_past_pid_max(carrier: tuple[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
     pid, forks = carrier
     real = procs._read_int
@@ -57,12 +59,14 @@ def test_a_window_that_wrapped_past_pid_max(carrier: tuple[int, int], monkeypatc
     assert procs.carriers(NAME, VALUE, procs.Since(pid + 1, forks)) == [pid]  # pid <= last: allocated after wrapping
 
 
+@pytest.mark.needs_proc  # the pid window is read from /proc
 def test_more_forks_than_pids_means_a_full_scan(carrier: tuple[int, int]) -> None:
     pid, forks = carrier
     assert procs._window(procs.Since(pid + 1, forks - 10**9)) is None
     assert procs.carriers(NAME, VALUE, procs.Since(pid + 1, forks - 10**9)) == [pid]
 
 
+@pytest.mark.needs_proc  # the pid window is read from /proc
 def test_without_the_last_pid_the_whole_table_is_read(
     carrier: tuple[int, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -71,7 +75,56 @@ def test_without_the_last_pid_the_whole_table_is_read(
     assert procs.carriers(NAME, VALUE, procs.Since(_a_later_pid(), forks)) == [pid]
 
 
+@pytest.mark.needs_proc  # the pid window is read from /proc
 def test_a_wide_window_is_listed_not_probed(carrier: tuple[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
     pid, forks = carrier
     monkeypatch.setattr(procs, "_PROBE_LIMIT", 0)
     assert procs.carriers(NAME, VALUE, procs.Since(pid, forks)) == [pid]
+
+
+@pytest.fixture
+def psutil_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The table macOS uses, read here through psutil (which reads /proc on Linux)."""
+    if procs._detect() == "none":
+        pytest.skip("psutil cannot read the process table here (Linux without /proc)")
+    monkeypatch.setattr(procs, "FORCED", "psutil")
+
+
+def test_psutil_finds_a_carrier_by_its_whole_entry_and_its_group(carrier: tuple[int, int], psutil_table: None) -> None:
+    pid, _ = carrier
+    assert procs.carriers(NAME, VALUE) == [pid]
+    assert procs.carries(pid, NAME, VALUE) and not procs.carries(pid, NAME, VALUE[:-1])
+    assert procs.group_members(pid) == [pid]
+
+
+def test_psutil_reads_only_processes_created_since_the_call(carrier: tuple[int, int], psutil_table: None) -> None:
+    pid, _ = carrier
+    assert procs.fork_count() is None  # no pid window there: the creation time narrows the scan
+    assert procs.carriers(NAME, VALUE, procs.Since(pid, None)) == [pid]
+    later = procs.Since(pid, None, started=procs.time.time() + 10 * procs.CREATED_MARGIN_S)
+    assert procs.carriers(NAME, VALUE, later) == []
+
+
+def test_psutil_sees_a_zombie_as_no_carrier_and_no_member(psutil_table: None) -> None:
+    proc = subprocess.Popen(["true"], env={**os.environ, NAME: VALUE}, start_new_session=True)
+    try:
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: a zombie
+        assert procs.carriers(NAME, VALUE) == []
+        assert procs.group_members(proc.pid) == []
+    finally:
+        proc.wait()
+
+
+@pytest.mark.parametrize("forced", ["none", None])
+def test_without_a_table_carriers_cannot_be_listed_but_session_members_can(
+    carrier: tuple[int, int], monkeypatch: pytest.MonkeyPatch, forced: str | None
+) -> None:
+    """Linux with no /proc: psutil cannot read either, so only `getsid` probes remain (the CI lane runs this)."""
+    if forced is not None:
+        monkeypatch.setattr(procs, "FORCED", forced)
+    elif procs.table() != "none":
+        pytest.skip("a process table can be read here; the forced case covers it")
+    pid, _ = carrier
+    assert procs.carriers(NAME, VALUE) is None and procs.group_members(pid) is None
+    assert procs.descendants(os.getpid()) == [] and procs.fork_count() is None
+    assert procs.session_members(pid) == [pid]

@@ -15,33 +15,14 @@ from mcp_codetools.search import process as search
 from mcp_codetools.search.args import display_prefix, target_args
 from mcp_codetools.search.process import run_rg
 from mcp_codetools.search.sinks import LineCollector, LinePager
+from tests.processes import children_of, live_in_group
 
 pytestmark = pytest.mark.anyio
 
 
-def processes() -> list[tuple[int, str, int, int]]:
-    """(pid, state, ppid, pgrp) of every process, read from /proc."""
-    found: list[tuple[int, str, int, int]] = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            raw = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = raw[raw.rindex(")") + 2 :].split()
-        found.append((int(entry), fields[0], int(fields[1]), int(fields[2])))
-    return found
-
-
 def live_children() -> list[int]:
     """Children of this test process that are running or unreaped (zombies count: they were not reaped)."""
-    return [pid for pid, _, ppid, _ in processes() if ppid == os.getpid()]
-
-
-def live_in_group(pgid: int) -> list[int]:
-    """Processes of a process group that still run (zombies reparented to init are not ours to reap)."""
-    return [pid for pid, state, _, pgrp in processes() if pgrp == pgid and state != "Z"]
+    return [pid for pid, _ in children_of(os.getpid())]
 
 
 def fake_rg(tmp_path: Path, body: str) -> Path:
