@@ -144,7 +144,7 @@ async def one_session(agent: Agent, url: str, progress: Progress, wrong: list[st
     hooks = {"response": [_async_hook(agent.on_response)]}
     async with (
         httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300), event_hooks=hooks) as http,
-        Client(streamable_http_client(url, http_client=http)) as client,
+        Client(streamable_http_client(url, http_client=http), mode="legacy") as client,  # 2025 era: sessions
     ):
         agent.sessions += 1
         try:

@@ -230,6 +230,7 @@ def run_doctor(roots: list[str] | None, load: Callable[[], LoadedSettings], flag
     roots = roots or []
     if sys.platform == "win32":
         _environment(roots)
+        _backends(SandboxSettings.from_env())
         print(native_windows_notice().removeprefix("mcp-codetools: "))
         print("\nVerdict: the server does not run natively on Windows; run it under WSL (see above)")
         return 1
@@ -277,7 +278,7 @@ def _dependencies() -> bool:
         except PackageNotFoundError:
             ok = _say(False, f"{dist}: not installed: {lost}. Install it: pip install {dist}") and ok
             continue
-        except ImportError as exc:  # installed, but its compiled part does not load here
+        except Exception as exc:  # installed, but it does not load here (psutil raises NotImplementedError)
             ok = (
                 _say(False, f"{dist} {found}: cannot be imported ({exc}): {lost}. Reinstall it for this platform")
                 and ok

@@ -7,6 +7,7 @@ Windows job runs them for real, with the start-up message check.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_codetools import cli
+from mcp_codetools import cli, doctor
 from mcp_codetools.search.locate import find_rg
 
 AUDIT = Path(__file__).with_name("windows_imports.py")
@@ -53,8 +54,6 @@ def test_the_audit_catches_posix_only_imports_and_names(tmp_path: Path) -> None:
 def test_every_module_imports_on_windows() -> None:
     if sys.platform != "win32":
         pytest.skip("the real import on Windows runs in the CI's Windows job; elsewhere the audit above pretends")
-    import importlib
-
     for name in _package_modules():
         importlib.import_module(name)
 
@@ -73,7 +72,15 @@ def _package_modules() -> list[str]:
 
 @pytest.fixture
 def windows(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """`sys.platform` says win32 for the test; what was looked up under it (rg's path) is forgotten after."""
+    """`sys.platform` says win32 for the test; what was looked up under it (rg's path) is forgotten after.
+
+    The compiled dependencies are imported first: a first import under the pretended platform would fail
+    and leave half-initialised submodules behind (psutil's `_common` caches `LINUX = False`), breaking
+    every later test in the run.
+    """
+    for _, module, _ in doctor.DEPENDENCIES:
+        if module:
+            importlib.import_module(module)
     monkeypatch.setattr(sys, "platform", "win32")
     find_rg.cache_clear()
     yield
@@ -106,7 +113,7 @@ def test_doctor_on_windows_reports_and_points_at_wsl(
     monkeypatch.delenv("MCP_CODETOOLS_SANDBOX", raising=False)
     assert cli.main(["doctor"]) == 1
     out = capsys.readouterr().out
-    assert "python" in out and "no backend exists for win32" in out
+    assert "python" in out and "backends     none exists for win32 (under WSL" in out
     _check_notice(out)
     assert "Verdict: the server does not run natively on Windows" in out
 
