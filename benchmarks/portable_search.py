@@ -38,7 +38,7 @@ from benchmarks.fixtures import source_text
 from mcp_codetools.config import Settings
 from mcp_codetools.files import fdpaths
 from mcp_codetools.pipeline import Pipeline
-from mcp_codetools.policy.config import load_gate
+from mcp_codetools.policy.loading import load_gate
 from mcp_codetools.search import process as rg_process
 from mcp_codetools.search import sandbox
 from mcp_codetools.session import CodeSession

@@ -35,7 +35,7 @@ Call = Callable[[int], Awaitable[Any]]
 def _imports() -> None:
     code = (
         "import mcp, mcp.server, mcp.server.stdio; "
-        "import mcp_codetools.cli, mcp_codetools.server, mcp_codetools.transport"
+        "import mcp_codetools.cli, mcp_codetools.protocol.server, mcp_codetools.protocol.stdio"
     )
     done = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True)
     seen_ours = False

@@ -21,7 +21,7 @@ import anyio
 from benchmarks.fixtures import source_text
 from mcp_codetools.config import Settings
 from mcp_codetools.pipeline import Pipeline
-from mcp_codetools.policy.config import load_gate
+from mcp_codetools.policy.loading import load_gate
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools import default_tools
 

@@ -21,7 +21,7 @@ from mcp_codetools.roots import loaded_settings_from
 
 if TYPE_CHECKING:
     from mcp_codetools.policy.gate import PermissionGate
-    from mcp_codetools.server import CodeToolsServer
+    from mcp_codetools.protocol.server import CodeToolsServer
     from mcp_codetools.shell.sandbox import Sandbox
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -131,7 +131,7 @@ def start_up(args: argparse.Namespace) -> Startup:
         SandboxUnavailable: the sandbox was asked for and cannot work here (exit status 1).
         ValueError: a root, a setting or a permission source is refused; the message to show (exit status 2).
     """
-    from mcp_codetools.policy.config import load_gate
+    from mcp_codetools.policy.loading import load_gate
     from mcp_codetools.shell.sandbox import prepared
 
     loaded = _load(args)
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         from mcp_codetools.shell.hardening import protect_server
 
         protect_server(settings)  # after the sandbox probe, before any thread starts
-        from mcp_codetools.server import CodeToolsServer
+        from mcp_codetools.protocol.server import CodeToolsServer
 
         app = CodeToolsServer(settings, gate=startup.gate)
     except SandboxUnavailable as exc:
@@ -209,12 +209,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _serve(app: CodeToolsServer, args: argparse.Namespace, settings: Settings) -> int:
     if args.transport == "http":
-        from mcp_codetools.http_server import serve_http
+        from mcp_codetools.protocol.http import serve_http
 
         return serve_http(app, settings.http_host, settings.http_port)
     import anyio
 
-    from mcp_codetools.transport import serve_stdio
+    from mcp_codetools.protocol.stdio import serve_stdio
 
     if sys.stdin.isatty():
         print(
@@ -231,7 +231,7 @@ def _serve(app: CodeToolsServer, args: argparse.Namespace, settings: Settings) -
 
 def _config_command(args: argparse.Namespace) -> int:
     from mcp_codetools.config import check_file, describe, markdown_reference
-    from mcp_codetools.policy.config import check_policy_file, load_policy_config
+    from mcp_codetools.policy.loading import check_policy_file, load_policy_config
 
     if args.markdown:
         print(markdown_reference(), end="")

@@ -13,7 +13,7 @@ its network off, more variables hidden, and so on. A loosening value is ignored,
 `mcp-codetools config`. The later sources (`--config`, the environment, flags) are the user's own, given
 where the server is started, and win as before.
 
-The policy (`policy/config.py`) reads its `[permissions]` and `[hooks]` tables from the same files, found
+The policy (`policy/loading.py`) reads its `[permissions]` and `[hooks]` tables from the same files, found
 and read by the functions here, so the two never disagree about which files count or how a bad one is
 reported. Every value is checked where it comes from: a bad one stops the server with a message naming
 the file and key, the variable or the flag, never falls back to a default.
@@ -51,7 +51,7 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 PROJECT_FILE = "mcp-codetools.toml"
 ENV_PREFIX = "MCP_CODETOOLS_"
 POLICY_SECTIONS = frozenset({"permissions", "hooks"})
-"""Tables in the same files that `policy/config.py` reads and checks."""
+"""Tables in the same files that `policy/loading.py` reads and checks."""
 
 
 logger = logging.getLogger(__name__)
@@ -591,9 +591,7 @@ def check_file(path: Path) -> list[str]:
     return problems
 
 
-def _file_values(
-    table: Mapping[str, Any], path: Path, problems: list[str] | None = None
-) -> dict[str, tuple[Any, str]]:
+def _file_values(table: Mapping[str, Any], path: Path, problems: list[str] | None = None) -> dict[str, tuple[Any, str]]:
     """One file's settings with where each is written; a problem raises, or is added to `problems` when given."""
 
     def bad(message: str) -> None:

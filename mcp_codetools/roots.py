@@ -38,4 +38,3 @@ def loaded_settings_from(
     loaded = load_settings(roots, config_file=config_file, flags=flags)
     Workspace(loaded.settings.roots)  # the check the server makes at start, with its message
     return loaded
-

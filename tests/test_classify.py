@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_codetools.shell import rules, sed
+from mcp_codetools.shell import read_only, sed
 from mcp_codetools.shell.classify import analyze, is_read_only, scan_word
 from mcp_codetools.shell.parsing import parse
+from mcp_codetools.shell.words import Word
 
 READ_ONLY = [
     "ls",
@@ -407,10 +408,10 @@ def test_last_command(command: str, last: str | None) -> None:
 
 
 def test_every_rule_command_refuses_an_option_injected_by_a_glob() -> None:
-    for name in rules.RULES:
-        assert rules.check(name, [rules.Word("*", glob=True, glob_first=True)]), name
-        assert rules.check(name, [rules.Word("-de*", glob=True)]), name  # matches a file named -delete
-        assert rules.check(name, [rules.Word("{a,-delete}", brace=True)]), name
+    for name in read_only.RULES:
+        assert read_only.check(name, [Word("*", glob=True, glob_first=True)]), name
+        assert read_only.check(name, [Word("-de*", glob=True)]), name  # matches a file named -delete
+        assert read_only.check(name, [Word("{a,-delete}", brace=True)]), name
 
 
 def test_sed_script_checker() -> None:
@@ -455,7 +456,7 @@ def test_sed_allows_blanks_between_the_parts_of_a_command() -> None:
     ],
 )
 def test_long_option_takes_any_prefix(arg: str, option: str | None) -> None:
-    assert rules.long_option(arg, ("--output", "--compress-program")) == option
+    assert read_only.long_option(arg, ("--output", "--compress-program")) == option
 
 
 def test_unknown_commands_are_not_read_only() -> None:
@@ -470,7 +471,7 @@ def test_a_check_that_fails_makes_the_command_not_read_only(monkeypatch: pytest.
     def broken(args: object) -> str:
         raise IndexError("boom")
 
-    monkeypatch.setitem(rules.RULES, "sort", broken)
+    monkeypatch.setitem(read_only.RULES, "sort", broken)
     analyze.cache_clear()
     try:
         analysis = analyze("sort f")

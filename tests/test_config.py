@@ -25,7 +25,7 @@ from mcp_codetools.config import (
     markdown_reference,
 )
 from mcp_codetools.pipeline import Pipeline
-from mcp_codetools.policy.config import PolicyConfigError, load_policy_config
+from mcp_codetools.policy.loading import PolicyConfigError, load_policy_config
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools import bash, glob, grep, read
 from mcp_codetools.tools import default_tools as tools
@@ -341,7 +341,7 @@ def test_nested_sandbox_settings_come_from_files_env_and_flags(
 
 
 def test_the_project_file_cannot_switch_off_the_sandbox_the_user_switched_on(xdg: Path, root: Path) -> None:
-    write(xdg, "[sandbox]\nenabled = true\nenv = [\"CI\"]\n[bash]\nenv_exclude = [\"AWS_SECRET\"]\n")
+    write(xdg, '[sandbox]\nenabled = true\nenv = ["CI"]\n[bash]\nenv_exclude = ["AWS_SECRET"]\n')
     project = write(
         root / "mcp-codetools.toml",
         '[sandbox]\nenabled = false\nnetwork = true\nbackend = "landlock"\nenv = ["CI", "AWS_SECRET"]\n'
@@ -379,7 +379,7 @@ def test_the_project_file_may_tighten_and_later_sources_are_the_users(
 def test_check_reports_every_problem_of_a_file(xdg: Path, tmp_path: Path) -> None:
     path = write(
         tmp_path / "six.toml",
-        "[limit]\nx = 1\n[limits]\nmax_concurency = 3\nmax_concurrency = 0\n[read]\ndefault_lines = \"many\"\n"
+        '[limit]\nx = 1\n[limits]\nmax_concurency = 3\nmax_concurrency = 0\n[read]\ndefault_lines = "many"\n'
         '[files]\nhard_links = "sometimes"\n[sandbox]\nenabled = "perhaps"\n',
     )
     problems = check_file(path)

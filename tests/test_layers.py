@@ -8,11 +8,11 @@ layer never import each other both ways):
     files/, search/, shell/, lsp/, dispatcher, audit   each needs only the layer below
     policy/                                 permission rules, modes, hooks (reads Bash commands with shell/)
     session                                 holds the ledger, history, cwd, jobs and the dispatcher
-    session_registry, roots                 one session per MCP session id; which folders are served
+    roots                                   which folders are served
     tools/                                  one module per tool; tools/base.py is what they share
     pipeline
-    elicit, client_roots, client_log        asking the user, the client's roots, messages for it (speak MCP)
-    server, transport, http_server, manifest   the only modules that speak MCP (doctor runs a client)
+    protocol/                               the only part that speaks MCP (doctor runs a client): the server,
+                                            stdio and HTTP, sessions and state handles, asking the user
     doctor, cli, __main__
 
 The dispatcher sits beside files/ and shell/, below the session: it orders calls and commits their
@@ -36,16 +36,13 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"files", "search", "shell", "dispatcher", "audit", "lsp"}),
     frozenset({"policy"}),
     frozenset({"session"}),
-    frozenset({"session_registry", "state_handles", "roots"}),
+    frozenset({"roots"}),
     frozenset({"tools"}),
     frozenset({"pipeline"}),
-    frozenset({"elicit", "client_roots", "client_log"}),
-    frozenset({"eras", "server", "transport", "http_server", "manifest"}),
+    frozenset({"protocol"}),
     frozenset({"doctor", "cli", "__main__"}),
 )
-MCP_SPEAKERS = frozenset(
-    {"elicit", "client_roots", "client_log", "eras", "server", "transport", "http_server", "manifest", "doctor"}
-)
+MCP_SPEAKERS = frozenset({"protocol", "doctor"})
 """Modules that may import the MCP SDK (doctor only to run a client against the server)."""
 SHARED_BY_TOOLS = {f"{PACKAGE}.tools", f"{PACKAGE}.tools.base", f"{PACKAGE}.tools.edit_checks"}
 """Not tools: what every tool builds on, and the checks every writing tool runs on its change."""
@@ -143,3 +140,52 @@ def test_the_check_catches_each_kind_of_wrong_import() -> None:
         f"{PACKAGE}.tools.read imports mcp_types: only {sorted(MCP_SPEAKERS)} speak MCP",
         "files and search import each other",
     ]
+
+
+def import_cycles(sources: Mapping[str, str]) -> list[list[str]]:
+    """Groups of modules that import each other in a circle (Tarjan's strongly connected components)."""
+    graph = {name: sorted(set(imported_modules(name, src, sources)) & set(sources)) for name, src in sources.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group: list[str] = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for name in sorted(graph):
+        if name not in index:
+            visit(name)
+    return sorted(cycles)
+
+
+def test_no_modules_import_each_other_in_a_circle() -> None:
+    assert import_cycles(package_sources()) == []
+
+
+def test_the_cycle_check_finds_a_circle_through_a_deferred_import() -> None:
+    sources = {
+        f"{PACKAGE}.shell.read_only": "from mcp_codetools.shell.sed import x\n",
+        f"{PACKAGE}.shell.sed": "def later():\n    from mcp_codetools.shell import read_only\n",
+        f"{PACKAGE}.shell.words": "",
+    }
+    assert import_cycles(sources) == [[f"{PACKAGE}.shell.read_only", f"{PACKAGE}.shell.sed"]]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from mcp_codetools.manifest import MANIFEST, render, tools_payload
+from scripts.manifest import MANIFEST, render, tools_payload
 
 
 def test_manifest_is_up_to_date() -> None:
-    assert MANIFEST.read_text(encoding="utf-8") == render(), "run: python -m mcp_codetools.manifest"
+    assert MANIFEST.read_text(encoding="utf-8") == render(), "run: python -m scripts.manifest"
 
 
 def test_tools_list_is_under_about_4000_tokens() -> None:
@@ -47,7 +47,7 @@ def test_a_configured_server_quotes_its_own_limits() -> None:
     from pathlib import Path
 
     from mcp_codetools.config import Settings
-    from mcp_codetools.server import CodeToolsServer
+    from mcp_codetools.protocol.server import CodeToolsServer
 
     settings = Settings(
         roots=(Path.cwd(),),

@@ -1,4 +1,4 @@
-"""ruff and mypy as part of the suite, so CI holds the code to them."""
+"""ruff (lint and format) and mypy as part of the suite, so CI holds the code to them."""
 
 from __future__ import annotations
 
@@ -20,10 +20,17 @@ def tool(name: str) -> str:
     return found
 
 
+FOLDERS = ("mcp_codetools", "tests", "benchmarks", "scripts")
+
+
 def test_ruff_is_clean() -> None:
-    folders = [name for name in ("mcp_codetools", "tests", "benchmarks") if (ROOT / name).is_dir()]
-    done = subprocess.run([tool("ruff"), "check", *folders], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run([tool("ruff"), "check", *FOLDERS], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_ruff_format_leaves_the_code_as_it_is() -> None:
+    done = subprocess.run([tool("ruff"), "format", "--check", *FOLDERS], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, "run: ruff format .\n" + done.stdout + done.stderr
 
 
 def test_mypy_is_clean() -> None:

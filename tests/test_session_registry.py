@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from mcp_codetools.config import Settings
-from mcp_codetools.session_registry import SessionEnded, SessionRegistry
+from mcp_codetools.protocol.http_sessions import SessionEnded, SessionRegistry
 
 pytestmark = pytest.mark.anyio
 

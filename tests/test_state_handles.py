@@ -8,7 +8,7 @@ import re
 import pytest
 
 from mcp_codetools.config import Settings
-from mcp_codetools.state_handles import (
+from mcp_codetools.protocol.state_handles import (
     HandleError,
     HandleExpired,
     HandleForeign,

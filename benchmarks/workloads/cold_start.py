@@ -24,7 +24,7 @@ import sys, time
 import mcp, mcp.server, mcp.server.stdio
 before = set(sys.modules)
 t = time.perf_counter()
-import mcp_codetools.cli, mcp_codetools.server, mcp_codetools.transport
+import mcp_codetools.cli, mcp_codetools.protocol.server, mcp_codetools.protocol.stdio
 from mcp_codetools.tools import default_tools
 default_tools()
 elapsed = time.perf_counter() - t

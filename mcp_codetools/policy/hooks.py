@@ -79,7 +79,7 @@ class HookOutcome:
 
 
 OPTION_KEYS = frozenset({"from_project", "from_claude_settings"})
-"""Keys of a `[hooks]` table that are switches, not events (`policy/config.py` reads them)."""
+"""Keys of a `[hooks]` table that are switches, not events (`policy/loading.py` reads them)."""
 
 
 def parse_hooks(

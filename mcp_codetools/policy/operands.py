@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mcp_codetools.policy.diffnames import diff_names, stripped
-from mcp_codetools.shell.rules import Word
-from mcp_codetools.shell.rules import check as read_only_problem
+from mcp_codetools.shell.read_only import check as read_only_problem
+from mcp_codetools.shell.words import Word
 
 
 @dataclass(slots=True)

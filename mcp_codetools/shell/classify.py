@@ -22,9 +22,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_codetools.shell import rules
+from mcp_codetools.shell import read_only
 from mcp_codetools.shell.parsing import parse
-from mcp_codetools.shell.rules import Word
+from mcp_codetools.shell.words import Word
 
 MAX_PARSED_CHARS = 10_000
 """Longer commands are not parsed (bounded cost per call) and count as not read-only."""
@@ -166,7 +166,7 @@ def _check_command(node: Any, source: str) -> None:
     name, args = words[0], words[1:]
     if name.glob or name.brace or "/" in name.text or not name.text:
         raise NotReadOnly(f"command name {name.text!r} is not a plain name")
-    problem = rules.check(name.text, args)
+    problem = read_only.check(name.text, args)
     if problem:
         raise NotReadOnly(problem)
 

@@ -20,10 +20,8 @@ and a `p`):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # rules imports this module; the type is only needed for checking
-    from mcp_codetools.shell.rules import Word
+from mcp_codetools.shell.words import Word
 
 _SED_FLAG_LETTERS = frozenset("nErszu")
 _SED_LONG_FLAGS = frozenset(

@@ -108,7 +108,7 @@ class EditTool(Tool[EditInput, Replacement | None]):
         path = ctx.paths["file_path"]
         session = ctx.session
         if replacement is None:
-            problem = edit_checks.syntax_gate(session.settings, path, None, args.new_string)
+            problem = edit_checks.syntax_check(session.settings, path, None, args.new_string)
             size = await create_file(path, args.new_string, session.workspace, session.history, session.ledger)
             created = ToolOutput(
                 created_message(path, args.new_string), meta={"path": str(path), "type": "create", "bytes": size}
@@ -131,7 +131,7 @@ class EditTool(Tool[EditInput, Replacement | None]):
         if checked:
             first = matching.line_of(new_body, matches[0].start) - 1
             last = first + loaded.to_display(new).count("\n") if len(matches) == 1 else None
-            problem = edit_checks.syntax_gate(session.settings, path, loaded.text, new_text, first, last)
+            problem = edit_checks.syntax_check(session.settings, path, loaded.text, new_text, first, last)
         data = loaded.to_file(new_body)
         await commit_write(
             path,

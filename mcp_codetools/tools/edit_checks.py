@@ -39,7 +39,7 @@ def applies(session: CodeSession, path: Path) -> bool:
     return python or (session.language_servers_started and session.settings.lsp_diagnostics_wait_s > 0)
 
 
-def syntax_gate(
+def syntax_check(
     settings: Settings, path: Path, old: str | None, new: str, first: int = 0, last: int | None = None
 ) -> SyntaxProblem | None:
     """The syntax error the edit introduces into a Python file (None: none, not Python, or checking is off).
@@ -62,9 +62,9 @@ def syntax_gate(
     return problem
 
 
-def cell_syntax_gate(settings: Settings, path: Path, old: str | None, new: str) -> SyntaxProblem | None:
-    """`syntax_gate` for a notebook's Python code cell, with IPython's `%` and `!` lines left out."""
-    return syntax_gate(settings, path.with_suffix(".py"), _unmagic(old), _unmagic(new) or "")
+def cell_syntax_check(settings: Settings, path: Path, old: str | None, new: str) -> SyntaxProblem | None:
+    """`syntax_check` for a notebook's Python code cell, with IPython's `%` and `!` lines left out."""
+    return syntax_check(settings, path.with_suffix(".py"), _unmagic(old), _unmagic(new) or "")
 
 
 def add_syntax_note(output: ToolOutput, problem: SyntaxProblem | None, where: str = "") -> None:

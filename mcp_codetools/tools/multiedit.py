@@ -104,7 +104,7 @@ class MultiEditTool(Tool[MultiEditInput, _Prepared]):
         )
         checked = edit_checks.applies(session, path)
         new_text = _display(loaded)(body) if checked else ""
-        problem = edit_checks.syntax_gate(session.settings, path, loaded.text, new_text) if checked else None
+        problem = edit_checks.syntax_check(session.settings, path, loaded.text, new_text) if checked else None
         await commit_write(
             path,
             data,

@@ -86,7 +86,7 @@ class NotebookEditTool(Tool[NotebookEditInput, _Prepared]):
         problem = None
         if args.edit_mode != "delete" and change.cell_type == "code" and _python_notebook(loaded.data):
             old = change.old_source if args.edit_mode == "replace" else None
-            problem = edit_checks.cell_syntax_gate(session.settings, path, old, args.new_source)
+            problem = edit_checks.cell_syntax_check(session.settings, path, old, args.new_source)
         await commit_write(
             path,
             change.data,

@@ -63,7 +63,7 @@ class WriteTool(Tool[WriteInput, Loaded | None]):
         path = ctx.paths["file_path"]
         session = ctx.session
         if loaded is None:
-            problem = edit_checks.syntax_gate(session.settings, path, None, args.content)
+            problem = edit_checks.syntax_check(session.settings, path, None, args.content)
             size = await create_file(path, args.content, session.workspace, session.history, session.ledger)
             created = ToolOutput(
                 created_message(path, args.content), meta={"path": str(path), "type": "create", "bytes": size}
@@ -75,7 +75,7 @@ class WriteTool(Tool[WriteInput, Loaded | None]):
             matching.adapt_newlines(args.content, loaded.fmt.newline) if "\r" not in args.content else args.content
         )
         checked = edit_checks.applies(session, path)
-        problem = edit_checks.syntax_gate(session.settings, path, loaded.text, content) if checked else None
+        problem = edit_checks.syntax_check(session.settings, path, loaded.text, content) if checked else None
         data = loaded.to_file(content)
         await commit_write(
             path,

@@ -130,14 +130,14 @@ def test_bad_hook_tables_are_refused(table: dict[str, Any]) -> None:
 async def test_a_hook_planted_in_the_project_file_runs_only_when_the_user_opts_in(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mcp_codetools.policy.config import load_gate
+    from mcp_codetools.policy.loading import load_gate
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     root = tmp_path / "proj"
     root.mkdir()
     marker = tmp_path / "outside" / "pwned"
     (root / "mcp-codetools.toml").write_text(
-        "[hooks]\nfrom_project = true\n[[hooks.PreToolUse]]\nmatcher = \"\"\n"
+        '[hooks]\nfrom_project = true\n[[hooks.PreToolUse]]\nmatcher = ""\n'
         f'[[hooks.PreToolUse.hooks]]\ncommand = "mkdir -p {marker.parent} && touch {marker}"\n'
     )
     with anyio.fail_after(20):

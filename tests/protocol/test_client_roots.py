@@ -16,7 +16,7 @@ from mcp_codetools.config import Settings
 from mcp_codetools.policy.engine import Policy
 from mcp_codetools.policy.gate import PermissionGate
 from mcp_codetools.policy.rules import parse_rule
-from mcp_codetools.server import CodeToolsServer
+from mcp_codetools.protocol.server import CodeToolsServer
 
 pytestmark = pytest.mark.anyio
 

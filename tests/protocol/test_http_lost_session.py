@@ -15,7 +15,7 @@ import httpx2
 import pytest
 from mcp import Client, MCPError
 
-from mcp_codetools.http_server import SESSION_LOST
+from mcp_codetools.protocol.http import SESSION_LOST
 from tests.protocol.http_peer import ACCEPT, http_server, open_raw_session, raw_call
 
 pytestmark = pytest.mark.anyio

@@ -190,9 +190,9 @@ async def test_refused_requests_are_logged_at_info(root: Path) -> None:
                 json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
             )
         assert (unauthorized.status_code, bad_host.status_code, bad_origin.status_code) == (401, 421, 403)
-        await wait_for(lambda: running.stderr_text().count("INFO mcp_codetools.http_server: refused") >= 3, 10)
+        await wait_for(lambda: running.stderr_text().count("INFO mcp_codetools.protocol.http: refused") >= 3, 10)
         log = running.stderr_text()
-    assert f"INFO {logging.getLogger('mcp_codetools.http_server').name}: refused POST /mcp" in log
+    assert f"INFO {logging.getLogger('mcp_codetools.protocol.http').name}: refused POST /mcp" in log
     for status in (": 401", ": 421", ": 403"):
         assert status in log, log
     assert token not in log

@@ -12,7 +12,7 @@ from opentelemetry import trace
 
 from mcp_codetools.config import Settings
 from mcp_codetools.pipeline import META_KEY
-from mcp_codetools.server import OTEL_MIDDLEWARE, CodeToolsServer
+from mcp_codetools.protocol.server import OTEL_MIDDLEWARE, CodeToolsServer
 
 pytestmark = pytest.mark.anyio
 

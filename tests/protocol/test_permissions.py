@@ -14,8 +14,8 @@ import pytest
 from mcp import Client
 
 from mcp_codetools.config import Settings
-from mcp_codetools.policy.config import load_gate
-from mcp_codetools.server import CodeToolsServer
+from mcp_codetools.policy.loading import load_gate
+from mcp_codetools.protocol.server import CodeToolsServer
 
 pytestmark = pytest.mark.anyio
 

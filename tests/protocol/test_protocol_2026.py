@@ -19,7 +19,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from mcp_codetools.config import Settings
-from mcp_codetools.server import CodeToolsServer
+from mcp_codetools.protocol.server import CodeToolsServer
 from tests.protocol.http_peer import ACCEPT, STATE_META, Threaded, http_server, sse_json
 from tests.protocol.stdio_raw import RawServer, server_command
 

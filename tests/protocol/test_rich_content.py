@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 
 from mcp_codetools.config import Settings
-from mcp_codetools.server import CodeToolsServer
+from mcp_codetools.protocol.server import CodeToolsServer
 from tests.tools.samples import write_image, write_pdf
 
 pytestmark = pytest.mark.anyio

@@ -325,7 +325,7 @@ async def test_a_huge_missing_file_name_keeps_memory_bounded(root: Path, figures
 
 async def _send_oversized_line(peer: Peer, extra: int) -> list[dict[str, Any]]:
     """A Read whose line is `extra` bytes over the transport's limit, then a ping; the answers up to the ping."""
-    from mcp_codetools import transport
+    from mcp_codetools.protocol import stdio as transport
 
     limit = int(getattr(transport, "MAX_LINE_BYTES", 256 * 1024 * 1024))
     head = b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "Read", "arguments": '

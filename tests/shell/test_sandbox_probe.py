@@ -111,5 +111,3 @@ def test_doctor_fails_when_the_sandbox_is_asked_for(tmp_path: Path, capsys: pyte
     assert doctor._start_up_ok(lambda: cli.start_up(args).loaded) is None
     out = capsys.readouterr().out
     assert out.startswith(f"  [FAIL] settings: mcp-codetools: {NONE_CAN_RUN}: ") and BWRAP_REFUSAL in out
-
-

@@ -19,7 +19,7 @@ from mcp_codetools.config import Settings
 from mcp_codetools.files import notebook, rich
 from mcp_codetools.files.notebook_edit import edit_notebook
 from mcp_codetools.pipeline import Pipeline
-from mcp_codetools.server import CodeToolsServer
+from mcp_codetools.protocol.server import CodeToolsServer
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools import notebook_edit
 from tests.conftest import Caller

@@ -20,6 +20,7 @@ from tests.tools.test_search_runner import read_fifo
 
 pytestmark = pytest.mark.anyio
 
+
 def reaped(pid: int) -> bool:
     """Gone from the process table, not even a zombie (a pidfd can still be opened for a zombie)."""
     try:

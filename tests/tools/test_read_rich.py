@@ -300,7 +300,8 @@ def test_the_rich_format_libraries_are_not_imported_at_start_up() -> None:
     import subprocess
     import sys
 
-    code = "import sys, mcp_codetools.server; print(sorted({'PIL', 'pypdfium2', 'nbformat'} & set(sys.modules)))"
+    heavy = "{'PIL', 'pypdfium2', 'nbformat'}"
+    code = f"import sys, mcp_codetools.protocol.server; print(sorted({heavy} & set(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert done.stdout.strip() == "[]"
 

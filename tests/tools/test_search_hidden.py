@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mcp_codetools.pipeline import Pipeline
-from mcp_codetools.policy.config import load_gate
+from mcp_codetools.policy.loading import load_gate
 from mcp_codetools.search.sinks import Unhidden
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools import default_tools

@@ -25,8 +25,8 @@ from typing import Any
 
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 
-from mcp_codetools.server import CodeToolsServer
-from mcp_codetools.session_registry import SessionRegistry
+from mcp_codetools.protocol.http_sessions import SessionRegistry
+from mcp_codetools.protocol.server import CodeToolsServer
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ async def _session_lost(send: Any) -> None:
     await _answer(send, 404, body, headers)
 
 
-class SessionGate:
+class SessionAdmission:
     """The ASGI layer in front of the SDK's app (see the module docstring)."""
 
     def __init__(self, app: Any, sessions: SessionRegistry, token: str | None) -> None:
@@ -260,7 +260,7 @@ def serve_http(app: CodeToolsServer, host: str, port: int) -> int:
         session_idle_timeout=app.settings.session_idle_timeout_s,
         max_sessions=app.settings.http_max_sessions,
     )
-    asgi = SessionGate(sdk_app, app.http_sessions, token)
+    asgi = SessionAdmission(sdk_app, app.http_sessions, token)
     needs = "a bearer token is required (MCP_CODETOOLS_HTTP_TOKEN)" if token else "no token required"
     print(f"mcp-codetools: serving MCP over HTTP at {url_of(sock)}; {needs}", file=sys.stderr, flush=True)
     server = uvicorn.Server(uvicorn.Config(asgi, log_level="warning", lifespan="on"))

@@ -34,7 +34,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from mcp_codetools.eras import serve_both_eras
+from mcp_codetools.protocol.eras import serve_both_eras
 
 logger = logging.getLogger(__name__)
 

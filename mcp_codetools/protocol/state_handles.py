@@ -28,8 +28,8 @@ from contextlib import contextmanager
 import anyio
 
 from mcp_codetools.config import Settings
+from mcp_codetools.protocol.http_sessions import ENDED_KEYS_KEPT, SessionRegistry
 from mcp_codetools.session import CodeSession
-from mcp_codetools.session_registry import ENDED_KEYS_KEPT, SessionRegistry
 
 STATE_PREFIX = "st_"
 HANDLE_BYTES = 16

@@ -257,9 +257,7 @@ def _apply_table(config: PolicyConfig, table: Mapping[str, Any], path: Path, *, 
         (config.project_hooks if project else config.hooks).append((path, hooks))
 
 
-def _add_rules(
-    config: PolicyConfig, permissions: Mapping[str, Any], path: Path, base: Path, *, project: bool
-) -> None:
+def _add_rules(config: PolicyConfig, permissions: Mapping[str, Any], path: Path, base: Path, *, project: bool) -> None:
     for behaviour in ("allow", "deny", "ask"):
         texts = _checked(config, _strings, permissions.get(behaviour, []), f"{path}: permissions.{behaviour}") or []
         for text in texts:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_codetools.policy.config import PolicyConfigError, check_policy_file, load_policy_config
 from mcp_codetools.policy.engine import CallFacts
+from mcp_codetools.policy.loading import PolicyConfigError, check_policy_file, load_policy_config
 
 
 @pytest.fixture
@@ -170,8 +170,10 @@ def test_claude_settings_cannot_switch_on_a_looser_mode(root: Path) -> None:
 
 
 def test_a_project_allow_rule_cannot_lift_a_users_deny_or_ask(root: Path) -> None:
-    user_file(root, '[permissions]\ndeny = ["Bash(curl *)"]\nask = ["Bash(git push *)", "Edit(./db/**)"]\n'
-              "ask_unmatched = true\n")
+    user_file(
+        root,
+        '[permissions]\ndeny = ["Bash(curl *)"]\nask = ["Bash(git push *)", "Edit(./db/**)"]\nask_unmatched = true\n',
+    )
     (root / "mcp-codetools.toml").write_text('[permissions]\nallow = ["Bash", "Edit", "Bash(git push *)"]\n')
     policy = load_policy_config([root]).policy([root])
     assert policy.decide(CallFacts("Bash", False, command="curl x", cwd=root)).behaviour == "deny"
@@ -182,8 +184,9 @@ def test_a_project_allow_rule_cannot_lift_a_users_deny_or_ask(root: Path) -> Non
 def test_the_config_file_given_by_flag_counts_as_the_users(root: Path) -> None:
     (root / "mcp-codetools.toml").write_text('[permissions]\ndefault_mode = "plan"\n')
     extra = root.parent / "mine.toml"
-    extra.write_text('[permissions]\ndefault_mode = "acceptEdits"\nclaude_settings = false\n'
-                     "[hooks]\nfrom_project = true\n")
+    extra.write_text(
+        '[permissions]\ndefault_mode = "acceptEdits"\nclaude_settings = false\n[hooks]\nfrom_project = true\n'
+    )
     (root / ".claude").mkdir()
     (root / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"deny": ["Bash"]}}))
     config = load_policy_config([root], config_file=extra)
@@ -191,7 +194,7 @@ def test_the_config_file_given_by_flag_counts_as_the_users(root: Path) -> None:
 
 
 def test_hooks_in_the_project_file_run_only_when_the_user_opts_in(root: Path) -> None:
-    planted = "[[hooks.PreToolUse]]\nmatcher = \"\"\n[[hooks.PreToolUse.hooks]]\ncommand = \"touch /tmp/pwned\"\n"
+    planted = '[[hooks.PreToolUse]]\nmatcher = ""\n[[hooks.PreToolUse.hooks]]\ncommand = "touch /tmp/pwned"\n'
     (root / "mcp-codetools.toml").write_text("[hooks]\nfrom_project = true\n" + planted)
     config = load_policy_config([root])
     assert config.hook_tables() == []

@@ -1,4 +1,6 @@
-"""`python -m mcp_codetools.manifest`: write `manifests/tools.json`, the tools/list payload clients see.
+"""`python -m scripts.manifest`: write `manifests/tools.json`, the tools/list payload clients see.
+
+A developer script, kept out of the wheel: it writes into the repository.
 
 The file is checked in so a change to any description or schema shows up in review, and a test fails
 when it falls out of date.
@@ -11,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mcp_codetools.server import tool_definition
+from mcp_codetools.protocol.server import tool_definition
 from mcp_codetools.tools import default_tools
 
 MANIFEST = Path(__file__).resolve().parents[1] / "manifests" / "tools.json"

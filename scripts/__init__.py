@@ -1,0 +1,1 @@
+"""Developer scripts that write into the repository; not part of the wheel."""
