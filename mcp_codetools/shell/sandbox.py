@@ -124,6 +124,11 @@ LANDLOCK_LAUNCHER = (sys.executable, "-I", "-S", str(Path(__file__).with_name("l
 command pays for its start-up."""
 
 
+def _launcher_files() -> tuple[str, ...]:
+    """What running the launcher reads by name: the interpreter's folder, its Python and the script."""
+    return str(Path(LANDLOCK_LAUNCHER[0]).parent), sys.base_prefix, LANDLOCK_LAUNCHER[3]
+
+
 class SandboxUnavailable(RuntimeError):
     """Neither backend works here; the message says why and what to do."""
 
@@ -395,6 +400,9 @@ def bwrap_argv(
         for missing in frozen_by_landlock:
             launcher += ["--read-only", missing]
         argv = [*launcher, "--", *argv]
+        for needed in _launcher_files():  # a server installed under /tmp: the private /tmp would hide them
+            if Path(needed).is_relative_to("/tmp"):
+                args += ["--ro-bind-try", needed, needed]
     args += ["--chdir", str(cwd), "--", *argv]
     return args
 
