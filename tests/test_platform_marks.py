@@ -14,8 +14,10 @@ def test_helpers_that_read_proc_are_found_directly_and_through_other_helpers() -
     # tests/processes.py reads /proc only where it is mounted (WORKS_WITHOUT_PROC): its users are not marked.
     assert proc_names(TESTS / "processes.py") == frozenset()
     assert "children_of_this_process" not in proc_names(TESTS / "tools" / "test_bash.py")
-    assert "tagged" in proc_names(TESTS / "tools" / "test_bash_sandbox.py")
-    assert "_processes_tagged" in proc_names(TESTS / "shell" / "test_sandbox.py")
+    # tests/cmdlines.py reads /proc: a name imported from it marks the importing module's users.
+    assert "processes_with" in proc_names(TESTS / "cmdlines.py")
+    assert "processes_with" in proc_names(TESTS / "tools" / "test_bash_sandbox.py")
+    assert "processes_with" in proc_names(TESTS / "shell" / "test_sandbox.py")
 
 
 def test_names_imported_from_a_module_that_reads_proc_count() -> None:

@@ -6,7 +6,6 @@ and a session that ends (DELETE) or idles out is closed with its jobs. Over real
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import uuid
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.cmdlines import processes_with
 from tests.protocol.http_peer import (
     ACCEPT,
     HttpServer,
@@ -29,24 +29,6 @@ from tests.protocol.http_peer import (
 )
 
 pytestmark = pytest.mark.anyio
-
-
-def processes_with(marker: str) -> list[int]:
-    """Live processes whose command line carries `marker`."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as handle:
-                cmdline = handle.read()
-            with open(f"/proc/{name}/stat", "rb") as handle:
-                state = handle.read().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker.encode() in cmdline and state not in (b"Z", b"X"):
-            found.append(int(name))
-    return found
 
 
 async def wait_for(condition: object, seconds: float = 20) -> None:

@@ -9,23 +9,10 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.cmdlines import processes_with
 from tests.protocol.stdio_raw import RawServer, text
 
 pytestmark = pytest.mark.anyio
-
-
-def processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                if marker.encode() in handle.read():
-                    found.append(int(entry))
-        except OSError:
-            continue
-    return found
 
 
 async def wait_until(predicate: Callable[[], object], limit: float = 10) -> None:
@@ -43,11 +30,11 @@ async def test_cancelled_command_is_killed_and_later_calls_run(root: Path) -> No
             await server.initialize()
             long = server.call("Bash", {"command": f"sleep 30 # {marker}"})
             await server.send(long)
-            await wait_until(lambda: processes_with(marker))
+            await wait_until(lambda: processes_with(marker, live_only=False))
             await server.send(
                 {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": long["id"]}}
             )
-            await wait_until(lambda: not processes_with(marker))
+            await wait_until(lambda: not processes_with(marker, live_only=False))
             (root / "after.txt").write_text("after\n", encoding="utf-8")
             read = server.call("Read", {"file_path": str(root / "after.txt")})
             await server.send(read)
@@ -66,7 +53,7 @@ async def test_a_request_id_reused_while_in_flight_is_refused(root: Path) -> Non
             await server.initialize()
             first = server.call("Bash", {"command": f"sleep 30 # {marker}"})
             await server.send(first)
-            await wait_until(lambda: processes_with(marker))
+            await wait_until(lambda: processes_with(marker, live_only=False))
             duplicate = dict(first)
             duplicate["params"] = {"name": "Read", "arguments": {"file_path": "x"}}
             await server.send(duplicate)
@@ -75,7 +62,7 @@ async def test_a_request_id_reused_while_in_flight_is_refused(root: Path) -> Non
             await server.send(
                 {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": first["id"]}}
             )
-            await wait_until(lambda: not processes_with(marker))
+            await wait_until(lambda: not processes_with(marker, live_only=False))
     finally:
         await server.close()
 
@@ -91,8 +78,12 @@ async def test_closing_stdin_kills_running_commands_and_background_jobs(root: Pa
             started = await server.response_to(job["id"])
             assert not started["result"].get("isError"), started
             await server.send(server.call("Bash", {"command": f"sleep 30; echo {marker}fg"}))
-            await wait_until(lambda: processes_with(marker + "job") and processes_with(marker + "fg"))
+            await wait_until(
+                lambda: (
+                    processes_with(marker + "job", live_only=False) and processes_with(marker + "fg", live_only=False)
+                )
+            )
             assert await server.close() == 0
-            await wait_until(lambda: not processes_with(marker))
+            await wait_until(lambda: not processes_with(marker, live_only=False))
     finally:
         await server.close()

@@ -22,6 +22,7 @@ from mcp_codetools.shell.sandbox import (
     landlock_abi,
     probe,
 )
+from tests.cmdlines import processes_with
 
 TIMEOUT_S = 30
 
@@ -126,20 +127,7 @@ def test_bwrap_leaves_no_process_behind(tmp_path: Path) -> None:
     sandbox = backend("bwrap")
     done = run(sandbox, tmp_path, f"(exec -a {tag} sleep 600 &) ; setsid bash -c 'exec -a {tag} sleep 600' & exit 0")
     assert done.returncode == 0, done.stderr
-    assert not _processes_tagged(tag), "a process started in the sandbox outlived it"
-
-
-def _processes_tagged(tag: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                    if tag.encode() in handle.read():
-                        found.append(int(entry))
-            except OSError:
-                continue
-    return found
+    assert not processes_with(tag, live_only=False), "a process started in the sandbox outlived it"
 
 
 def test_landlock_grants_reads_around_a_hidden_path_and_nothing_beneath_it(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from mcp_codetools.session import CodeSession
 from mcp_codetools.shell import runner
 from mcp_codetools.shell import sandbox as sandbox_module
 from mcp_codetools.shell.sandbox import Sandbox, SandboxUnavailable, probe
+from tests.cmdlines import processes_with
 from tests.conftest import Caller
 
 pytestmark = pytest.mark.anyio
@@ -66,24 +67,6 @@ def secret_folder(far: Path) -> Path:
 def settings(root: Path, backend: str, secret_folder: Path) -> Settings:
     sandbox = SandboxSettings(enabled=True, backend=backend, mask=(str(secret_folder),))  # type: ignore[arg-type]
     return Settings(roots=(root,), sandbox=sandbox)
-
-
-def tagged(tag: str) -> list[int]:
-    """Live processes whose command line holds `tag`."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                cmdline = handle.read()
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                state = handle.read().rpartition(b")")[2].split()[0]
-        except OSError:
-            continue
-        if tag.encode() in cmdline and state not in (b"Z", b"X"):
-            found.append(int(entry))
-    return found
 
 
 STRAYS = "(exec -a {tag} sleep 600 &) ; setsid bash -c 'exec -a {tag} sleep 600' & exec -a {tag} sleep 600 &"
@@ -224,7 +207,7 @@ async def test_no_process_is_left_behind_after_the_call(call: Caller) -> None:
         "Bash", {"command": STRAYS.format(tag=tag) + f'\nuntil [ $(pgrep -c -x -f "{tag} 600") -ge 3 ]; do :; done'}
     )
     assert not out.is_error, out.text
-    assert tagged(tag) == []
+    assert processes_with(tag) == []
 
 
 @pytest.mark.proc  # finds the leftovers in /proc
@@ -234,12 +217,12 @@ async def test_no_process_is_left_behind_after_killshell(call: Caller, session: 
     job = session.jobs.get(str(out.meta["backgroundTaskId"]))
     assert job is not None
     with anyio.fail_after(WAIT_S):
-        while len(tagged(tag)) < 3:  # noqa: ASYNC110 - bounded wait for the three sleeps to start
+        while len(processes_with(tag)) < 3:  # noqa: ASYNC110 - bounded wait for the three sleeps to start
             await anyio.sleep(0.01)
     await call.ok("KillShell", {"shell_id": job.id})
     with anyio.fail_after(WAIT_S):
         await job.done.wait()
-    assert tagged(tag) == []
+    assert processes_with(tag) == []
 
 
 @pytest.mark.proc  # finds the leftovers in /proc
@@ -249,7 +232,7 @@ async def test_a_timeout_stops_the_sandboxed_command(call: Caller) -> None:
         "Bash", {"command": f"(exec -a {tag} sleep 600 &) ; exec -a {tag} sleep 600", "timeout": 500}
     )
     assert out.text.startswith("Command timed out after 500ms")
-    assert tagged(tag) == []
+    assert processes_with(tag) == []
 
 
 async def test_exit_codes_come_through(call: Caller) -> None:
