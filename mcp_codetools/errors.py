@@ -228,4 +228,4 @@ class os_errors:  # lower case, like contextlib.suppress: it is used as a block
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if isinstance(exc, OSError):
-            raise tool_error_from_os(exc, self.action, self.target, missing=self.missing) from None
+            raise tool_error_from_os(exc, self.action, self.target, missing=self.missing) from exc

@@ -62,7 +62,7 @@ def test_an_error_without_strerror_still_says_something() -> None:
 def test_the_block_translates_os_errors_and_lets_everything_else_through() -> None:
     with pytest.raises(NotAFileError) as caught, os_errors("open", "f"):
         raise os_error(errno.ELOOP)
-    assert caught.value.__suppress_context__
+    assert isinstance(caught.value.__cause__, OSError), "the OS error stays in the chain for the log"
     with pytest.raises(ToolError), os_errors("open", "f"):
         raise FileMissingError("already a tool error")
     with pytest.raises(ValueError), os_errors("open", "f"):

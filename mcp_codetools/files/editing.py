@@ -144,7 +144,7 @@ def load_file(path: Path, workspace: Workspace) -> Loaded:
     try:
         fmt = detect(data)
     except BinaryContentError as exc:
-        raise unreadable_error(path, exc) from None
+        raise unreadable_error(path, exc) from exc
     return Loaded(data, st, fmt, workspace)
 
 

@@ -193,7 +193,7 @@ class FileHistory:
         try:
             return entry.blob.read_bytes()
         except OSError as exc:
-            raise LookupError(f"the saved copy of version {entry.number} cannot be read: {exc.strerror}") from None
+            raise LookupError(f"the saved copy of version {entry.number} cannot be read: {exc.strerror}") from exc
 
     def versions(self, path: Path) -> list[bytes | None]:
         """The contents before each write to `path`, oldest first (those still kept)."""

@@ -143,7 +143,7 @@ def _open_nofollow_any(dir_fd: int, relative: str, flags: int, mode: int, nofoll
     except OSError as exc:
         if exc.errno == errno.ENAMETOOLONG:  # over PATH_MAX (1024 bytes on macOS): the walk takes it
             raise _Unsupported from None
-        raise _explain(exc, relative, dir_fd) from None
+        raise _explain(exc, relative, dir_fd) from exc
 
 
 def _walk(dir_fd: int, parts: list[str], flags: int, mode: int) -> int:
@@ -154,7 +154,7 @@ def _walk(dir_fd: int, parts: list[str], flags: int, mode: int) -> int:
             try:
                 child = os.open(part, _WALK_FLAGS, dir_fd=current)
             except OSError as exc:
-                raise _explain(exc, part, current) from None
+                raise _explain(exc, part, current) from exc
             if current != dir_fd:
                 os.close(current)
             current = child
@@ -163,7 +163,7 @@ def _walk(dir_fd: int, parts: list[str], flags: int, mode: int) -> int:
         try:
             return os.open(parts[-1], flags | os.O_NOFOLLOW | _CLOEXEC, mode, dir_fd=current)
         except OSError as exc:
-            raise _explain(exc, parts[-1], current) from None
+            raise _explain(exc, parts[-1], current) from exc
     finally:
         if current != dir_fd:
             os.close(current)
@@ -189,7 +189,7 @@ def open_root(root: Path, workspace: Workspace) -> int:
     try:
         fd = os.open(root, _PATH | os.O_DIRECTORY | _CLOEXEC)
     except OSError as exc:
-        raise PermissionDeniedError(f"Cannot open the workspace root {root}: {exc.strerror}.") from None
+        raise PermissionDeniedError(f"Cannot open the workspace root {root}: {exc.strerror}.") from exc
     st = os.fstat(fd)
     if workspace.identity(root) != (st.st_dev, st.st_ino):
         os.close(fd)
@@ -273,7 +273,7 @@ def open_regular_for_read(path: Path, workspace: Workspace, shown: str) -> tuple
     try:
         fd = open_beneath(path, workspace, os.O_RDONLY | os.O_NONBLOCK, for_read=True)
     except OSError as exc:
-        raise open_error(exc, shown) from None
+        raise open_error(exc, shown) from exc
     try:
         st = os.fstat(fd)
         refuse_non_regular(st, shown)
@@ -313,7 +313,7 @@ def open_checked_dir(folder: Path, workspace: Workspace, shown: str, *, for_read
                 f"Access denied: a folder on the way to {shown} was replaced by a symlink after it was checked. "
                 "Nothing was written."
             ) from None
-        raise tool_error_from_os(exc, "open folder", shown) from None
+        raise tool_error_from_os(exc, "open folder", shown) from exc
 
 
 def open_child_dir(name: str, dir_fd: int, shown: str) -> int:
@@ -329,7 +329,7 @@ def open_child_dir(name: str, dir_fd: int, shown: str) -> int:
                 f"Access denied: a folder on the way to {shown} was replaced by a symlink after it was checked. "
                 "Nothing was written."
             ) from None
-        raise NotAFileError(f"Cannot open a folder on the way to {shown}: {exc.strerror}") from None
+        raise NotAFileError(f"Cannot open a folder on the way to {shown}: {exc.strerror}") from exc
 
 
 def open_parent_dir(path: Path, workspace: Workspace, shown: str) -> int:

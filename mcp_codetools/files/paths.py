@@ -114,7 +114,7 @@ class Workspace:
         try:
             real = Path(os.path.realpath(joined))
         except OSError as exc:  # a link on the way vanished between realpath's lstat and readlink
-            raise tool_error_from_os(exc, "resolve", raw) from None
+            raise tool_error_from_os(exc, "resolve", raw) from exc
         if not self.contains(real, for_read=for_read):
             shown = ", ".join(str(r) for r in self.roots)
             via = "" if real == Path(os.path.normpath(joined)) else f" (it resolves to {real})"

@@ -185,7 +185,7 @@ def pin_search_target(target: Path, cwd: Path, workspace: Workspace, *, kind: st
             raise FileMissingError(
                 f"{kind} does not exist: {target}. Note: your current working directory is {cwd}."
             ) from None
-        raise open_error(exc, str(target), "search") from None
+        raise open_error(exc, str(target), "search") from exc
     try:
         st = os.fstat(fd)
         if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):

@@ -349,7 +349,7 @@ class _RgRun:
                 placement = where.popen_args(portable=True)
                 process = spawn()
         except (OSError, subprocess.SubprocessError) as exc:
-            raise where.error(exc, argv[0]) from None
+            raise where.error(exc, argv[0]) from exc
         finally:
             if devnull is not None:
                 os.close(devnull)

@@ -273,7 +273,7 @@ class Confinement:
         try:
             await self.container.ensure_started(read_only=read_only, hidden=hidden, unreadable=_unreadable_file)
         except containers.ContainerError as exc:
-            raise SandboxUnavailable(f"The session's container could not start: {exc}") from None
+            raise SandboxUnavailable(f"The session's container could not start: {exc}") from exc
         missing = self.container.uncovered(read_only, hidden)
         if missing:
             raise SandboxUnavailable(

@@ -190,7 +190,7 @@ class BashTool(Tool[BashInput]):
                 detach=to_background,
             )
         except OSError as exc:
-            raise ExecutionError(f"Could not start the command: {exc.strerror or exc}.") from None
+            raise ExecutionError(f"Could not start the command: {exc.strerror or exc}.") from exc
         finally:  # counted even when the call is cancelled: the file stays in the scratch folder
             if capture.spill_path is not None:
                 session.spills.add(capture.spill_path)
@@ -425,7 +425,7 @@ def _start_job(
     try:
         job = session.jobs.start(command, cwd=cwd, env=env, log_dir=session.scratch_dir, confinement=confinement)
     except OSError as exc:
-        raise ExecutionError(f"Could not start the command: {exc.strerror or exc}.") from None
+        raise ExecutionError(f"Could not start the command: {exc.strerror or exc}.") from exc
 
     meta: dict[str, object] = {"cwd": str(cwd)}
     _track_job(session, job, None, notes, meta)

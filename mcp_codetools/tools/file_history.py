@@ -118,7 +118,7 @@ def _restore(session: CodeSession, path: Path, number: int, force: bool) -> Tool
     try:
         content = history.content(entry)
     except LookupError as exc:
-        raise ExecutionError(f"Cannot restore version {number} of {path}: {exc}.") from None
+        raise ExecutionError(f"Cannot restore version {number} of {path}: {exc}.") from exc
     # The writing tools look again and write in a worker thread under COMMITS: held from this look to the
     # write, so none of their writes lands between (blocking the loop for at most one write in progress).
     with COMMITS:

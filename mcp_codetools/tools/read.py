@@ -102,7 +102,7 @@ class ReadTool(Tool[ReadInput]):
             try:
                 fmt = sniff(head, whole=st.st_size <= SAMPLE_BYTES)
             except BinaryContentError as exc:
-                raise unreadable_error(path, exc) from None
+                raise unreadable_error(path, exc) from exc
 
             def load() -> View:
                 return read_view(
@@ -117,7 +117,7 @@ class ReadTool(Tool[ReadInput]):
                     f"Cannot read {path}: it is not valid {fmt.encoding.upper()} ({exc.reason})."
                 ) from None
             except OSError as exc:
-                raise tool_error_from_os(exc, "read", path) from None
+                raise tool_error_from_os(exc, "read", path) from exc
         finally:
             os.close(fd)
 
