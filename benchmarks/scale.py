@@ -20,8 +20,9 @@ counts too. The runs, in one process so the figures compare:
 
 1. one replica, no balancer: the same calls, for the throughput baseline;
 2. N replicas behind HAProxy: the same calls; errors caused by state on the wrong replica must be 0;
-3. N replicas behind HAProxy again, and halfway through, the replica holding most sessions is killed
-   (SIGKILL of its process group). Its clients must get an error that says to start a new session (2026:
+3. N replicas behind HAProxy again, and halfway through (half the calls, or the first client halfway through
+   its own, whichever comes first), the replica holding most sessions of clients with calls still to make
+   is killed (SIGKILL of its process group). Its clients must get an error that says to start a new session (2026:
    a new state; then they do, and finish their calls); the other clients must see no error at all; every client's file
    must be whole (the old or the new content, never a mix) with no temporary file left.
 
