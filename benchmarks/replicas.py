@@ -200,8 +200,13 @@ def _server_env(extra: dict[str, str] | None) -> dict[str, str]:
 
 
 def start_replica(name: str, root: Path, env: dict[str, str] | None = None) -> Replica:
-    """One `mcp-codetools serve --transport http` on a free loopback port, in its own group."""
+    """One `mcp-codetools serve --transport http` on a free loopback port, in its own group.
+
+    It is started with `--replica NAME`, the name HAProxy's config gives it, so the 2026-07-28 state ids it
+    mints (`st_NAME_...`) route back to it.
+    """
     argv = [sys.executable, "-m", "mcp_codetools", "serve", "--transport", "http", "--port", "0", "--root", str(root)]
+    argv += ["--replica", name]
     base = _spawn(name, argv, _server_env(env), root)
     replica = Replica(base.name, base.proc, base.lines)
     try:

@@ -76,6 +76,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--host", help="HTTP: address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="HTTP: port (default 8765; 0 picks a free one)")
+    parser.add_argument(
+        "--replica",
+        metavar="NAME",
+        help="HTTP: this replica's name behind a load balancer, put in the state ids it mints (deploy/README.md)",
+    )
     sandbox = parser.add_argument_group("Bash sandbox")
     sandbox.add_argument(
         "--sandbox", action="store_true", default=None, help="run Bash in an OS sandbox (MCP_CODETOOLS_SANDBOX=1)"
@@ -105,6 +110,7 @@ def flag_values(args: argparse.Namespace) -> dict[str, Any]:
         "max_concurrency": args.max_concurrency,
         "http_host": args.host,
         "http_port": args.port,
+        "http_replica": args.replica,
         "sandbox.enabled": args.sandbox,
         "sandbox.network": args.sandbox_network,
         "sandbox.backend": args.sandbox_backend,

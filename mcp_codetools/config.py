@@ -307,6 +307,22 @@ class Settings:
             "until one is deleted or idles out.",
         ),
     ] = 256
+    http_max_states: Annotated[
+        int,
+        Field(
+            ge=1,
+            description="HTTP transport: 2026-07-28 client states (`state_id` handles) kept at once; a call that "
+            "would make one more is refused with an error result until one idles out.",
+        ),
+    ] = 256
+    http_replica: Annotated[
+        str | None,
+        Field(
+            pattern=r"^[A-Za-z0-9-]+$",
+            description="HTTP transport: this replica's name behind a load balancer (letters, digits, `-`); state "
+            "ids are then minted as `st_<replica>_<random>`, which deploy/haproxy routes by. Unset: `st_<random>`.",
+        ),
+    ] = None
     audit_log: Annotated[
         Path | None,
         Field(
@@ -405,6 +421,8 @@ PLACES: dict[str, Place] = {
     "http_port": _place("http_port", "http", "port", flag="--port"),
     "session_idle_timeout_s": _place("session_idle_timeout_s", "http"),
     "http_max_sessions": _place("http_max_sessions", "http", "max_sessions"),
+    "http_max_states": _place("http_max_states", "http", "max_states"),
+    "http_replica": _place("http_replica", "http", "replica", flag="--replica"),
     "audit_log": _place("audit_log", "audit", "log"),
     "audit_log_max_bytes": _place("audit_log_max_bytes", "audit", "max_bytes"),
     "audit_log_keep": _place("audit_log_keep", "audit", "keep"),
@@ -763,6 +781,7 @@ TIGHTENING: dict[str, Any] = {
     "hard_links": _by_rank("write-through", "refuse"),
     "http_host": _host,
     "http_max_sessions": _fewer,
+    "http_max_states": _fewer,
     "audit_log": _audit_log,
     "audit_log_max_bytes": _more,
     "audit_log_keep": _more,

@@ -1,8 +1,10 @@
 """The scale benchmark runs end to end in a tiny mode: 2 replicas behind HAProxy, 2 clients, 20 calls a run.
 
-It checks what the benchmark checks (no state on the wrong replica, a killed replica's clients told to start
-a new session, the other clients untouched, whole files; the run without stickiness does see wrong-replica
-errors), and that it leaves no process and no file behind. Skipped where HAProxy is not installed.
+Both eras: 2025 sessions stuck by `Mcp-Session-Id`, and 2026-07-28 clients passing back replica-named state
+ids that HAProxy routes by `Mcp-Param-State-Id`. It checks what the benchmark checks (no state on the wrong
+replica, a killed replica's clients told to start a new session or state, the other clients untouched, whole
+files; the runs without stickiness or handle routing do see wrong-replica errors), and that it leaves no
+process and no file behind. Skipped where HAProxy is not installed.
 """
 
 from __future__ import annotations
@@ -67,19 +69,23 @@ def test_scale_tiny_run_holds_every_check_and_leaves_nothing(short_tmp: Path) ->
     assert proc.returncode == 0, out[-3000:] + err[-3000:]
     report = json.loads(out)
     assert report["problems"] == []
-    steady, killed, control = report["outcomes"][1:]
+    by_era = {era: [o for o in report["outcomes"] if o["era"] == era] for era in ("2025", "2026")}
+    for era, told in (("2025", "start a new session"), ("2026", "start a new state")):
+        assert len(by_era[era]) == 4, [o["label"] for o in report["outcomes"]]
+        steady, killed, control = by_era[era][1:]
 
-    assert steady["calls"] == 20 and steady["wrong_replica"] == [] and steady["other_errors"] == []
-    assert steady["switched_sessions"] == 0 and len(steady["sessions_per_replica"]) >= 1
+        assert steady["calls"] == 20 and steady["wrong_replica"] == [] and steady["other_errors"] == []
+        assert steady["switched_sessions"] == 0 and len(steady["sessions_per_replica"]) >= 1, steady
 
-    assert killed["killed"] and killed["affected_clients"] >= 1
-    assert len(killed["affected_saw"]) == killed["affected_clients"]
-    assert all("start a new session" in told.lower() for told in killed["affected_saw"])
-    assert killed["unaffected_errors"] == [] and killed["wrong_replica"] == []
-    assert killed["files_whole"] == killed["files_checked"] == 2 and killed["temp_files_left"] == []
-    assert killed["calls"] == 20  # the lost client started a new session and finished its calls
+        assert killed["killed"] and killed["affected_clients"] >= 1
+        assert len(killed["affected_saw"]) == killed["affected_clients"]
+        assert all(told in saw.lower() for saw in killed["affected_saw"]), killed["affected_saw"]
+        assert killed["unaffected_errors"] == [] and killed["wrong_replica"] == []
+        assert killed["files_whole"] == killed["files_checked"] == 2 and killed["temp_files_left"] == []
+        assert killed["calls"] == 20  # the lost client started again and finished its calls
 
-    assert control["wrong_replica"], "without stickiness the checks must see state on the wrong replica"
+        assert control["wrong_replica"], f"{era}: without routing the checks must see state on the wrong replica"
+    assert any("[handle wrong_replica]" in e for e in by_era["2026"][3]["wrong_replica"]), "answered as misrouted"
 
     pids = [pid for outcome in report["outcomes"] for pid in outcome["pids"]]
     assert pids and not [pid for pid in pids if alive(pid)]

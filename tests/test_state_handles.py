@@ -12,7 +12,9 @@ from mcp_codetools.protocol.state_handles import (
     HandleError,
     HandleExpired,
     HandleForeign,
+    HandleMisrouted,
     StateRegistry,
+    StatesFull,
     principal_of,
 )
 from tests.test_session_registry import Clock
@@ -76,3 +78,55 @@ async def test_unknown_ids_and_other_states_jobs(states: StateRegistry) -> None:
     session.job_ids = lambda: [job_id]  # type: ignore[method-assign]
     assert isinstance(states.job_elsewhere(job_id), HandleForeign)
     assert states.job_elsewhere("bash_1") is None
+
+
+async def test_a_replica_names_itself_in_the_ids_it_mints_with_128_random_bits(settings: Settings) -> None:
+    """`st_<replica>_<random>`: the balancer routes by the second `_` field, the random part stays 128 bits."""
+    states = StateRegistry(dataclasses.replace(settings, http_replica="r-2"))
+    try:
+        keys = {states.mint("")[0] for _ in range(200)}
+        assert len(keys) == 200 and all(re.fullmatch(r"st_r-2_[0-9a-f]{32}", key) for key in keys)
+        key = next(iter(keys))
+        assert key.split("_")[1] == "r-2" and states.state(key, "") is not None
+    finally:
+        await states.aclose()
+
+
+async def test_an_id_of_another_replica_is_answered_wrong_replica_not_unknown(settings: Settings) -> None:
+    here = StateRegistry(dataclasses.replace(settings, http_replica="r1"))
+    unnamed = StateRegistry(settings)
+    try:
+        for states, where in ((here, "reached replica 'r1'"), (unnamed, "reached a server without a replica name")):
+            with pytest.raises(HandleMisrouted, match=where) as caught:
+                states.state("st_r2_" + "0" * 32, "")
+            assert caught.value.kind == "wrong_replica"
+            assert "Mcp-Param-State-Id" in str(caught.value) and "omit state_id" in str(caught.value)
+        with pytest.raises(HandleError, match="No state") as unknown:  # its own name, but not a live state
+            here.state("st_r1_" + "0" * 32, "")
+        assert unknown.value.kind == "unknown"
+    finally:
+        await here.aclose()
+        await unnamed.aclose()
+
+
+async def test_states_past_the_cap_are_refused_with_what_to_do(settings: Settings, clock: Clock) -> None:
+    """`[http] max_states`: the next new state is refused; the live ones still serve; an ended one frees a place."""
+    states = StateRegistry(dataclasses.replace(settings, http_max_states=2, session_idle_timeout_s=60), clock=clock)
+    try:
+        first, _ = states.mint("")
+        second, _ = states.mint("")
+        with pytest.raises(StatesFull) as caught:
+            states.mint("")
+        message = str(caught.value)
+        assert caught.value.kind == "at_capacity" and len(states) == 2
+        assert "at most 2 states" in message and "[http] max_states" in message
+        assert "pass it: your state is still there" in message and "after 60 s without a call" in message
+        assert states.state(first, "") is not None and states.state(second, "") is not None
+        searched, _ = states.mint("", beyond_cap=True)  # a search keeps nothing: its state ends with the call
+        await states.end(searched, "the call left nothing to keep")
+        clock.now += 61
+        await states.reap_idle()
+        assert len(states) == 0
+        states.mint("")  # room again
+    finally:
+        await states.aclose()

@@ -55,6 +55,9 @@ def tracing_configured() -> bool:
 
 STATE_ARG = "state_id"
 """The argument that carries a 2026-07-28 HTTP client's state handle (see `state_handles`)."""
+STATE_HEADER = "State-Id"
+"""Its `x-mcp-header` (SEP-2243): 2026-07-28 clients mirror it into `Mcp-Param-State-Id`, which a load balancer
+routes by (deploy/haproxy); the SDK refuses a call whose header and argument disagree, or lacks the header."""
 JOB_ARGS = {"BashOutput": "bash_id", "KillShell": "shell_id"}
 """Tools that name a job of the state."""
 
@@ -79,12 +82,11 @@ def with_handles(tool_name: str, schema: dict[str, Any], settings: Settings | No
     if tool_name in STATELESS_TOOLS:
         return schema
     if tool_name in HANDLE_EXPLAINED:
-        text = (
-            f"2026-07-28 HTTP only: the state_id a result gave. It and its jobs end after {_lifetime(settings)} unused."
-        )
+        text = f"2026-07-28 HTTP: the state_id a result gave; it and its jobs end after {_lifetime(settings)} unused."
     else:
-        text = "2026-07-28 HTTP: state_id, as for Read."
-    properties = {**schema.get("properties", {}), STATE_ARG: {"type": "string", "description": text}}
+        text = "As for Read."
+    handle = {"type": "string", "description": text, "x-mcp-header": STATE_HEADER}
+    properties = {**schema.get("properties", {}), STATE_ARG: handle}
     return {**schema, "properties": properties}
 
 
@@ -268,7 +270,7 @@ class CodeToolsServer:
                 key = state_id.strip()
                 session = states.state(key, principal)
             else:
-                key, session = states.mint(principal)
+                key, session = states.mint(principal, beyond_cap=params.name in STATELESS_TOOLS)
                 minted = True
             if isinstance(job_id, str) and job_id.strip() not in session.job_ids():
                 elsewhere = states.job_elsewhere(job_id)

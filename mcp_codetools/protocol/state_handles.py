@@ -13,6 +13,14 @@ id sent with other credentials is refused, never served. Without credentials (lo
 id is itself the capability, which the 128 bits make unguessable. A state ends after the idle period
 of the HTTP transport (`session_idle_timeout_s`) without a call, which stops its jobs; its id and its
 jobs' ids are then answered "expired" (the last `ENDED_KEYS_KEPT` of them), unknown ids "not found".
+
+Behind a load balancer each replica holds its own states. With `[http] replica` set, a state id names
+its replica (`st_<replica>_<random>`, the random part still 128 bits), and the `state_id` argument is
+mirrored by clients into the `Mcp-Param-State-Id` header (`x-mcp-header`), so the balancer routes on the
+header alone (deploy/haproxy); an id naming another replica is answered "wrong replica" (that replica
+is down, or the balancer does not route by the header), never "not found". At most `[http] max_states`
+states live at once (their own cap: the SDK counts handshake sessions, `max_sessions`, itself); a
+call that would make one more is refused ("at_capacity") and told to pass its state_id or wait.
 """
 
 from __future__ import annotations
@@ -31,6 +39,8 @@ from mcp_codetools.config import Settings
 from mcp_codetools.protocol.http_sessions import ENDED_KEYS_KEPT, SessionRegistry
 from mcp_codetools.session import CodeSession
 
+logger = logging.getLogger(__name__)
+
 STATE_PREFIX = "st_"
 HANDLE_BYTES = 16
 """128 bits, the least SEP-2567 asks of an unauthenticated handle."""
@@ -46,6 +56,18 @@ class HandleExpired(HandleError):
     """The state (or the job's state) ended: idle for too long, or the server restarted."""
 
     kind = "expired"
+
+
+class HandleMisrouted(HandleError):
+    """The state id names another replica: this one never held it."""
+
+    kind = "wrong_replica"
+
+
+class StatesFull(HandleError):
+    """No new state can be made: `[http] max_states` are live."""
+
+    kind = "at_capacity"
 
 
 class HandleForeign(HandleError):
@@ -71,6 +93,9 @@ class StateRegistry:
 
     def __init__(self, settings: Settings, clock: Callable[[], float] = time.monotonic) -> None:
         self.idle_timeout_s = settings.session_idle_timeout_s
+        self.replica = settings.http_replica
+        self.max_states = settings.http_max_states
+        self._prefix = STATE_PREFIX + (f"{self.replica}_" if self.replica else "")
         self._states = SessionRegistry(
             settings,
             clock=clock,
@@ -88,9 +113,24 @@ class StateRegistry:
         """The states open now."""
         return self._states.live()
 
-    def mint(self, principal: str) -> tuple[str, CodeSession]:
-        """A new state for `principal`, and its id."""
-        key = STATE_PREFIX + secrets.token_hex(HANDLE_BYTES)
+    def mint(self, principal: str, *, beyond_cap: bool = False) -> tuple[str, CodeSession]:
+        """A new state for `principal`, and its id (`st_[<replica>_]<128 random bits>`).
+
+        `beyond_cap`: for a call that keeps nothing (a search), whose state ends with the call, so the
+        live states are bounded by the calls in flight instead.
+
+        Raises:
+            StatesFull: `max_states` states are live.
+        """
+        if not beyond_cap and len(self._states) >= self.max_states:
+            logger.info("refused a new state: %d states live, the cap ([http] max_states)", len(self._states))
+            raise StatesFull(
+                f"No new state can be made: this server keeps at most {self.max_states} states at once ([http] "
+                "max_states, MCP_CODETOOLS_HTTP_MAX_STATES), and that many are live. If an earlier result gave you "
+                "a state_id, pass it: your state is still there. Otherwise retry later: a state ends after "
+                f"{self.idle_timeout_s:g} s without a call, freeing its place."
+            )
+        key = self._prefix + secrets.token_hex(HANDLE_BYTES)
         self._principals[key] = principal
         return key, self._states.session(key)
 
@@ -103,6 +143,14 @@ class StateRegistry:
         key = key.strip()
         if self._states.has_ended(key):
             raise HandleExpired(self._expired(f"state {key}"))
+        if not self._states.is_open(key) and (elsewhere := self._replica_of(key)) is not None:
+            here = f"replica {self.replica!r}" if self.replica else "a server without a replica name"
+            raise HandleMisrouted(
+                f"State {key} was made by replica {elsewhere!r}, but this request reached {here}: "
+                f"{elsewhere} is down (then the state is lost, with its reads, working directory and background "
+                "shells), or the load balancer does not route by the Mcp-Param-State-Id header. Start a new state: "
+                "omit state_id (Read files again before you edit them)."
+            )
         if not self._states.is_open(key):
             raise HandleError(
                 f"No state {key!r} exists: state ids come from an earlier result of this server. Omit state_id "
@@ -114,6 +162,13 @@ class StateRegistry:
                 "a new state."
             )
         return self._states.session(key)
+
+    def _replica_of(self, key: str) -> str | None:
+        """The other replica a state id names (None: it names this one, none, or is not a state id at all)."""
+        if not key.startswith(STATE_PREFIX):
+            return None
+        name, sep, _ = key.removeprefix(STATE_PREFIX).partition("_")
+        return name if sep and name and name != self.replica else None
 
     def job_elsewhere(self, job_id: str) -> HandleError | None:
         """Why job `job_id`, not in the caller's state, cannot be served: another state's, or ended (None: unknown).

@@ -219,6 +219,47 @@ async def test_http_lifetimes_are_stated_in_the_listing(http: Any) -> None:
         assert "jobs end after 30 min unused" in tools[name].input_schema["properties"]["state_id"]["description"]
 
 
+async def test_http_replica_handles_are_mirrored_into_a_header_and_states_are_capped(root: Path) -> None:
+    """With `--replica`, ids name the replica; the SDK client mirrors state_id into `Mcp-Param-State-Id`
+    (its `x-mcp-header`), which a balancer routes by; past `[http] max_states` a new state is refused."""
+    f = root / "a.txt"
+    f.write_text("one\n", encoding="utf-8")
+    sent: list[str | None] = []
+
+    async def watch(request: httpx2.Request) -> None:
+        if b'"tools/call"' in request.content:
+            sent.append(request.headers.get("mcp-param-state-id"))
+
+    from mcp.client.streamable_http import streamable_http_client
+
+    env = {"MCP_CODETOOLS_HTTP_MAX_STATES": "1"}
+    with http_server(root, "--replica", "r7", env=env) as running, anyio.fail_after(60):
+        async with (
+            httpx2.AsyncClient(timeout=30, event_hooks={"request": [watch]}) as http,
+            Client(streamable_http_client(running.url, http_client=http)) as client,
+            Client(running.url) as other,
+        ):
+            listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert listed["Edit"].input_schema["properties"]["state_id"]["x-mcp-header"] == "State-Id"
+            assert "state_id" not in listed["Grep"].input_schema["properties"]
+            a = Threaded(client)
+            await a.call_tool("Read", {"file_path": str(f)})
+            assert a.state_id is not None and re.fullmatch(r"st_r7_[0-9a-f]{32}", a.state_id), a.state_id
+            edit = await a.call_tool("Edit", {"file_path": str(f), "old_string": "one", "new_string": "two"})
+            assert not edit.is_error, first_text(edit)
+            assert sent == [None, a.state_id], "the handle rides in the header the balancer reads"
+
+            full = await other.call_tool("Read", {"file_path": str(f)})
+            assert full.is_error and details(full)["handleError"] == "at_capacity", first_text(full)
+            assert "pass it: your state is still there" in first_text(full)
+            searched = await other.call_tool("Grep", {"pattern": "two", "path": str(root)})
+            assert not searched.is_error and "a.txt" in first_text(searched), "a search keeps nothing: not capped"
+            elsewhere = await other.call_tool("Bash", {"command": "pwd", "state_id": "st_r9_" + "0" * 32})
+            assert elsewhere.is_error and details(elsewhere)["handleError"] == "wrong_replica"
+            assert "made by replica 'r9'" in first_text(elsewhere)
+    assert f.read_text(encoding="utf-8") == "two\n"
+
+
 # Each era over each transport, through the SDK client
 
 
