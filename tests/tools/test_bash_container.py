@@ -99,14 +99,15 @@ def _processes(session: CodeSession) -> str:
 
 
 async def test_commands_run_in_the_container_on_the_same_paths(call: Caller, session: CodeSession, root: Path) -> None:
+    (root / "sub").mkdir()  # the root's top level is frozen: its folders stay writable, new entries cannot be made
     assert "sleep infinity" in await call.ok("Bash", {"command": "tr '\\0' ' ' < /proc/1/cmdline"})
     assert (await call.ok("Bash", {"command": "id -u; id -g"})).split() == [str(os.getuid()), str(os.getgid())]
     (root / "from-host.txt").write_text("written outside\n", encoding="utf-8")
     assert "written outside" in await call.ok("Bash", {"command": "cat from-host.txt"})
-    await call.ok("Bash", {"command": f"echo written inside > {root}/from-box.txt"})
-    assert (root / "from-box.txt").read_text(encoding="utf-8") == "written inside\n"
-    await call.ok("Bash", {"command": "mkdir -p sub && cd sub"})
-    assert (await call.ok("Bash", {"command": "pwd"})).strip() == str(root / "sub")
+    await call.ok("Bash", {"command": f"echo written inside > {root}/sub/from-box.txt"})
+    assert (root / "sub" / "from-box.txt").read_text(encoding="utf-8") == "written inside\n"
+    await call.ok("Bash", {"command": "mkdir -p sub/deeper && cd sub/deeper"})
+    assert (await call.ok("Bash", {"command": "pwd"})).strip() == str(root / "sub" / "deeper")
     out = await call.fails("Bash", {"command": "echo out; echo err >&2; exit 3"})
     assert "Exit code 3" in out.text and "out" in out.text and "err" in out.text
 
@@ -127,11 +128,12 @@ async def test_a_link_left_for_the_cwd_report_is_not_followed(
 async def test_protected_paths_are_read_only_in_the_container(call: Caller, root: Path) -> None:
     (root / ".git" / "hooks").mkdir(parents=True)
     (root / ".git" / "config").write_text("[core]\n", encoding="utf-8")
+    (root / "docs").mkdir()
     out = await call("Bash", {"command": "echo '[core] fsmonitor = evil' >> .git/config; touch .git/hooks/pre-commit"})
     assert out.is_error
     assert (root / ".git" / "config").read_text(encoding="utf-8") == "[core]\n"
     assert not (root / ".git" / "hooks" / "pre-commit").exists()
-    await call.ok("Bash", {"command": "echo fine > notes.txt"})  # the rest of the root stays writable
+    await call.ok("Bash", {"command": "echo fine > docs/notes.txt"})  # the rest of the root stays writable
     # A protected path that did not exist when the container started is not a mount: made, it is removed.
     out = await call("Bash", {"command": "mkdir -p .claude && echo '{}' > .claude/settings.json"})
     assert not (root / ".claude" / "settings.json").exists(), out.text
@@ -173,6 +175,52 @@ async def test_a_background_job_is_read_and_killed_inside(call: Caller, session:
     assert "sleep 3022" in _processes(session)
     await call.ok("KillShell", {"shell_id": "bash_1"})
     assert "sleep 302" not in _processes(session)
+
+
+async def _job_ends(session: CodeSession, job_id: str) -> None:
+    job = session.jobs.get(job_id)
+    assert job is not None
+    with anyio.fail_after(WAIT_S):
+        await job.done.wait()
+
+
+async def test_a_background_job_cannot_make_a_protected_path(call: Caller, session: CodeSession, root: Path) -> None:
+    (root / ".git" / "objects").mkdir(parents=True)  # a repository without hooks: `.git/hooks` is missing
+    (root / "src").mkdir()
+    made = (
+        "mkdir -p .claude; echo '{}' > .claude/settings.json; echo 'x = 1' > mcp-codetools.toml; "
+        "mkdir -p .git/hooks; echo evil > .git/hooks/pre-commit; echo fine > src/made.txt; echo obj > .git/objects/o"
+    )
+    await call.ok("Bash", {"command": made, "run_in_background": True})  # the session's first command
+    await _job_ends(session, "bash_1")
+    for path in (".claude", "mcp-codetools.toml", ".git/hooks"):
+        assert not os.path.lexists(root / path), path
+    # The folders in a frozen one stay writable.
+    assert (root / "src" / "made.txt").read_text(encoding="utf-8") == "fine\n"
+    assert (root / ".git" / "objects" / "o").exists()
+    # A protected path made on the host since (by Write, asked about) is read-only inside too.
+    (root / ".claude").mkdir()
+    await call.ok("Bash", {"command": "echo '{}' > .claude/settings.json", "run_in_background": True})
+    await _job_ends(session, "bash_2")
+    assert not (root / ".claude" / "settings.json").exists()
+
+
+@pytest.mark.usefixtures("host_blind")
+async def test_a_command_moved_to_the_background_stays_in_the_container(
+    pipeline: Pipeline, root: Path, boxed: SandboxSettings
+) -> None:
+    session = CodeSession(Settings(roots=(root,), sandbox=boxed, bash_return_after_s=0.5))
+    try:
+        call = Caller(pipeline, session)
+        moved = await call.ok("Bash", {"command": "echo begun; setsid sleep 3061 & sleep 3062"})
+        assert "moved to the background" in moved and "bash_1" in moved
+        job = session.jobs.get("bash_1")
+        assert job is not None and job.confinement is not None and job.confinement.container is not None
+        assert "sleep 3062" in _processes(session)
+        await call.ok("KillShell", {"shell_id": "bash_1"})
+        assert "sleep 306" not in _processes(session)
+    finally:
+        await session.aclose()
 
 
 async def test_two_sessions_cannot_see_each_other(pipeline: Pipeline, tmp_path: Path, boxed: SandboxSettings) -> None:
