@@ -2,7 +2,8 @@
 
 The container is started at the session's first command (`run -d --init … sleep infinity`) from the image
 the settings name, with the roots and the session's scratch folder bind-mounted at the same paths (so Read,
-Edit and Bash see the same files by the same names), no network unless the setting gives it, memory, pids
+Edit and Bash see the same files by the same names), the kept paths read-only (a missing one by freezing
+the folder it would be made in, see `SessionContainer.frozen`), no network unless the setting gives it, memory, pids
 and CPU limits, the server's uid and gid, and no new privileges. It is removed when the session ends. Each
 container is labelled with the server instance and its pid: at the next start, labelled containers whose
 server is gone (killed, so it could not remove them) are removed.
@@ -193,14 +194,22 @@ def remove_stale(engine: str) -> list[str]:
     Containers of a live server (another instance running now) and of other hosts sharing the daemon are
     left alone.
     """
-    template = f'{{{{.Names}}}} {{{{.Label "{LABEL_OWNER}"}}}}'
-    listed = _cli([engine, "ps", "-a", "--filter", f"label={LABEL_INSTANCE}", "--format", template])
+    listed = _cli([engine, "ps", "-a", "--filter", f"label={LABEL_INSTANCE}", "--format", "{{.Names}}"])
     if listed.returncode != 0:
         raise ContainerError(f"cannot list containers: {_said(listed)}")
+    names = listed.stdout.split()
+    if not names:
+        return []
+    # The owner through `inspect`, whose `.Config.Labels` is a map in both engines (`ps` has Docker's
+    # `.Label` and Podman's map `.Labels`, but no template both read); Docker's `.Name` starts with "/".
+    template = f'{{{{.Name}}}} {{{{index .Config.Labels "{LABEL_OWNER}"}}}}'
+    inspected = _cli([engine, "inspect", "--format", template, *names])
+    if inspected.returncode != 0 and not inspected.stdout.strip():  # one removed since the listing: the rest
+        raise ContainerError(f"cannot inspect containers: {_said(inspected)}")
     host = socket.gethostname()
     stale: list[str] = []
-    for line in listed.stdout.splitlines():
-        name, _, owner = line.strip().partition(" ")
+    for line in inspected.stdout.splitlines():
+        name, _, owner = line.strip().lstrip("/").partition(" ")
         owner_host, _, pid = owner.rpartition(":")
         if name and owner_host == host and pid.isdigit() and not _alive(int(pid)):
             stale.append(name)

@@ -445,6 +445,12 @@ def refusal_note(output: str, confinement: Confinement) -> str | None:
                 if backend == "seatbelt"
                 else "no entry can be created, removed or renamed at a root's top level"
                 + (" or at `.git`'s (git cannot write the repository)" if backend == "landlock" else "")
+                + (
+                    "; in the session's container the top level's files, and folders made there since it "
+                    "started, are read-only too"
+                    if backend == "container"
+                    else ""
+                )
             )
         )
     if hidden and not kept and len(found) == 1:

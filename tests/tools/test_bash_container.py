@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import resource
 import shutil
 import socket
 import subprocess
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Literal
 
 import anyio
 import pytest
@@ -31,37 +33,68 @@ WAIT_S = 60
 CLI_S = 30
 
 
+_ENGINE = ["docker"]
+"""The engine the module's tests drive now (set by the `image` fixture, one engine at a time)."""
+
+
 def _docker(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=CLI_S, stdin=subprocess.DEVNULL)
+    """The engine's command line (Docker's or Podman's: the backend relies on what they share)."""
+    return subprocess.run([_ENGINE[0], *args], capture_output=True, text=True, timeout=CLI_S, stdin=subprocess.DEVNULL)
 
 
-def _find_image() -> str:
+def _find_image(engine: str) -> str:
     """The image to run: MCP_CODETOOLS_TEST_IMAGE, else the container lane's; skips when there is none."""
-    if shutil.which("docker") is None:
-        pytest.skip("no docker command (the container lane installs docker.io)")
+    if shutil.which(engine) is None:
+        pytest.skip(f"no {engine} command (the container lane installs docker.io; Debian's podman for podman)")
     try:
-        info = _docker("info", "--format", "{{.ServerVersion}}")
+        info = _docker("info", "--format", "{{.Host.OCIRuntime.Name}}" if engine == "podman" else "{{.ServerVersion}}")
     except subprocess.TimeoutExpired:
-        pytest.skip("Docker's daemon did not answer")
+        pytest.skip(f"{engine} did not answer")
     if info.returncode != 0:
-        pytest.skip(f"Docker's daemon is not running here: {info.stderr.strip()[:200]}")
+        pytest.skip(f"{engine} cannot run containers here: {info.stderr.strip()[:200]}")
     wanted = os.environ.get("MCP_CODETOOLS_TEST_IMAGE")
     if wanted:
         return wanted
-    listed = _docker("images", "mcp-codetools-ci", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
+    listed = _docker("images", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
+    listed = [name for name in listed if name.rpartition("/")[2].startswith("mcp-codetools-ci:")]
     if not listed:
-        pytest.skip("no local image: run .ci/container-lane, or set MCP_CODETOOLS_TEST_IMAGE")
+        pytest.skip(
+            f"no local image for {engine}: run .ci/container-lane (for podman, `podman import` its root "
+            "filesystem tarball), or set MCP_CODETOOLS_TEST_IMAGE"
+        )
     return min(listed, key=len)  # the base image, without the test dependencies
 
 
+@pytest.fixture(scope="module", params=["docker", "podman"])
+def engine(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Each engine in turn; for rootful Podman, limits its runtime can set.
+
+    Rootful Podman asks for nofile 1048576 and nproc 4194304, which runc cannot set where the server
+    lacks CAP_SYS_RESOURCE (in a container, as here): the server's own nofile, and an nproc below the
+    caller's, are given in a containers.conf instead (the pids limit is the setting that counts).
+    """
+    name: str = request.param
+    _ENGINE[0] = name
+    with pytest.MonkeyPatch.context() as patch:
+        if name == "podman":
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            conf = tmp_path_factory.mktemp("podman") / "containers.conf"
+            conf.write_text(
+                f'[containers]\ndefault_ulimits = ["nofile={soft}:{hard}", "nproc=16384:16384"]\n', encoding="utf-8"
+            )
+            patch.setenv("CONTAINERS_CONF", str(conf))
+        yield name
+    _ENGINE[0] = "docker"
+
+
 @pytest.fixture(scope="module")
-def image() -> str:
-    return _find_image()
+def image(engine: str) -> str:
+    return _find_image(engine)
 
 
 @pytest.fixture
-def boxed(image: str) -> SandboxSettings:
-    return SandboxSettings(enabled=True, backend="container", image=image, memory="1g", pids=256, cpus=1)
+def boxed(image: str, engine: Literal["docker", "podman"]) -> SandboxSettings:
+    return SandboxSettings(enabled=True, backend="container", engine=engine, image=image, memory="1g", pids=256, cpus=1)
 
 
 @pytest.fixture
@@ -289,12 +322,15 @@ def test_a_killed_servers_containers_are_removed_at_start(image: str, boxed: San
         _docker("rm", "-f", stale, live, elsewhere)
 
 
-def test_doctor_reports_the_engine_and_the_image(image: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_doctor_reports_the_engine_and_the_image(
+    image: str, engine: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(sandbox_module, "_probed", {})
     env = {"MCP_CODETOOLS_SANDBOX": "1", "MCP_CODETOOLS_SANDBOX_BACKEND": "container"}
+    env["MCP_CODETOOLS_SANDBOX_ENGINE"] = engine
     env["MCP_CODETOOLS_SANDBOX_IMAGE"] = image
     out = doctor.sandbox_line(load_settings([str(tmp_path)], environ=env, read_files=False))
-    assert "container: engine docker" in out and f"image {image}" in out
+    assert f"container: engine {engine}" in out and f"image {image}" in out
 
 
 # --- without a daemon ----------------------------------------------------------------------------------------
