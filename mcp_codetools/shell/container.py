@@ -282,7 +282,8 @@ class SessionContainer:
     def run_argv(self) -> list[str]:
         """The `run -d` command line of this container."""
         s = self.settings
-        argv = [self.engine, "run", "-d", "--init", "--name", self.name]
+        # `rm -f` kills at once on Docker but stops first on Podman, waiting the stop timeout (10 s by default).
+        argv = [self.engine, "run", "-d", "--init", "--stop-timeout", "1", "--name", self.name]
         argv += ["--label", f"{LABEL_INSTANCE}={_INSTANCE}", "--label", f"{LABEL_OWNER}={_owner()}"]
         if not s.network:
             argv += ["--network", "none"]

@@ -298,7 +298,7 @@ async def test_ending_a_session_leaves_no_container(pipeline: Pipeline, settings
 def _labelled(image: str, owner: str) -> str:
     name = f"mcp-codetools-test-{os.urandom(4).hex()}"
     started = _docker(
-        "run", "-d", "--network", "none", "--name", name,
+        "run", "-d", "--init", "--stop-timeout", "1", "--network", "none", "--name", name,
         "--label", f"{containers.LABEL_INSTANCE}=test", "--label", f"{containers.LABEL_OWNER}={owner}",
         "--entrypoint", "sleep", image, "infinity",
     )  # fmt: skip
