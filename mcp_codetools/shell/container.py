@@ -213,8 +213,8 @@ def remove_stale(engine: str) -> list[str]:
         owner_host, _, pid = owner.rpartition(":")
         if name and owner_host == host and pid.isdigit() and not _alive(int(pid)):
             stale.append(name)
-    if stale:
-        _cli([engine, "rm", "-f", *stale])
+    for name in stale:  # one each: Podman 4.3's `rm -f` given a name that is gone removes none of the others
+        _cli([engine, "rm", "-f", name])
     return stale
 
 
