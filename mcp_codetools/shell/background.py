@@ -207,6 +207,7 @@ class JobRegistry:
             cwd_fd=detached.cwd_fd,
             timeout_ms=timeout_ms,
         )
+        job.confinement = detached.confinement  # a container's processes are found and stopped inside it
         self._open_log(job)
         return job
 

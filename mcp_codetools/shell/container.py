@@ -2,7 +2,8 @@
 
 The container is started at the session's first command (`run -d --init … sleep infinity`) from the image
 the settings name, with the roots and the session's scratch folder bind-mounted at the same paths (so Read,
-Edit and Bash see the same files by the same names), no network unless the setting gives it, memory, pids
+Edit and Bash see the same files by the same names), the kept paths read-only (a missing one by freezing
+the folder it would be made in, see `SessionContainer.frozen`), no network unless the setting gives it, memory, pids
 and CPU limits, the server's uid and gid, and no new privileges. It is removed when the session ends. Each
 container is labelled with the server instance and its pid: at the next start, labelled containers whose
 server is gone (killed, so it could not remove them) are removed.
@@ -193,19 +194,27 @@ def remove_stale(engine: str) -> list[str]:
     Containers of a live server (another instance running now) and of other hosts sharing the daemon are
     left alone.
     """
-    template = f'{{{{.Names}}}} {{{{.Label "{LABEL_OWNER}"}}}}'
-    listed = _cli([engine, "ps", "-a", "--filter", f"label={LABEL_INSTANCE}", "--format", template])
+    listed = _cli([engine, "ps", "-a", "--filter", f"label={LABEL_INSTANCE}", "--format", "{{.Names}}"])
     if listed.returncode != 0:
         raise ContainerError(f"cannot list containers: {_said(listed)}")
+    names = listed.stdout.split()
+    if not names:
+        return []
+    # The owner through `inspect`, whose `.Config.Labels` is a map in both engines (`ps` has Docker's
+    # `.Label` and Podman's map `.Labels`, but no template both read); Docker's `.Name` starts with "/".
+    template = f'{{{{.Name}}}} {{{{index .Config.Labels "{LABEL_OWNER}"}}}}'
+    inspected = _cli([engine, "inspect", "--format", template, *names])
+    if inspected.returncode != 0 and not inspected.stdout.strip():  # one removed since the listing: the rest
+        raise ContainerError(f"cannot inspect containers: {_said(inspected)}")
     host = socket.gethostname()
     stale: list[str] = []
-    for line in listed.stdout.splitlines():
-        name, _, owner = line.strip().partition(" ")
+    for line in inspected.stdout.splitlines():
+        name, _, owner = line.strip().lstrip("/").partition(" ")
         owner_host, _, pid = owner.rpartition(":")
         if name and owner_host == host and pid.isdigit() and not _alive(int(pid)):
             stale.append(name)
-    if stale:
-        _cli([engine, "rm", "-f", *stale])
+    for name in stale:  # one each: Podman 4.3's `rm -f` given a name that is gone removes none of the others
+        _cli([engine, "rm", "-f", name])
     return stale
 
 
@@ -215,6 +224,11 @@ def _mount_path(key: str, path: Path) -> str:
     if any(c in text for c in ',"\n'):
         raise ContainerError(f"{text!r} cannot be mounted: `--mount` cannot hold a comma or a quote in a path")
     return f"{key}={text}"
+
+
+def _bind(path: Path, *, read_only: bool) -> str:
+    spec = f"type=bind,{_mount_path('source', path)},{_mount_path('target', path)}"
+    return spec + ",readonly" if read_only else spec
 
 
 def _write_new(path: Path, text: str) -> None:
@@ -247,7 +261,8 @@ class SessionContainer:
     started: bool = False
     removed: bool = False
     read_only: tuple[Path, ...] = ()
-    """Paths inside the mounts bound read-only over themselves at start (protected paths, Edit denies)."""
+    """Paths inside the mounts kept read-only from start (protected paths, Edit denies): an existing one
+    bound read-only over itself, a missing one by freezing the folder it would be made in (`frozen`)."""
     hidden: tuple[Path, ...] = ()
     """Paths inside the mounts covered at start: an empty file, or an empty folder no one may enter."""
     unreadable: Path | None = None
@@ -267,7 +282,8 @@ class SessionContainer:
     def run_argv(self) -> list[str]:
         """The `run -d` command line of this container."""
         s = self.settings
-        argv = [self.engine, "run", "-d", "--init", "--name", self.name]
+        # `rm -f` kills at once on Docker but stops first on Podman, waiting the stop timeout (10 s by default).
+        argv = [self.engine, "run", "-d", "--init", "--stop-timeout", "1", "--name", self.name]
         argv += ["--label", f"{LABEL_INSTANCE}={_INSTANCE}", "--label", f"{LABEL_OWNER}={_owner()}"]
         if not s.network:
             argv += ["--network", "none"]
@@ -278,10 +294,17 @@ class SessionContainer:
         if s.cpus > 0:
             argv += ["--cpus", f"{s.cpus:g}"]
         argv += ["--user", f"{os.getuid()}:{os.getgid()}", "--security-opt", "no-new-privileges"]
-        for folder in self.mounts:
-            argv += ["--mount", f"type=bind,{_mount_path('source', folder)},{_mount_path('target', folder)}"]
+        frozen = self.frozen()
+        for folder in self.mounts:  # a frozen one read-only: an engine refuses two mounts at one target
+            argv += ["--mount", _bind(folder, read_only=folder in frozen)]
         for path in self.read_only:
-            argv += ["--mount", f"type=bind,{_mount_path('source', path)},{_mount_path('target', path)},readonly"]
+            if os.path.lexists(path):
+                argv += ["--mount", _bind(path, read_only=True)]
+        for folder, entries in frozen.items():
+            if folder not in self.mounts:
+                argv += ["--mount", _bind(folder, read_only=True)]
+            for entry in entries:
+                argv += ["--mount", _bind(entry, read_only=False)]
         for path in self.hidden:
             if path.is_dir():
                 argv += ["--mount", f"type=tmpfs,{_mount_path('destination', path)},tmpfs-mode=0000"]
@@ -293,6 +316,42 @@ class SessionContainer:
             else:
                 raise ContainerError(f"no empty file to cover {path} with")
         return [*argv, "--entrypoint", "sleep", s.image, "infinity"]
+
+    def frozen(self) -> dict[Path, list[Path]]:
+        """The folders frozen against kept paths that do not exist, each with the entries bound writable again.
+
+        A mount needs something to mount over, and the engine makes a missing target in the source folder,
+        which is the user's (an empty `.claude/settings.json` or `mcp-codetools.toml` left in the root,
+        read by other tools as broken config); a placeholder removed from the host afterwards would take
+        the mount with it (the kernel detaches mounts over an unlinked entry in every namespace). So, as
+        bubblewrap does (`sandbox.freeze_for`), the nearest existing folder above each missing kept path
+        is bound read-only over itself: no entry can be made, removed or renamed in it, by any command of
+        the container's life, background jobs too. Its folders (not kept ones, not folders frozen in turn)
+        are bound writable again; its files are not: a bind pins the file, and the atomic replace Edit and
+        Write do would leave the container reading the old one for the rest of the session, where a
+        read-only file at least says so. The engine applies mounts by the depth of their target (Docker
+        and Podman both sort them), so the writable folders land above their frozen parent, and kept
+        paths deeper inside above them.
+        """
+        kept = set(self.read_only) | set(self.hidden)
+        frozen: dict[Path, list[Path]] = {}
+        for path in self.read_only:
+            if os.path.lexists(path):
+                continue
+            folder = path.parent
+            while not os.path.lexists(folder) and folder != folder.parent:
+                folder = folder.parent
+            if any(folder == m or folder.is_relative_to(m) for m in self.mounts):
+                frozen.setdefault(folder, [])
+        for folder in frozen:
+            try:
+                with os.scandir(folder) as listed:
+                    names = sorted(e.name for e in listed if e.is_dir(follow_symlinks=False))
+            except OSError as exc:
+                raise ContainerError(f"cannot list {folder} to keep paths in it: {exc.strerror or exc}") from None
+            skip = kept | set(frozen) | set(self.mounts)
+            frozen[folder] = [folder / n for n in names if folder / n not in skip]
+        return frozen
 
     def uncovered(self, read_only: Sequence[Path], hidden: Sequence[Path]) -> list[Path]:
         """The paths a command must be kept from that this container was not started with."""

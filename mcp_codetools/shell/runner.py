@@ -128,6 +128,8 @@ class Detached:
     deadline: float
     """`time.monotonic()` at which it is to be stopped (its timeout)."""
     pid_namespace: bool
+    confinement: Confinement | None = None
+    """The sandbox it runs in: its new owner stops a container's processes inside the container."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,7 +295,9 @@ async def run(
                 confinement=confinement,
             )
             if return_at is not None and not timed_out and proc.returncode is None and detach is not None:
-                detach(Detached(proc, watcher, marker, out_r, cwd_r, started, started + timeout_s, namespace))
+                detach(
+                    Detached(proc, watcher, marker, out_r, cwd_r, started, started + timeout_s, namespace, confinement)
+                )
                 handed = True
         except BaseException:
             with anyio.CancelScope(shield=True):

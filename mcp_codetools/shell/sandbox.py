@@ -268,10 +268,13 @@ class Confinement:
         """
         if self.container is None:
             return
+        # Missing kept paths too (the container freezes the folder they would be made in), but not a missing
+        # `.git/commondir`: freezing `.git` would stop git; a foreground command's is removed after it.
+        kept = tuple(p for p in self.read_only if os.path.lexists(p) or p.name != "commondir")
         read_only = tuple(p for p in self.read_only if os.path.lexists(p))
         hidden = tuple(p for p in self.masks if os.path.lexists(p))
         try:
-            await self.container.ensure_started(read_only=read_only, hidden=hidden, unreadable=_unreadable_file)
+            await self.container.ensure_started(read_only=kept, hidden=hidden, unreadable=_unreadable_file)
         except containers.ContainerError as exc:
             raise SandboxUnavailable(f"The session's container could not start: {exc}") from exc
         missing = self.container.uncovered(read_only, hidden)
@@ -442,6 +445,12 @@ def refusal_note(output: str, confinement: Confinement) -> str | None:
                 if backend == "seatbelt"
                 else "no entry can be created, removed or renamed at a root's top level"
                 + (" or at `.git`'s (git cannot write the repository)" if backend == "landlock" else "")
+                + (
+                    "; in the session's container the top level's files, and folders made there since it "
+                    "started, are read-only too"
+                    if backend == "container"
+                    else ""
+                )
             )
         )
     if hidden and not kept and len(found) == 1:

@@ -150,7 +150,8 @@ class BashTool(Tool[BashInput]):
         if confinement is not None and kept is not None:
             confinement = confinement.keeping(kept.hidden, kept.read_only)
         await _ready(confinement)
-        # A container's mounts keep only paths that existed when it started: one made since is removed.
+        # A container keeps missing paths from being made by freezing their folder, but not `.git/commondir`
+        # (freezing `.git` would stop git): whatever kept path a command made anyway is removed after it.
         unmounted = (
             [p for p in kept.read_only if not os.path.lexists(p)]
             if kept is not None and confinement is not None and confinement.container is not None

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import resource
 import shutil
 import socket
 import subprocess
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Literal
 
 import anyio
 import pytest
@@ -31,37 +33,68 @@ WAIT_S = 60
 CLI_S = 30
 
 
+_ENGINE = ["docker"]
+"""The engine the module's tests drive now (set by the `image` fixture, one engine at a time)."""
+
+
 def _docker(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=CLI_S, stdin=subprocess.DEVNULL)
+    """The engine's command line (Docker's or Podman's: the backend relies on what they share)."""
+    return subprocess.run([_ENGINE[0], *args], capture_output=True, text=True, timeout=CLI_S, stdin=subprocess.DEVNULL)
 
 
-def _find_image() -> str:
+def _find_image(engine: str) -> str:
     """The image to run: MCP_CODETOOLS_TEST_IMAGE, else the container lane's; skips when there is none."""
-    if shutil.which("docker") is None:
-        pytest.skip("no docker command (the container lane installs docker.io)")
+    if shutil.which(engine) is None:
+        pytest.skip(f"no {engine} command (the container lane installs docker.io; Debian's podman for podman)")
     try:
-        info = _docker("info", "--format", "{{.ServerVersion}}")
+        info = _docker("info", "--format", "{{.Host.OCIRuntime.Name}}" if engine == "podman" else "{{.ServerVersion}}")
     except subprocess.TimeoutExpired:
-        pytest.skip("Docker's daemon did not answer")
+        pytest.skip(f"{engine} did not answer")
     if info.returncode != 0:
-        pytest.skip(f"Docker's daemon is not running here: {info.stderr.strip()[:200]}")
+        pytest.skip(f"{engine} cannot run containers here: {info.stderr.strip()[:200]}")
     wanted = os.environ.get("MCP_CODETOOLS_TEST_IMAGE")
     if wanted:
         return wanted
-    listed = _docker("images", "mcp-codetools-ci", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
+    listed = _docker("images", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
+    listed = [name for name in listed if name.rpartition("/")[2].startswith("mcp-codetools-ci:")]
     if not listed:
-        pytest.skip("no local image: run .ci/container-lane, or set MCP_CODETOOLS_TEST_IMAGE")
+        pytest.skip(
+            f"no local image for {engine}: run .ci/container-lane (for podman, `podman import` its root "
+            "filesystem tarball), or set MCP_CODETOOLS_TEST_IMAGE"
+        )
     return min(listed, key=len)  # the base image, without the test dependencies
 
 
+@pytest.fixture(scope="module", params=["docker", "podman"])
+def engine(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Each engine in turn; for rootful Podman, limits its runtime can set.
+
+    Rootful Podman asks for nofile 1048576 and nproc 4194304, which runc cannot set where the server
+    lacks CAP_SYS_RESOURCE (in a container, as here): the server's own nofile, and an nproc below the
+    caller's, are given in a containers.conf instead (the pids limit is the setting that counts).
+    """
+    name: str = request.param
+    _ENGINE[0] = name
+    with pytest.MonkeyPatch.context() as patch:
+        if name == "podman":
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            conf = tmp_path_factory.mktemp("podman") / "containers.conf"
+            conf.write_text(
+                f'[containers]\ndefault_ulimits = ["nofile={soft}:{hard}", "nproc=16384:16384"]\n', encoding="utf-8"
+            )
+            patch.setenv("CONTAINERS_CONF", str(conf))
+        yield name
+    _ENGINE[0] = "docker"
+
+
 @pytest.fixture(scope="module")
-def image() -> str:
-    return _find_image()
+def image(engine: str) -> str:
+    return _find_image(engine)
 
 
 @pytest.fixture
-def boxed(image: str) -> SandboxSettings:
-    return SandboxSettings(enabled=True, backend="container", image=image, memory="1g", pids=256, cpus=1)
+def boxed(image: str, engine: Literal["docker", "podman"]) -> SandboxSettings:
+    return SandboxSettings(enabled=True, backend="container", engine=engine, image=image, memory="1g", pids=256, cpus=1)
 
 
 @pytest.fixture
@@ -99,14 +132,15 @@ def _processes(session: CodeSession) -> str:
 
 
 async def test_commands_run_in_the_container_on_the_same_paths(call: Caller, session: CodeSession, root: Path) -> None:
+    (root / "sub").mkdir()  # the root's top level is frozen: its folders stay writable, new entries cannot be made
     assert "sleep infinity" in await call.ok("Bash", {"command": "tr '\\0' ' ' < /proc/1/cmdline"})
     assert (await call.ok("Bash", {"command": "id -u; id -g"})).split() == [str(os.getuid()), str(os.getgid())]
     (root / "from-host.txt").write_text("written outside\n", encoding="utf-8")
     assert "written outside" in await call.ok("Bash", {"command": "cat from-host.txt"})
-    await call.ok("Bash", {"command": f"echo written inside > {root}/from-box.txt"})
-    assert (root / "from-box.txt").read_text(encoding="utf-8") == "written inside\n"
-    await call.ok("Bash", {"command": "mkdir -p sub && cd sub"})
-    assert (await call.ok("Bash", {"command": "pwd"})).strip() == str(root / "sub")
+    await call.ok("Bash", {"command": f"echo written inside > {root}/sub/from-box.txt"})
+    assert (root / "sub" / "from-box.txt").read_text(encoding="utf-8") == "written inside\n"
+    await call.ok("Bash", {"command": "mkdir -p sub/deeper && cd sub/deeper"})
+    assert (await call.ok("Bash", {"command": "pwd"})).strip() == str(root / "sub" / "deeper")
     out = await call.fails("Bash", {"command": "echo out; echo err >&2; exit 3"})
     assert "Exit code 3" in out.text and "out" in out.text and "err" in out.text
 
@@ -127,14 +161,16 @@ async def test_a_link_left_for_the_cwd_report_is_not_followed(
 async def test_protected_paths_are_read_only_in_the_container(call: Caller, root: Path) -> None:
     (root / ".git" / "hooks").mkdir(parents=True)
     (root / ".git" / "config").write_text("[core]\n", encoding="utf-8")
+    (root / "docs").mkdir()
     out = await call("Bash", {"command": "echo '[core] fsmonitor = evil' >> .git/config; touch .git/hooks/pre-commit"})
     assert out.is_error
     assert (root / ".git" / "config").read_text(encoding="utf-8") == "[core]\n"
     assert not (root / ".git" / "hooks" / "pre-commit").exists()
-    await call.ok("Bash", {"command": "echo fine > notes.txt"})  # the rest of the root stays writable
-    # A protected path that did not exist when the container started is not a mount: made, it is removed.
+    await call.ok("Bash", {"command": "echo fine > docs/notes.txt"})  # the rest of the root stays writable
+    # A protected path that did not exist when the container started cannot be made either.
     out = await call("Bash", {"command": "mkdir -p .claude && echo '{}' > .claude/settings.json"})
-    assert not (root / ".claude" / "settings.json").exists(), out.text
+    assert out.is_error and "Read-only file system" in out.text, out.text  # refused, not made and removed
+    assert not (root / ".claude").exists()
 
 
 async def test_no_network_and_the_limits_hold(call: Caller, session: CodeSession) -> None:
@@ -173,6 +209,52 @@ async def test_a_background_job_is_read_and_killed_inside(call: Caller, session:
     assert "sleep 3022" in _processes(session)
     await call.ok("KillShell", {"shell_id": "bash_1"})
     assert "sleep 302" not in _processes(session)
+
+
+async def _job_ends(session: CodeSession, job_id: str) -> None:
+    job = session.jobs.get(job_id)
+    assert job is not None
+    with anyio.fail_after(WAIT_S):
+        await job.done.wait()
+
+
+async def test_a_background_job_cannot_make_a_protected_path(call: Caller, session: CodeSession, root: Path) -> None:
+    (root / ".git" / "objects").mkdir(parents=True)  # a repository without hooks: `.git/hooks` is missing
+    (root / "src").mkdir()
+    made = (
+        "mkdir -p .claude; echo '{}' > .claude/settings.json; echo 'x = 1' > mcp-codetools.toml; "
+        "mkdir -p .git/hooks; echo evil > .git/hooks/pre-commit; echo fine > src/made.txt; echo obj > .git/objects/o"
+    )
+    await call.ok("Bash", {"command": made, "run_in_background": True})  # the session's first command
+    await _job_ends(session, "bash_1")
+    for path in (".claude", "mcp-codetools.toml", ".git/hooks"):
+        assert not os.path.lexists(root / path), path
+    # The folders in a frozen one stay writable.
+    assert (root / "src" / "made.txt").read_text(encoding="utf-8") == "fine\n"
+    assert (root / ".git" / "objects" / "o").exists()
+    # A protected path made on the host since (by Write, asked about) is read-only inside too.
+    (root / ".claude").mkdir()
+    await call.ok("Bash", {"command": "echo '{}' > .claude/settings.json", "run_in_background": True})
+    await _job_ends(session, "bash_2")
+    assert not (root / ".claude" / "settings.json").exists()
+
+
+@pytest.mark.usefixtures("host_blind")
+async def test_a_command_moved_to_the_background_stays_in_the_container(
+    pipeline: Pipeline, root: Path, boxed: SandboxSettings
+) -> None:
+    session = CodeSession(Settings(roots=(root,), sandbox=boxed, bash_return_after_s=0.5))
+    try:
+        call = Caller(pipeline, session)
+        moved = await call.ok("Bash", {"command": "echo begun; setsid sleep 3061 & sleep 3062"})
+        assert "moved to the background" in moved and "bash_1" in moved
+        job = session.jobs.get("bash_1")
+        assert job is not None and job.confinement is not None and job.confinement.container is not None
+        assert "sleep 3062" in _processes(session)
+        await call.ok("KillShell", {"shell_id": "bash_1"})
+        assert "sleep 306" not in _processes(session)
+    finally:
+        await session.aclose()
 
 
 async def test_two_sessions_cannot_see_each_other(pipeline: Pipeline, tmp_path: Path, boxed: SandboxSettings) -> None:
@@ -217,7 +299,7 @@ async def test_ending_a_session_leaves_no_container(pipeline: Pipeline, settings
 def _labelled(image: str, owner: str) -> str:
     name = f"mcp-codetools-test-{os.urandom(4).hex()}"
     started = _docker(
-        "run", "-d", "--network", "none", "--name", name,
+        "run", "-d", "--init", "--stop-timeout", "1", "--network", "none", "--name", name,
         "--label", f"{containers.LABEL_INSTANCE}=test", "--label", f"{containers.LABEL_OWNER}={owner}",
         "--entrypoint", "sleep", image, "infinity",
     )  # fmt: skip
@@ -238,15 +320,20 @@ def test_a_killed_servers_containers_are_removed_at_start(image: str, boxed: San
         names = set(_docker("ps", "-a", "--format", "{{.Names}}").stdout.split())
         assert stale not in names and live in names and elsewhere in names
     finally:
-        _docker("rm", "-f", stale, live, elsewhere)
+        for name in (stale, live, elsewhere):  # one each: Podman's `rm -f` stops at a name that is gone
+            _docker("rm", "-f", name)
+    assert not {stale, live, elsewhere} & set(_docker("ps", "-a", "--format", "{{.Names}}").stdout.split())
 
 
-def test_doctor_reports_the_engine_and_the_image(image: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_doctor_reports_the_engine_and_the_image(
+    image: str, engine: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(sandbox_module, "_probed", {})
     env = {"MCP_CODETOOLS_SANDBOX": "1", "MCP_CODETOOLS_SANDBOX_BACKEND": "container"}
+    env["MCP_CODETOOLS_SANDBOX_ENGINE"] = engine
     env["MCP_CODETOOLS_SANDBOX_IMAGE"] = image
     out = doctor.sandbox_line(load_settings([str(tmp_path)], environ=env, read_files=False))
-    assert "container: engine docker" in out and f"image {image}" in out
+    assert f"container: engine {engine}" in out and f"image {image}" in out
 
 
 # --- without a daemon ----------------------------------------------------------------------------------------
