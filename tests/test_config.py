@@ -14,7 +14,10 @@ import pytest
 
 from mcp_codetools import audit
 from mcp_codetools.cli import main
-from mcp_codetools.config import (
+from mcp_codetools.pipeline import Pipeline
+from mcp_codetools.policy.loading import PolicyConfigError, load_policy_config
+from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import (
     PLACES,
     ConfigError,
     SandboxSettings,
@@ -24,9 +27,6 @@ from mcp_codetools.config import (
     load_settings,
     markdown_reference,
 )
-from mcp_codetools.pipeline import Pipeline
-from mcp_codetools.policy.loading import PolicyConfigError, load_policy_config
-from mcp_codetools.session import CodeSession
 from mcp_codetools.tools import bash, glob, grep, read
 from mcp_codetools.tools import default_tools as tools
 from tests.conftest import Caller
@@ -162,6 +162,38 @@ def test_every_setting_has_a_place_and_a_description() -> None:
     names |= {f"sandbox.{name}" for name in SandboxSettings.__dataclass_fields__}
     assert names == set(PLACES)
     assert "| `[limits] max_concurrency` |" in markdown_reference()
+
+
+def test_the_flags_are_the_settings_that_name_one_and_set_them(xdg: Path, root: Path) -> None:
+    from mcp_codetools.cli import _parser, flag_values
+
+    flags = {name: place.flag for name, place in PLACES.items() if place.flag}
+    assert flags == {
+        "max_concurrency": "--max-concurrency",
+        "http_host": "--host",
+        "http_port": "--port",
+        "sandbox.enabled": "--sandbox",
+        "sandbox.network": "--sandbox-network",
+        "sandbox.backend": "--sandbox-backend",
+    }
+    argv = ["--max-concurrency", "7", "--host", "::1", "--port", "0", "--sandbox", "--sandbox-network"]
+    args = _parser().parse_args([*argv, "--sandbox-backend", "bwrap", "--root", str(root), "config"])
+    loaded = load_settings([root], flags=flag_values(args))
+    settings = loaded.settings
+    assert (settings.max_concurrency, settings.http_host, settings.http_port) == (7, "::1", 0)
+    assert (settings.sandbox.enabled, settings.sandbox.network, settings.sandbox.backend) == (True, True, "bwrap")
+    assert loaded.sources["sandbox.backend"] == "--sandbox-backend flag"
+    assert set(flag_values(_parser().parse_args([])).values()) == {None}
+
+
+def test_each_environment_name_follows_from_the_setting_unless_it_says_otherwise() -> None:
+    assert PLACES["read_default_lines"].env == "MCP_CODETOOLS_READ_DEFAULT_LINES"
+    assert PLACES["sandbox.network"].env == "MCP_CODETOOLS_SANDBOX_NETWORK"
+    assert PLACES["max_concurrency"].env == "MCP_CODETOOLS_MAX_TOOL_USE_CONCURRENCY"
+    assert PLACES["sandbox.enabled"].env == "MCP_CODETOOLS_SANDBOX"
+    assert (PLACES["audit_log_keep"].section, PLACES["audit_log_keep"].key) == ("audit", "keep")
+    assert len({place.env for place in PLACES.values()}) == len(PLACES)
+    assert len({(place.section, place.key) for place in PLACES.values()}) == len(PLACES)
 
 
 def test_the_readme_reference_is_the_generated_one() -> None:

@@ -29,7 +29,7 @@ def test_each_quoted_setting_is_in_the_text_at_its_default() -> None:
     """A template that no longer matches the text would leave a stale number in front of the model."""
     import json
 
-    from mcp_codetools.config import setting_default
+    from mcp_codetools.settings import setting_default
     from mcp_codetools.tools import default_tools
 
     quoted = 0
@@ -46,8 +46,8 @@ def test_each_quoted_setting_is_in_the_text_at_its_default() -> None:
 def test_a_configured_server_quotes_its_own_limits() -> None:
     from pathlib import Path
 
-    from mcp_codetools.config import Settings
     from mcp_codetools.protocol.server import CodeToolsServer
+    from mcp_codetools.settings import Settings
 
     settings = Settings(
         roots=(Path.cwd(),),

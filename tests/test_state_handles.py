@@ -7,7 +7,6 @@ import re
 
 import pytest
 
-from mcp_codetools.config import Settings
 from mcp_codetools.protocol.state_handles import (
     HandleError,
     HandleExpired,
@@ -15,6 +14,7 @@ from mcp_codetools.protocol.state_handles import (
     StateRegistry,
     principal_of,
 )
+from mcp_codetools.settings import Settings
 from tests.test_session_registry import Clock
 
 pytestmark = pytest.mark.anyio

@@ -20,11 +20,11 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from pydantic_core import PydanticCustomError
 from typing_extensions import TypeVar, override
 
-from mcp_codetools.config import Settings, setting_default, setting_value
 from mcp_codetools.policy.engine import CallFacts, Policy
 from mcp_codetools.policy.gate import Asker
 from mcp_codetools.policy.hiding import Hider
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings, setting_default, setting_value
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 
