@@ -27,7 +27,6 @@ from mcp_codetools.settings import (
     load_settings,
     markdown_reference,
 )
-from mcp_codetools.tools import bash, glob, grep, read
 from mcp_codetools.tools import default_tools as tools
 from tests.conftest import Caller
 
@@ -141,11 +140,11 @@ def test_an_audit_path_in_a_file_is_relative_to_the_file(xdg: Path, root: Path) 
 
 def test_the_defaults_are_the_limits_the_tools_had() -> None:
     s = Settings()
-    assert s.read_default_lines == read.DEFAULT_LIMIT
-    assert (s.grep_head_limit, s.grep_max_result_chars) == (grep.DEFAULT_HEAD_LIMIT, grep.MAX_RESULT_CHARS)
-    assert s.glob_max_files == glob.MAX_FILES
-    assert (s.bash_default_timeout_ms, s.bash_max_timeout_ms) == (bash.DEFAULT_TIMEOUT_MS, bash.MAX_TIMEOUT_MS)
-    assert s.bash_output_chars == bash.OUTPUT_CAP
+    assert s.read_default_lines == 2000
+    assert (s.grep_head_limit, s.grep_max_result_chars) == (250, 20_000)
+    assert s.glob_max_files == 100
+    assert (s.bash_default_timeout_ms, s.bash_max_timeout_ms) == (120_000, 600_000)
+    assert s.bash_output_chars == 30_000
     assert (s.history_max_bytes, s.history_max_entries) == (256 * 1024 * 1024, 200)
 
 

@@ -16,6 +16,7 @@ import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -437,6 +438,12 @@ def shape_of(name: str) -> Shape:
     if origin is dict:
         return "json"
     return "plain"
+
+
+@cache
+def default_settings() -> Settings:
+    """The defaults, for texts that quote a setting when no server's settings are at hand (the manifest)."""
+    return Settings(roots=(Path("."),))
 
 
 _QUOTED = re.compile(r"\{([a-z_]+(?:\.[a-z_]+)?)(?::([^{}]*))?\}")
