@@ -21,10 +21,10 @@ from typing import Any
 
 import anyio
 
-from mcp_codetools.config import Settings
 from mcp_codetools.lsp.servers import python_server
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings
 from mcp_codetools.tools import default_tools
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mcp_codetools"

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import anyio
 
-from mcp_codetools.config import SandboxSettings, Settings
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import SandboxSettings, Settings
 from mcp_codetools.tools import default_tools
 
 

@@ -23,11 +23,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from mcp_codetools.config import Settings
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.policy.engine import CallFacts, Policy
 from mcp_codetools.policy.rules import Behaviour, parse_rule
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings
 from mcp_codetools.shell.sandbox import SandboxSettings, SandboxUnavailable, probe
 from mcp_codetools.tools import default_tools
 

@@ -35,13 +35,13 @@ from typing import Any
 import anyio
 
 from benchmarks.fixtures import source_text
-from mcp_codetools.config import Settings
 from mcp_codetools.files import fdpaths
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.policy.loading import load_gate
 from mcp_codetools.search import process as rg_process
 from mcp_codetools.search import sandbox
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings
 from mcp_codetools.tools import default_tools
 
 TARGET = 1.10

@@ -60,9 +60,9 @@ def _imports() -> None:
 
 async def _scenario(name: str, n: int, root: Path) -> tuple[Call, int]:
     """The call to profile, and how many warm-up calls it needs."""
-    from mcp_codetools.config import Settings
     from mcp_codetools.pipeline import Pipeline
     from mcp_codetools.session import CodeSession
+    from mcp_codetools.settings import Settings
     from mcp_codetools.tools import default_tools
 
     corpus = setup_corpus.tree_dir()

@@ -1,7 +1,7 @@
 """mcp-codetools: code tools (Read, Grep, Glob, Edit, Write, Bash) served over MCP.
 
 The package exports only its version. The entry points live in their modules
-(`mcp_codetools.config.Settings`, `mcp_codetools.protocol.server.CodeToolsServer`, `mcp_codetools.cli.main`),
+(`mcp_codetools.settings.Settings`, `mcp_codetools.protocol.server.CodeToolsServer`, `mcp_codetools.cli.main`),
 so importing the package loads neither them nor the MCP SDK (pinned by tests/test_public_names.py).
 """
 

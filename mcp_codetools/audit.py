@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mcp_codetools.config import Settings
+from mcp_codetools.settings import Settings
 
 logger = logging.getLogger(__name__)
 

@@ -11,13 +11,16 @@ import logging
 import os
 import signal
 import sys
+import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from mcp_codetools import __version__
-from mcp_codetools.config import SANDBOX_BACKENDS, LoadedSettings, Settings
 from mcp_codetools.roots import loaded_settings_from
+from mcp_codetools.settings import PLACES, LoadedSettings, Settings, setting_default
+from mcp_codetools.settings.model import field_info
+from mcp_codetools.settings.printing import shown
 
 if TYPE_CHECKING:
     from mcp_codetools.policy.gate import PermissionGate
@@ -50,12 +53,6 @@ def _parser() -> argparse.ArgumentParser:
         help="a TOML config file, read after the user's and the project's (see the README's configuration reference)",
     )
     parser.add_argument(
-        "--max-concurrency",
-        type=int,
-        metavar="N",
-        help="read-only calls that may run at once (default 10, or MCP_CODETOOLS_MAX_TOOL_USE_CONCURRENCY)",
-    )
-    parser.add_argument(
         "--permission-mode",
         choices=("default", "acceptEdits", "plan", "bypassPermissions"),
         help="permission mode (default: `default`, or permissions.default_mode in a config file)",
@@ -74,21 +71,7 @@ def _parser() -> argparse.ArgumentParser:
         help="stdio (default): the client starts the server and speaks on its stdin/stdout; "
         "http: streamable HTTP at http://HOST:PORT/mcp, for remote or shared use (MCP_CODETOOLS_HTTP_TOKEN)",
     )
-    parser.add_argument("--host", help="HTTP: address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, help="HTTP: port (default 8765; 0 picks a free one)")
-    parser.add_argument(
-        "--replica",
-        metavar="NAME",
-        help="HTTP: this replica's name behind a load balancer, put in the state ids it mints (deploy/README.md)",
-    )
-    sandbox = parser.add_argument_group("Bash sandbox")
-    sandbox.add_argument(
-        "--sandbox", action="store_true", default=None, help="run Bash in an OS sandbox (MCP_CODETOOLS_SANDBOX=1)"
-    )
-    sandbox.add_argument(
-        "--sandbox-network", action="store_true", default=None, help="let sandboxed commands use the network"
-    )
-    sandbox.add_argument("--sandbox-backend", choices=SANDBOX_BACKENDS, help="default: auto")
+    _add_setting_flags(parser)
     config = parser.add_argument_group("config command")
     config.add_argument("--check", type=Path, metavar="FILE", help="validate FILE and exit (non-zero on problems)")
     config.add_argument("--markdown", action="store_true", help="print the configuration reference as Markdown")
@@ -104,17 +87,40 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+_FLAG_GROUPS = {"sandbox": "Bash sandbox"}
+"""Settings tables whose flags `--help` shows under a heading of their own."""
+
+
+def _flagged() -> dict[str, tuple[str, str]]:
+    """Every setting that has a flag: its flag and the argparse destination."""
+    return {name: (p.flag, p.flag.lstrip("-").replace("-", "_")) for name, p in PLACES.items() if p.flag}
+
+
+def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per setting whose `Place` names one, its kind, choices and help taken from the field."""
+    groups: dict[str, Any] = {}
+    for name, (flag, dest) in _flagged().items():
+        place = PLACES[name]
+        target = parser
+        if place.section in _FLAG_GROUPS:
+            target = groups.setdefault(place.section, parser.add_argument_group(_FLAG_GROUPS[place.section]))
+        info = field_info(name)
+        default = setting_default(name)
+        help_text = f"{(info.description or '').rstrip('.')} (default {shown(default)}; or {place.env})"
+        help_text = help_text.replace("%", "%%")
+        if info.annotation is bool:
+            target.add_argument(flag, dest=dest, action="store_true", default=None, help=help_text)
+            continue
+        choices = typing.get_args(info.annotation) if typing.get_origin(info.annotation) is Literal else None
+        numeric = info.annotation in (int, float)
+        kind: dict[str, Any] = {"type": info.annotation} if numeric else {}
+        metavar = None if choices else "N" if numeric else "VALUE"
+        target.add_argument(flag, dest=dest, choices=choices, metavar=metavar, help=help_text, **kind)
+
+
 def flag_values(args: argparse.Namespace) -> dict[str, Any]:
     """The settings given as flags, by setting name (None: not given)."""
-    return {
-        "max_concurrency": args.max_concurrency,
-        "http_host": args.host,
-        "http_port": args.port,
-        "http_replica": args.replica,
-        "sandbox.enabled": args.sandbox,
-        "sandbox.network": args.sandbox_network,
-        "sandbox.backend": args.sandbox_backend,
-    }
+    return {name: getattr(args, dest) for name, (_, dest) in _flagged().items()}
 
 
 def _load(args: argparse.Namespace) -> LoadedSettings:
@@ -156,9 +162,11 @@ def start_up(args: argparse.Namespace) -> Startup:
 def server_flags(args: argparse.Namespace) -> list[str]:
     """The flags that change how the server starts, for `doctor` to start its test server the same way."""
     flags = ["--config", os.path.abspath(args.config)] if args.config is not None else []  # it starts elsewhere
-    flags += ["--sandbox"] if args.sandbox else []
-    flags += ["--sandbox-network"] if args.sandbox_network else []
-    flags += ["--sandbox-backend", args.sandbox_backend] if args.sandbox_backend else []
+    for name, value in flag_values(args).items():
+        flag = PLACES[name].flag
+        if value is None or flag is None or PLACES[name].section != "sandbox":  # the rest do not change a call
+            continue
+        flags += [flag] if value is True else [flag, str(value)]
     return flags
 
 
@@ -236,8 +244,8 @@ def _serve(app: CodeToolsServer, args: argparse.Namespace, settings: Settings) -
 
 
 def _config_command(args: argparse.Namespace) -> int:
-    from mcp_codetools.config import check_file, describe, markdown_reference
     from mcp_codetools.policy.loading import check_policy_file, load_policy_config
+    from mcp_codetools.settings import check_file, describe, markdown_reference
 
     if args.markdown:
         print(markdown_reference(), end="")

@@ -20,8 +20,8 @@ from typing import Any
 import anyio
 
 from mcp_codetools import __version__
-from mcp_codetools.config import LoadedSettings, SandboxSettings
 from mcp_codetools.search.locate import find_rg, rg_version
+from mcp_codetools.settings import LoadedSettings, SandboxSettings, settings_from_env
 
 EXPECTED_TOOLS = ("Read", "Edit", "Write")
 
@@ -230,7 +230,7 @@ def run_doctor(roots: list[str] | None, load: Callable[[], LoadedSettings], flag
     roots = roots or []
     if sys.platform == "win32":
         _environment(roots)
-        _backends(SandboxSettings.from_env())
+        _backends(settings_from_env().sandbox)
         print(native_windows_notice().removeprefix("mcp-codetools: "))
         print("\nVerdict: the server does not run natively on Windows; run it under WSL (see above)")
         return 1

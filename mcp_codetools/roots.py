@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mcp_codetools.config import LoadedSettings, load_settings
 from mcp_codetools.files.paths import Workspace
+from mcp_codetools.settings import LoadedSettings, load_settings
 
 
 def loaded_settings_from(

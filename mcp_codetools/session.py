@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.to_thread
 
-from mcp_codetools.config import Settings
 from mcp_codetools.files.history import FileHistory
 from mcp_codetools.files.ledger import ReadLedger
 from mcp_codetools.files.paths import Workspace
@@ -29,6 +28,7 @@ from mcp_codetools.files.scratch import make_scratch_dir, sweep_once_in_backgrou
 from mcp_codetools.files.view import LineIndexCache
 from mcp_codetools.lsp.servers import available
 from mcp_codetools.lsp.workspace import LanguageServers
+from mcp_codetools.settings import Settings
 from mcp_codetools.shell import runner
 from mcp_codetools.shell.background import JobRegistry
 from mcp_codetools.shell.sandbox import Confinement, prepared

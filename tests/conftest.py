@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from mcp_codetools.config import Settings
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings
 from mcp_codetools.shell import procs
 from mcp_codetools.tools import default_tools
 from mcp_codetools.tools.base import ToolOutput

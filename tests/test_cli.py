@@ -39,13 +39,13 @@ def test_a_root_that_is_not_a_folder_is_refused(tmp_path: Path) -> None:
 
 
 def test_concurrency_limit_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcp_codetools.config import ConfigError, Settings
+    from mcp_codetools.settings import ConfigError, settings_from_env
 
     monkeypatch.setenv("MCP_CODETOOLS_MAX_TOOL_USE_CONCURRENCY", "3")
-    assert Settings.from_env().max_concurrency == 3
+    assert settings_from_env().max_concurrency == 3
     monkeypatch.setenv("MCP_CODETOOLS_MAX_TOOL_USE_CONCURRENCY", "lots")
     with pytest.raises(ConfigError, match="MCP_CODETOOLS_MAX_TOOL_USE_CONCURRENCY.*'lots'"):
-        Settings.from_env()
+        settings_from_env()
 
 
 def test_doctor_checks_the_given_roots_as_the_server_does(tmp_path: Path) -> None:

@@ -14,7 +14,10 @@ import pytest
 
 from mcp_codetools import audit
 from mcp_codetools.cli import main
-from mcp_codetools.config import (
+from mcp_codetools.pipeline import Pipeline
+from mcp_codetools.policy.loading import PolicyConfigError, load_policy_config
+from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import (
     PLACES,
     ConfigError,
     SandboxSettings,
@@ -24,10 +27,6 @@ from mcp_codetools.config import (
     load_settings,
     markdown_reference,
 )
-from mcp_codetools.pipeline import Pipeline
-from mcp_codetools.policy.loading import PolicyConfigError, load_policy_config
-from mcp_codetools.session import CodeSession
-from mcp_codetools.tools import bash, glob, grep, read
 from mcp_codetools.tools import default_tools as tools
 from tests.conftest import Caller
 
@@ -141,11 +140,11 @@ def test_an_audit_path_in_a_file_is_relative_to_the_file(xdg: Path, root: Path) 
 
 def test_the_defaults_are_the_limits_the_tools_had() -> None:
     s = Settings()
-    assert s.read_default_lines == read.DEFAULT_LIMIT
-    assert (s.grep_head_limit, s.grep_max_result_chars) == (grep.DEFAULT_HEAD_LIMIT, grep.MAX_RESULT_CHARS)
-    assert s.glob_max_files == glob.MAX_FILES
-    assert (s.bash_default_timeout_ms, s.bash_max_timeout_ms) == (bash.DEFAULT_TIMEOUT_MS, bash.MAX_TIMEOUT_MS)
-    assert s.bash_output_chars == bash.OUTPUT_CAP
+    assert s.read_default_lines == 2000
+    assert (s.grep_head_limit, s.grep_max_result_chars) == (250, 20_000)
+    assert s.glob_max_files == 100
+    assert (s.bash_default_timeout_ms, s.bash_max_timeout_ms) == (120_000, 600_000)
+    assert s.bash_output_chars == 30_000
     assert (s.history_max_bytes, s.history_max_entries) == (256 * 1024 * 1024, 200)
 
 
@@ -162,6 +161,51 @@ def test_every_setting_has_a_place_and_a_description() -> None:
     names |= {f"sandbox.{name}" for name in SandboxSettings.__dataclass_fields__}
     assert names == set(PLACES)
     assert "| `[limits] max_concurrency` |" in markdown_reference()
+
+
+def test_the_flags_are_the_settings_that_name_one_and_set_them(xdg: Path, root: Path) -> None:
+    from mcp_codetools.cli import _parser, flag_values
+
+    flags = {name: place.flag for name, place in PLACES.items() if place.flag}
+    assert flags == {
+        "max_concurrency": "--max-concurrency",
+        "http_host": "--host",
+        "http_port": "--port",
+        "http_replica": "--replica",
+        "sandbox.enabled": "--sandbox",
+        "sandbox.network": "--sandbox-network",
+        "sandbox.backend": "--sandbox-backend",
+    }
+    argv = [
+        "--max-concurrency",
+        "7",
+        "--host",
+        "::1",
+        "--port",
+        "0",
+        "--replica",
+        "r2",
+        "--sandbox",
+        "--sandbox-network",
+    ]
+    args = _parser().parse_args([*argv, "--sandbox-backend", "bwrap", "--root", str(root), "config"])
+    loaded = load_settings([root], flags=flag_values(args))
+    settings = loaded.settings
+    assert (settings.max_concurrency, settings.http_host, settings.http_port) == (7, "::1", 0)
+    assert settings.http_replica == "r2"
+    assert (settings.sandbox.enabled, settings.sandbox.network, settings.sandbox.backend) == (True, True, "bwrap")
+    assert loaded.sources["sandbox.backend"] == "--sandbox-backend flag"
+    assert set(flag_values(_parser().parse_args([])).values()) == {None}
+
+
+def test_each_environment_name_follows_from_the_setting_unless_it_says_otherwise() -> None:
+    assert PLACES["read_default_lines"].env == "MCP_CODETOOLS_READ_DEFAULT_LINES"
+    assert PLACES["sandbox.network"].env == "MCP_CODETOOLS_SANDBOX_NETWORK"
+    assert PLACES["max_concurrency"].env == "MCP_CODETOOLS_MAX_TOOL_USE_CONCURRENCY"
+    assert PLACES["sandbox.enabled"].env == "MCP_CODETOOLS_SANDBOX"
+    assert (PLACES["audit_log_keep"].section, PLACES["audit_log_keep"].key) == ("audit", "keep")
+    assert len({place.env for place in PLACES.values()}) == len(PLACES)
+    assert len({(place.section, place.key) for place in PLACES.values()}) == len(PLACES)
 
 
 def test_the_readme_reference_is_the_generated_one() -> None:

@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcp_codetools import pipeline as pipeline_module
-from mcp_codetools.config import Settings
 from mcp_codetools.dispatcher import Dispatcher
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings
 from mcp_codetools.tools import default_tools
 from mcp_codetools.tools.base import ToolOutput
 from tests.gates import Gates

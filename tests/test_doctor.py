@@ -63,7 +63,7 @@ def test_a_configuration_the_server_refuses_fails_doctor_with_the_same_message(
 
 
 def test_doctor_says_the_sandbox_is_on_after_sandbox_and_names_what_it_confines(project: Path) -> None:
-    from mcp_codetools.config import SandboxSettings
+    from mcp_codetools.settings import SandboxSettings
     from mcp_codetools.shell.sandbox import SandboxUnavailable, probe
 
     done = run(["--sandbox", "doctor"], project)
@@ -80,7 +80,7 @@ def test_doctor_says_the_sandbox_is_on_after_sandbox_and_names_what_it_confines(
 
 
 def test_doctor_reads_the_backend_flag_and_the_environment(project: Path) -> None:
-    from mcp_codetools.config import SandboxSettings
+    from mcp_codetools.settings import SandboxSettings
     from mcp_codetools.shell.sandbox import SandboxUnavailable, probe
 
     landlock = dataclasses.replace(SandboxSettings(), enabled=True, backend="landlock")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mcp_codetools import doctor
-from mcp_codetools.config import SandboxSettings, load_settings
+from mcp_codetools.settings import load_settings, settings_from_env
 from mcp_codetools.shell import sandbox as sandbox_module
 from mcp_codetools.shell import seatbelt
 
@@ -22,7 +22,7 @@ def _no_sandbox_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.linux_only
 def test_on_linux_both_backends_are_named_with_whether_they_work(capsys: pytest.CaptureFixture[str]) -> None:
-    doctor._backends(SandboxSettings.from_env())
+    doctor._backends(settings_from_env().sandbox)
     out = capsys.readouterr().out
     assert "backends     on linux: bwrap (" in out and "landlock (" in out
     assert "by platform: Linux bwrap, landlock; macOS seatbelt; Windows none (use WSL)" in out
@@ -36,7 +36,7 @@ def test_on_macos_seatbelt_is_named_and_used(
     real_exists = os.path.exists
     monkeypatch.setattr(os.path, "exists", lambda p: p == seatbelt.SANDBOX_EXEC or real_exists(p))
     monkeypatch.setenv("MCP_CODETOOLS_SANDBOX", "1")
-    doctor._backends(SandboxSettings.from_env())
+    doctor._backends(settings_from_env().sandbox)
     out = capsys.readouterr().out
     assert "backends     on darwin: seatbelt (works)" in out
     assert "bwrap (" not in out, "only this platform's backends are probed"
@@ -49,7 +49,7 @@ def test_a_backend_that_does_not_work_is_said_and_fails_only_when_asked_for(
 ) -> None:
     monkeypatch.setattr(sys, "platform", "darwin")
     monkeypatch.setattr(seatbelt, "SANDBOX_EXEC", "/nonexistent/sandbox-exec")
-    doctor._backends(SandboxSettings.from_env())
+    doctor._backends(settings_from_env().sandbox)
     assert "seatbelt (does not work here)" in capsys.readouterr().out
     loaded = load_settings([str(tmp_path)], environ={"MCP_CODETOOLS_SANDBOX": "1"}, read_files=False)
     assert "; unavailable here: " in doctor.sandbox_line(loaded)

@@ -4,7 +4,7 @@ Imports point one way: no module imports a higher layer, and no tool imports ano
 The layers, lowest first (a module may import its own layer and those below it; two parts of one
 layer never import each other both ways):
 
-    errors, config (and the package's __init__)
+    errors, settings/ (and the package's __init__; config only for a transition)
     files/, search/, shell/, lsp/, dispatcher, audit   each needs only the layer below
     policy/                                 permission rules, modes, hooks (reads Bash commands with shell/)
     session                                 holds the ledger, history, cwd, jobs and the dispatcher
@@ -32,7 +32,7 @@ PACKAGE = "mcp_codetools"
 SOURCE = Path(__file__).resolve().parents[1] / PACKAGE
 
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({PACKAGE, "errors", "config"}),
+    frozenset({PACKAGE, "errors", "settings"}),
     frozenset({"files", "search", "shell", "dispatcher", "audit", "lsp"}),
     frozenset({"policy"}),
     frozenset({"session"}),

@@ -25,29 +25,40 @@ def test_every_schema_is_flat_closed_and_described() -> None:
         assert set(tool["annotations"]) >= {"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
 
 
-def test_each_quoted_setting_is_in_the_text_at_its_default() -> None:
-    """A template that no longer matches the text would leave a stale number in front of the model."""
+def test_each_quoted_setting_names_a_setting_and_is_filled() -> None:
+    """A field naming no setting would stop the server; one left unfilled would put a template before the model."""
     import json
+    import re
 
-    from mcp_codetools.config import setting_default
+    from mcp_codetools.settings import PLACES
     from mcp_codetools.tools import default_tools
 
-    quoted = 0
+    field = re.compile(r"\{([a-z_]+(?:\.[a-z_]+)?)(?::[^{}]*)?\}")
+    quoted = []
     for tool in default_tools():
+        names = field.findall(tool.description + json.dumps(tool.input_schema()))
+        assert set(names) <= set(PLACES), f"{tool.name}: {sorted(set(names) - set(PLACES))} are not settings"
+        quoted += names
         description, schema = tool.described()
-        text = description + json.dumps(schema)
-        for template, name in tool.settings_in_text:
-            default = setting_default(name)
-            assert template.format(default) in text, f"{tool.name}: {template!r} not found with {default}"
-            quoted += 1
-    assert quoted >= 10
+        assert not field.search(description + json.dumps(schema)), tool.name
+    assert len(quoted) >= 12
+
+
+def test_a_field_naming_no_setting_is_refused_and_other_braces_stay() -> None:
+    import pytest
+
+    from mcp_codetools.settings import default_settings, fill
+
+    assert fill('glob "*.{ts,tsx}", at most {glob_max_files:,}', default_settings()) == 'glob "*.{ts,tsx}", at most 100'
+    with pytest.raises(KeyError, match="glob_max_file"):
+        fill("{glob_max_file}", default_settings())
 
 
 def test_a_configured_server_quotes_its_own_limits() -> None:
     from pathlib import Path
 
-    from mcp_codetools.config import Settings
     from mcp_codetools.protocol.server import CodeToolsServer
+    from mcp_codetools.settings import Settings
 
     settings = Settings(
         roots=(Path.cwd(),),
@@ -58,6 +69,7 @@ def test_a_configured_server_quotes_its_own_limits() -> None:
         bash_default_timeout_ms=60_000,
         bash_max_timeout_ms=900_000,
         bash_output_chars=8_000,
+        bash_return_after_s=30,
         pdf_max_pages=5,
         pdf_pages_without_range=3,
     )
@@ -68,3 +80,5 @@ def test_a_configured_server_quotes_its_own_limits() -> None:
     assert "(default 40, 0 = all)" in grep and "(default 40; 0 = no limit)" in grep and "12,000 characters" in grep
     assert "at most 30 with the total" in glob
     assert bash.count("default 60000, max 900000") == 2 and "Output over 8000 characters" in bash
+    bash_output = listed["BashOutput"].model_dump_json()
+    assert "(at most 30 s)" in bash_output and "after 30 s moves to the background" in bash

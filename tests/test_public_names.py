@@ -1,6 +1,6 @@
 """The packages' public names are pinned: a name added to or dropped from `__all__` is a deliberate change here.
 
-`mcp_codetools` exports only its version: the entry points (`mcp_codetools.config.Settings`,
+`mcp_codetools` exports only its version: the entry points (`mcp_codetools.settings.Settings`,
 `mcp_codetools.protocol.server.CodeToolsServer`, the `mcp-codetools` command) are imported from their modules, so
 `import mcp_codetools` stays cheap and does not load the MCP SDK.
 """

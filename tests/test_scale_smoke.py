@@ -94,7 +94,7 @@ def test_scale_tiny_run_holds_every_check_and_leaves_nothing(short_tmp: Path) ->
 
 def test_the_template_is_valid_and_outlasts_the_longest_call(short_tmp: Path) -> None:
     from benchmarks.replicas import TEMPLATE, haproxy_config
-    from mcp_codetools.config import Settings
+    from mcp_codetools.settings import Settings
 
     text = haproxy_config(TEMPLATE.read_text(), [("r1", 8801), ("r2", 8802)], 8800, 8899, short_tmp)
     (short_tmp / "haproxy.cfg").write_text(text, encoding="utf-8")

@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from mcp_codetools.config import Settings
 from mcp_codetools.protocol.http_sessions import SessionEnded, SessionRegistry
+from mcp_codetools.settings import Settings, settings_from_env
 
 pytestmark = pytest.mark.anyio
 
@@ -71,8 +71,8 @@ async def test_requests_for_ids_without_state_leave_nothing_behind(registry: Ses
 
 def test_the_idle_timeout_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MCP_CODETOOLS_SESSION_IDLE_TIMEOUT_S", "90")
-    assert Settings.from_env().session_idle_timeout_s == 90
+    assert settings_from_env().session_idle_timeout_s == 90
     for bad in ("-1", "0", "nan", "soon"):  # refused, naming the variable, never replaced by the default
         monkeypatch.setenv("MCP_CODETOOLS_SESSION_IDLE_TIMEOUT_S", bad)
         with pytest.raises(ValueError, match="MCP_CODETOOLS_SESSION_IDLE_TIMEOUT_S"):
-            Settings.from_env()
+            settings_from_env()

@@ -7,7 +7,6 @@ import re
 
 import pytest
 
-from mcp_codetools.config import Settings
 from mcp_codetools.protocol.state_handles import (
     HandleError,
     HandleExpired,
@@ -17,6 +16,7 @@ from mcp_codetools.protocol.state_handles import (
     StatesFull,
     principal_of,
 )
+from mcp_codetools.settings import Settings
 from tests.test_session_registry import Clock
 
 pytestmark = pytest.mark.anyio

@@ -22,9 +22,9 @@ from typing import Any
 import anyio
 
 from benchmarks.edit_miss.make_corpus import CORPUS, expected_after
-from mcp_codetools.config import Settings
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings
 from mcp_codetools.tools import default_tools
 
 _NAMES_LINES = re.compile(r"\blines? \d+")

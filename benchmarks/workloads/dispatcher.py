@@ -15,10 +15,10 @@ from typing import Any
 from benchmarks import fixtures
 from benchmarks.core import Context, Row
 from benchmarks.stats import median
-from mcp_codetools.config import Settings
 from mcp_codetools.dispatcher import Dispatcher
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings
 from mcp_codetools.tools import default_tools
 
 NAME = "dispatcher"

@@ -359,9 +359,9 @@ class _InProcessReader:
     """Our Read of pages 1-5 through the real Pipeline and a CodeSession, timed, in this process."""
 
     def __init__(self, root: Path) -> None:
-        from mcp_codetools.config import Settings
         from mcp_codetools.pipeline import Pipeline
         from mcp_codetools.session import CodeSession
+        from mcp_codetools.settings import Settings
         from mcp_codetools.tools import default_tools
 
         self.pipeline = Pipeline(default_tools())

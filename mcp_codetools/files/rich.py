@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from mcp_codetools.config import Settings
 from mcp_codetools.files.kinds import (
     IMAGE_SUFFIXES,
     NOTEBOOK_MAX_BYTES,
@@ -24,6 +23,7 @@ from mcp_codetools.files.kinds import (
 )
 from mcp_codetools.files.richview import RichView
 from mcp_codetools.files.stamps import digest_bytes
+from mcp_codetools.settings import Settings
 
 HEAD_BYTES = 1024
 """A PDF header may come after up to 1,024 bytes of junk; image signatures sit at the start."""

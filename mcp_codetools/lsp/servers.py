@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp_codetools.config import LanguageServerEntry
+from mcp_codetools.settings import LanguageServerEntry
 
 LANGUAGE_IDS = {
     ".py": "python",

@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp_codetools.config import PROJECT_FILE, ConfigError, config_files, read_toml, user_config_file
 from mcp_codetools.policy.engine import MODES, PROTECTED_PATHS, Mode, Policy
 from mcp_codetools.policy.gate import PermissionGate
 from mcp_codetools.policy.hooks import HookConfigError, Hooks, parse_hooks
 from mcp_codetools.policy.rules import TOOL_NAMES, Behaviour, Rule, RuleSyntaxError, parse_rule
+from mcp_codetools.settings import PROJECT_FILE, ConfigError, config_files, read_toml, user_config_file
 
 __all__ = [
     "PROJECT_FILE",

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from mcp_codetools.config import Settings
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings
 
 logger = logging.getLogger(__name__)
 

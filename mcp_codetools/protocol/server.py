@@ -21,7 +21,6 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry import trace
 
 from mcp_codetools import __version__
-from mcp_codetools.config import DEFAULT_SESSION_IDLE_TIMEOUT_S, Settings
 from mcp_codetools.files.paths import Workspace
 from mcp_codetools.pipeline import META_KEY, Pipeline, error_output
 from mcp_codetools.policy.gate import AnswerNeeded, PermissionGate
@@ -31,6 +30,7 @@ from mcp_codetools.protocol.elicit import input_required, permission_asker
 from mcp_codetools.protocol.http_sessions import SessionEnded, SessionRegistry
 from mcp_codetools.protocol.state_handles import HandleError, StateRegistry, principal_of
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import DEFAULT_SESSION_IDLE_TIMEOUT_S, Settings
 from mcp_codetools.tools import Tool, default_tools
 from mcp_codetools.tools.base import ProgressFn, ToolOutput
 

@@ -35,9 +35,9 @@ from contextlib import contextmanager
 
 import anyio
 
-from mcp_codetools.config import Settings
 from mcp_codetools.protocol.http_sessions import ENDED_KEYS_KEPT, SessionRegistry
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings
 
 logger = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import anyio
 
-from mcp_codetools.config import SandboxSettings
+from mcp_codetools.settings import SandboxSettings
 
 __all__ = ["ContainerError", "SessionContainer", "instance_id", "remove_stale"]
 

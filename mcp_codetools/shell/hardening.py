@@ -43,7 +43,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mcp_codetools.config import Settings
+from mcp_codetools.settings import Settings
 from mcp_codetools.shell import runner
 
 logger = logging.getLogger(__name__)

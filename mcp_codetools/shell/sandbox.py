@@ -57,7 +57,7 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-from mcp_codetools.config import SandboxSettings
+from mcp_codetools.settings import SandboxSettings
 from mcp_codetools.shell import container as containers
 from mcp_codetools.shell import seatbelt
 from mcp_codetools.shell.landlock import around

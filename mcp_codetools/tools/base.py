@@ -9,7 +9,6 @@ What `validate_input` loaded to decide (a file's bytes and stat, where a string 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -20,11 +19,11 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from pydantic_core import PydanticCustomError
 from typing_extensions import TypeVar, override
 
-from mcp_codetools.config import Settings, setting_default, setting_value
 from mcp_codetools.policy.engine import CallFacts, Policy
 from mcp_codetools.policy.gate import Asker
 from mcp_codetools.policy.hiding import Hider
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings, default_settings, fill, fill_all
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 
@@ -104,6 +103,8 @@ class Tool(Generic[InputT, PreparedT]):
     name: ClassVar[str]
     title: ClassVar[str]
     description: ClassVar[str]
+    """A template: `{setting}` fields (`settings.fill`) are the server's own values, as are those of the
+    input fields' descriptions, so a server configured otherwise tells the model its own limits."""
     input_model: ClassVar[type[ToolInput]]
     read_only: ClassVar[bool] = False
     destructive: ClassVar[bool] = True
@@ -111,9 +112,6 @@ class Tool(Generic[InputT, PreparedT]):
     open_world: ClassVar[bool] = False
     path_fields: ClassVar[tuple[str, ...]] = ()
     """Input fields holding paths: the pipeline resolves and confines them before state checks."""
-    settings_in_text: ClassVar[tuple[tuple[str, str], ...]] = ()
-    """Phrases of the description or input schema that quote a setting's default: (a template with one
-    replacement field, the setting's name). A server configured otherwise tells the model its own value."""
 
     def is_read_only(self, args: InputT) -> bool:
         """Whether this call only reads (by default the tool's `read_only` hint)."""
@@ -153,17 +151,8 @@ class Tool(Generic[InputT, PreparedT]):
 
     def described(self, settings: Settings | None = None) -> tuple[str, dict[str, Any]]:
         """The description and input schema as a server with `settings` serves them (None: the defaults)."""
-        description, schema = self.description, self.input_schema()
-        if settings is None or not self.settings_in_text:
-            return description, schema
-        text = json.dumps(schema)
-        for template, name in self.settings_in_text:
-            default = template.format(setting_default(name))
-            configured = template.format(setting_value(settings, name))
-            if configured != default:
-                description = description.replace(default, configured)
-                text = text.replace(json.dumps(default)[1:-1], json.dumps(configured)[1:-1])
-        return description, json.loads(text)
+        values = settings or default_settings()
+        return fill(self.description, values), fill_all(self.input_schema(), values)
 
     def input_schema(self) -> dict[str, Any]:
         """The input model's JSON schema without pydantic's titles, as tools/list sends it."""

@@ -42,9 +42,6 @@ from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUT_MS = 120_000
-MAX_TIMEOUT_MS = 600_000
-OUTPUT_CAP = 30_000
 MAX_LISTED_FILES = 10
 
 _NO_MATCH = {1: "No matches found"}
@@ -66,7 +63,7 @@ class BashInput(ToolInput):  # noqa: D101  (no docstring: pydantic would send it
     timeout: int | None = Field(
         default=None,
         gt=0,
-        description=f"Timeout in milliseconds (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS}).",
+        description="Timeout in milliseconds (default {bash_default_timeout_ms}, max {bash_max_timeout_ms}).",
     )
     description: str | None = Field(default=None, description="What the command does, in 5-10 words.")
     run_in_background: bool = Field(
@@ -83,22 +80,16 @@ class BashTool(Tool[BashInput]):
         "Run a bash command in the workspace and return its output (stdout and stderr interleaved). "
         "The working directory persists between calls (a cd that leaves the workspace is undone); "
         "environment variables and other shell state do not. stdin is /dev/null and there is no terminal, "
-        "so interactive programs get end of file. timeout is in ms: default 120000, max 600000; on timeout "
-        "the command and every process it started are killed. Whatever the timeout, a command still running "
-        "after 45 s moves to the background: you get its output so far and a BashOutput id. Output over "
-        "30000 characters keeps the "
+        "so interactive programs get end of file. timeout is in ms: default {bash_default_timeout_ms}, "
+        "max {bash_max_timeout_ms}; on timeout the command and every process it started are killed. Whatever "
+        "the timeout, a command still running after {bash_return_after_s:g} s moves to the background: you "
+        "get its output so far and a BashOutput id. Output over {bash_output_chars} characters keeps the "
         "beginning and the end, and the full output is saved to a file you can Read. A non-zero exit is an "
         "error starting with `Exit code N` (grep/diff/test/find's 'no match' codes are not). Use "
         "run_in_background for servers, watchers and long builds, then BashOutput and KillShell. Prefer "
         "Read, Grep, Glob and Edit over cat, grep, find and sed."
     )
     input_model = BashInput
-    settings_in_text = (
-        ("default {}, max", "bash_default_timeout_ms"),
-        (", max {}", "bash_max_timeout_ms"),
-        ("Output over {} characters", "bash_output_chars"),
-        ("running after {:g} s", "bash_return_after_s"),
-    )
     read_only = False
     destructive = True
     idempotent = False

@@ -17,13 +17,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from mcp_codetools.config import Settings
 from mcp_codetools.errors import SyntaxIntroducedError
 from mcp_codetools.files.paths import is_within
 from mcp_codetools.files.syntax import PYTHON_SUFFIXES, SyntaxProblem, introduced_error
 from mcp_codetools.files.text import clip_line
 from mcp_codetools.lsp.wire import ServerGone
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings
 from mcp_codetools.tools.base import ToolOutput
 
 MAX_DIAGNOSTIC_LINES = 10

@@ -41,7 +41,6 @@ from mcp_codetools.search.sinks import LinePager, Unhidden, fit_lines, newest_fi
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools.base import CallContext, SearchTool, ToolInput, ToolOutput
 
-MAX_FILES = 100
 MAX_LIST_BYTES = 16 * 1024 * 1024
 """Stop reading rg's list after this much (some 200,000 paths); the total is then "at least"."""
 NOTICE_RESERVE = 400
@@ -118,11 +117,10 @@ class GlobTool(SearchTool[GlobInput]):
     title = "Find files by name"
     description = (
         'Find files by glob, e.g. "**/*.ts" or "src/**/*.py"; a pattern without / matches names at any '
-        f"depth. Lists paths relative to the working directory, newest first, at most {MAX_FILES} with the "
+        "depth. Lists paths relative to the working directory, newest first, at most {glob_max_files} with the "
         "total. Respects .gitignore, includes hidden files, skips .git."
     )
     input_model = GlobInput
-    settings_in_text = (("newest first, at most {} with the total", "glob_max_files"),)
 
     @override
     async def validate_input(self, args: GlobInput, ctx: CallContext) -> None:

@@ -39,8 +39,6 @@ from mcp_codetools.search.process import RgResult, run_rg_on
 from mcp_codetools.search.sinks import LineCollector, LinePager, Unhidden, fit_lines, newest_first
 from mcp_codetools.tools.base import CallContext, SearchTool, ToolInput, ToolOutput
 
-DEFAULT_HEAD_LIMIT = 250
-MAX_RESULT_CHARS = 20_000
 MAX_COLUMNS = 500
 NOTICE_RESERVE = 600
 """Room kept free under the cap for the header and the notices."""
@@ -97,7 +95,7 @@ class GrepInput(ToolInput):  # noqa: D101  (no docstring: pydantic would send it
     context: int | None = Field(default=None, ge=0, description="Same as -C.")
     multiline: bool = Field(default=False, description="Let patterns span lines; `.` matches newlines.")
     head_limit: int | None = Field(
-        default=None, ge=0, description=f"Entries to return (default {DEFAULT_HEAD_LIMIT}; 0 = no limit)."
+        default=None, ge=0, description="Entries to return (default {grep_head_limit}; 0 = no limit)."
     )
     offset: int = Field(default=0, ge=0, description="Entries to skip first, to page.")
 
@@ -142,16 +140,11 @@ class GrepTool(SearchTool[GrepInput, os.stat_result]):
         "output_mode: files_with_matches (default; paths, newest first), content (`path:line:text`; "
         '-A/-B/-C context, -n), or count (matches per file). Filter with glob (e.g. "*.{ts,tsx}") or type '
         "(e.g. py). Respects .gitignore, searches hidden files, skips .git. Paths are relative to the working "
-        f"directory. head_limit (default {DEFAULT_HEAD_LIMIT}, 0 = all) and offset page the results; a result "
-        f"stays under {MAX_RESULT_CHARS:,} characters and lines over {MAX_COLUMNS} are cut. "
+        "directory. head_limit (default {grep_head_limit}, 0 = all) and offset page the results; a result "
+        "stays under {grep_max_result_chars:,} characters and lines over " + str(MAX_COLUMNS) + " are cut. "
         "multiline: true matches across lines."
     )
     input_model = GrepInput
-    settings_in_text = (
-        ("head_limit (default {}, 0 = all)", "grep_head_limit"),
-        ("Entries to return (default {}; 0 = no limit)", "grep_head_limit"),
-        ("stays under {:,} characters", "grep_max_result_chars"),
-    )
 
     @override
     async def validate_input(self, args: GrepInput, ctx: CallContext) -> os.stat_result:

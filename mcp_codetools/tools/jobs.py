@@ -40,8 +40,8 @@ class BashOutputInput(ToolInput):  # noqa: D101  (no docstring: pydantic would s
     wait_s: float = Field(
         default=0,
         ge=0,
-        description="Wait up to this many seconds (at most 45 s) for new output or the end; returns as soon as "
-        "either comes. Use it instead of calling again in a loop.",
+        description="Wait up to this many seconds (at most {bash_return_after_s:g} s) for new output or the end; "
+        "returns as soon as either comes. Use it instead of calling again in a loop.",
     )
 
 
@@ -56,7 +56,6 @@ class BashOutputTool(Tool[BashOutputInput]):
         "Output over 30000 characters keeps the start and the end; the full log path is given."
     )
     input_model = BashOutputInput
-    settings_in_text = (("(at most {:g} s)", "bash_return_after_s"),)
     read_only = True
     destructive = False
     idempotent = False

@@ -19,7 +19,6 @@ from mcp_codetools.files.view import WHOLE_FILE_BYTES, View, read_view
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools.base import CallContext, ImagePart, Tool, ToolInput, ToolOutput
 
-DEFAULT_LIMIT = 2000
 _NOTICE_RESERVE = 600
 
 
@@ -30,9 +29,11 @@ class ReadInput(ToolInput):  # noqa: D101  (no docstring: pydantic would send it
         ge=0,
         description="Line number to start at (1-based; 0 reads as 1). Use with limit for large files.",
     )
-    limit: int | None = Field(default=None, gt=0, description=f"Number of lines to read (default {DEFAULT_LIMIT}).")
+    limit: int | None = Field(default=None, gt=0, description="Number of lines to read (default {read_default_lines}).")
     pages: str | None = Field(
-        default=None, max_length=200, description='PDF pages, e.g. "3", "1-5", "2,4-6" (at most 20 a call).'
+        default=None,
+        max_length=200,
+        description='PDF pages, e.g. "3", "1-5", "2,4-6" (at most {pdf_max_pages} a call).',
     )
 
 
@@ -42,21 +43,15 @@ class ReadTool(Tool[ReadInput]):
     name = "Read"
     title = "Read file"
     description = (
-        "Read a text file. Returns lines as `N<TAB>text`, numbered from 1, up to 2000 lines by default; "
-        "use offset and limit to page through larger files (a result that would be too long is cut, and says "
-        "which offset to read next). Lines over 2000 characters are cut. Read a file before you Edit or "
+        "Read a text file. Returns lines as `N<TAB>text`, numbered from 1, up to {read_default_lines} lines by "
+        "default; use offset and limit to page through larger files (a result that would be too long is cut, "
+        "and says which offset to read next). Lines over 2000 characters are cut. Read a file before you Edit or "
         "Write it. Re-reading an unchanged range returns a short notice instead of the same text. "
         "Images (PNG, JPEG, GIF, WebP) are shown as images, scaled down if large. PDFs: text per page "
-        "(pages without text as images); over 10 pages, pass pages. Notebooks (.ipynb): cells with outputs; "
-        "offset and limit count cells."
+        "(pages without text as images); over {pdf_pages_without_range} pages, pass pages. Notebooks (.ipynb): "
+        "cells with outputs; offset and limit count cells."
     )
     input_model = ReadInput
-    settings_in_text = (
-        ("up to {} lines by default", "read_default_lines"),
-        ("Number of lines to read (default {})", "read_default_lines"),
-        ("(at most {} a call)", "pdf_max_pages"),
-        ("over {} pages, pass pages", "pdf_pages_without_range"),
-    )
     read_only = True
     destructive = False
     idempotent = True

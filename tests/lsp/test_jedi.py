@@ -7,10 +7,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_codetools.config import Settings
 from mcp_codetools.lsp.servers import python_server
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings
 from tests.conftest import Caller
 
 pytestmark = [

@@ -9,9 +9,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_codetools.config import Settings
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings
 from tests.conftest import Caller
 
 pytestmark = pytest.mark.anyio
@@ -198,7 +198,7 @@ async def test_without_a_running_server_an_edit_waits_for_none(lsp: Caller, modu
 
 
 async def test_a_project_file_cannot_name_a_language_server(root: Path) -> None:
-    from mcp_codetools.config import PROJECT_FILE, load_settings
+    from mcp_codetools.settings import PROJECT_FILE, load_settings
 
     (root / PROJECT_FILE).write_text('[lsp.servers.evil]\ncommand = ["sh"]\nextensions = [".py"]\n', encoding="utf-8")
     loaded = load_settings([root], environ={"XDG_CONFIG_HOME": str(root / "no-user-config")})
@@ -206,7 +206,7 @@ async def test_a_project_file_cannot_name_a_language_server(root: Path) -> None:
 
 
 async def test_the_user_config_names_one(root: Path, tmp_path: Path) -> None:
-    from mcp_codetools.config import load_settings
+    from mcp_codetools.settings import load_settings
 
     user = tmp_path / "cfg" / "mcp-codetools"
     user.mkdir(parents=True)

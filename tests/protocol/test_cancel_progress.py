@@ -11,8 +11,8 @@ import pytest
 from mcp import Client, MCPError
 
 from mcp_codetools import pipeline as pipeline_module
-from mcp_codetools.config import Settings
 from mcp_codetools.protocol.server import CodeToolsServer
+from mcp_codetools.settings import Settings
 from mcp_codetools.tools import default_tools
 from tests.gates import Gates
 

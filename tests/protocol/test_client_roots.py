@@ -12,11 +12,11 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning
 
-from mcp_codetools.config import Settings
 from mcp_codetools.policy.engine import Policy
 from mcp_codetools.policy.gate import PermissionGate
 from mcp_codetools.policy.rules import parse_rule
 from mcp_codetools.protocol.server import CodeToolsServer
+from mcp_codetools.settings import Settings
 
 pytestmark = pytest.mark.anyio
 

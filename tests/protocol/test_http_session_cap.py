@@ -64,7 +64,7 @@ async def test_a_session_that_idles_out_frees_its_slot(root: Path) -> None:
 
 
 def test_the_cap_is_a_setting_with_a_sensible_default(tmp_path: Path) -> None:
-    from mcp_codetools.config import ConfigError, Settings, load_settings
+    from mcp_codetools.settings import ConfigError, Settings, load_settings
 
     assert Settings().http_max_sessions == 256
     config = tmp_path / "c.toml"

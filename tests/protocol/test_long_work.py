@@ -22,10 +22,10 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from mcp_codetools import pipeline as pipeline_module
-from mcp_codetools.config import Settings
 from mcp_codetools.protocol.client_log import ClientLog, Message
 from mcp_codetools.protocol.server import CodeToolsServer
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings
 from mcp_codetools.shell import runner
 from tests.protocol.stdio_raw import server_command
 

@@ -10,9 +10,9 @@ import pytest
 from mcp import Client
 from opentelemetry import trace
 
-from mcp_codetools.config import Settings
 from mcp_codetools.pipeline import META_KEY
 from mcp_codetools.protocol.server import OTEL_MIDDLEWARE, CodeToolsServer
+from mcp_codetools.settings import Settings
 
 pytestmark = pytest.mark.anyio
 

@@ -13,9 +13,9 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from mcp_codetools.config import Settings
 from mcp_codetools.policy.loading import load_gate
 from mcp_codetools.protocol.server import CodeToolsServer
+from mcp_codetools.settings import Settings
 
 pytestmark = pytest.mark.anyio
 

@@ -18,8 +18,8 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from mcp_codetools.config import Settings
 from mcp_codetools.protocol.server import CodeToolsServer
+from mcp_codetools.settings import Settings
 from tests.protocol.http_peer import ACCEPT, STATE_META, Threaded, http_server, sse_json
 from tests.protocol.stdio_raw import RawServer, server_command
 

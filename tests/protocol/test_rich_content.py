@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from mcp_codetools.config import Settings
 from mcp_codetools.protocol.server import CodeToolsServer
+from mcp_codetools.settings import Settings
 from tests.tools.samples import write_image, write_pdf
 
 pytestmark = pytest.mark.anyio

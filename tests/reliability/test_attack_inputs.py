@@ -20,9 +20,9 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_codetools.config import Settings
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings
 from mcp_codetools.tools import default_tools, jobs
 from mcp_codetools.tools.base import ToolOutput
 from tests.reliability import procfs

@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from mcp_codetools.config import Settings
 from mcp_codetools.pipeline import META_KEY
 from mcp_codetools.protocol.server import CodeToolsServer
+from mcp_codetools.settings import Settings
 from mcp_codetools.tools.base import ToolOutput
 from tests.reliability.harness import Arena, ErrorLog, describe, known_bug, no_live_children, tool_named, tool_names
 from tests.reliability.report import FIGURES, Figures

@@ -202,10 +202,10 @@ async def test_soak(soak_peer: tuple[Peer, Model], root: Path, figures: Figures,
 async def test_the_memory_of_a_session_does_not_grow_with_its_edits(
     root: Path, monkeypatch: pytest.MonkeyPatch, figures: Figures, suite: str
 ) -> None:
-    from mcp_codetools.config import Settings
     from mcp_codetools.files import writes as fileio
     from mcp_codetools.pipeline import Pipeline
     from mcp_codetools.session import CodeSession
+    from mcp_codetools.settings import Settings
     from mcp_codetools.tools import default_tools
 
     class NoSync:  # fsync is not what is measured here; skipping it makes 3,000 edits take a second

@@ -259,14 +259,14 @@ def test_an_unknown_backend_machine_is_refused_with_a_reason(monkeypatch: pytest
 
 
 def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcp_codetools.config import Settings
+    from mcp_codetools.settings import settings_from_env
 
     monkeypatch.setenv("MCP_CODETOOLS_SANDBOX", "1")
     monkeypatch.setenv("MCP_CODETOOLS_SANDBOX_NETWORK", "yes")
     monkeypatch.setenv("MCP_CODETOOLS_SANDBOX_BACKEND", "Landlock")
     monkeypatch.setenv("MCP_CODETOOLS_SANDBOX_MASK", "~/.vault, /srv/keys,,")
     monkeypatch.setenv("MCP_CODETOOLS_SANDBOX_ENV", "CI, GOPATH")
-    assert Settings.from_env(["/tmp"]).sandbox == SandboxSettings(
+    assert settings_from_env(["/tmp"]).sandbox == SandboxSettings(
         enabled=True, network=True, backend="landlock", mask=("~/.vault", "/srv/keys"), env=("CI", "GOPATH")
     )
 
@@ -283,16 +283,16 @@ def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
 def test_bad_settings_are_refused_not_defaulted(
     monkeypatch: pytest.MonkeyPatch, name: str, value: str, said: str
 ) -> None:
-    from mcp_codetools.config import Settings
+    from mcp_codetools.settings import settings_from_env
 
     monkeypatch.setenv(name, value)
     with pytest.raises(ValueError, match=said):
-        Settings.from_env(["/tmp"])
+        settings_from_env(["/tmp"])
 
 
 def test_the_flags_set_the_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
     from mcp_codetools import cli
-    from mcp_codetools.config import load_settings
+    from mcp_codetools.settings import load_settings
 
     for name in ("MCP_CODETOOLS_SANDBOX", "MCP_CODETOOLS_SANDBOX_NETWORK", "MCP_CODETOOLS_SANDBOX_BACKEND"):
         monkeypatch.delenv(name, raising=False)

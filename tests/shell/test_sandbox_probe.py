@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mcp_codetools import cli, doctor
-from mcp_codetools.config import SandboxSettings, load_settings
+from mcp_codetools.settings import SandboxSettings, load_settings
 from mcp_codetools.shell import sandbox as module
 from mcp_codetools.shell.sandbox import NONE_CAN_RUN, SandboxUnavailable, prepared, probe
 

@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_codetools.config import SandboxSettings
+from mcp_codetools.settings import SandboxSettings
 from mcp_codetools.shell.sandbox import SandboxUnavailable, probe
 from tests.protocol.http_peer import http_server
 from tests.protocol.stdio_raw import RawServer, text

@@ -18,9 +18,9 @@ import anyio
 import pytest
 
 from mcp_codetools import doctor
-from mcp_codetools.config import SandboxSettings, Settings, load_settings
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import SandboxSettings, Settings, load_settings
 from mcp_codetools.shell import container as containers
 from mcp_codetools.shell import procs
 from mcp_codetools.shell import sandbox as sandbox_module

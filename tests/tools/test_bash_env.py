@@ -7,8 +7,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_codetools.config import Settings
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings, settings_from_env
 from mcp_codetools.shell import runner
 from tests.conftest import Caller
 from tests.tools.test_bash import no_stray_children
@@ -65,7 +65,7 @@ async def test_markers_inherited_from_an_outer_server_are_replaced(
 def test_settings_read_the_exclusions_and_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MCP_CODETOOLS_BASH_ENV_EXCLUDE", " AWS_SECRET_ACCESS_KEY, GH_TOKEN,,")
     monkeypatch.setenv("MCP_CODETOOLS_SPILL_BUDGET_BYTES", "1048576")
-    settings = Settings.from_env(["/tmp"])
+    settings = settings_from_env(["/tmp"])
     assert settings.bash_env_exclude == frozenset({"AWS_SECRET_ACCESS_KEY", "GH_TOKEN"})
     assert settings.spill_budget_bytes == 1 << 20
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_codetools.config import Settings
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings
 from mcp_codetools.shell import runner
 from tests.conftest import Caller
 from tests.processes import alive

@@ -11,8 +11,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_codetools.config import Settings
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings
 from mcp_codetools.shell import runner
 from mcp_codetools.shell.background import Job
 from mcp_codetools.tools.bash import BashTool

@@ -17,9 +17,9 @@ import anyio
 import pytest
 
 from mcp_codetools import cli
-from mcp_codetools.config import SandboxSettings, Settings
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import SandboxSettings, Settings
 from mcp_codetools.shell import runner
 from mcp_codetools.shell import sandbox as sandbox_module
 from mcp_codetools.shell.sandbox import Sandbox, SandboxUnavailable, probe

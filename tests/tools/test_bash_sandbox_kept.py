@@ -15,13 +15,13 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_codetools.config import SandboxSettings, Settings
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.policy import sandboxing
 from mcp_codetools.policy.engine import Policy
 from mcp_codetools.policy.gate import PermissionGate
 from mcp_codetools.policy.rules import parse_rule
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import SandboxSettings, Settings
 from mcp_codetools.shell.sandbox import SandboxUnavailable, probe
 from mcp_codetools.tools import default_tools
 from tests.conftest import Caller

@@ -16,10 +16,10 @@ import anyio
 import anyio.from_thread
 import pytest
 
-from mcp_codetools.config import Settings
 from mcp_codetools.files import editing, writes
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings
 from mcp_codetools.tools import edit, multiedit, notebook_edit, write
 from tests.conftest import Caller
 from tests.tools.samples import write_notebook

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from mcp_codetools.config import ConfigError, Settings
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import ConfigError, Settings, settings_from_env
 from tests.conftest import Caller
 from tests.tools.io_spy import file_io
 from tests.tools.swaps import swap_after_resolve
@@ -276,12 +276,12 @@ async def test_hard_linked_file_is_written_in_place_when_allowed(root: Path, pip
 
 def test_hard_links_setting_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MCP_CODETOOLS_HARD_LINKS", "write-through")
-    assert Settings.from_env(["."]).hard_links == "write-through"
+    assert settings_from_env(["."]).hard_links == "write-through"
     monkeypatch.setenv("MCP_CODETOOLS_HARD_LINKS", "write-thru")  # a typo is refused, naming the variable
     with pytest.raises(ConfigError, match="MCP_CODETOOLS_HARD_LINKS"):
-        Settings.from_env(["."])
+        settings_from_env(["."])
     monkeypatch.delenv("MCP_CODETOOLS_HARD_LINKS")
-    assert Settings.from_env(["."]).hard_links == "refuse"
+    assert settings_from_env(["."]).hard_links == "refuse"
 
 
 async def test_read_only_file_is_refused_and_unchanged(call: Caller, root: Path) -> None:

@@ -12,10 +12,10 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from mcp_codetools.config import Settings
 from mcp_codetools.files import matching
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings
 from tests.conftest import Caller
 
 pytestmark = pytest.mark.anyio

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from mcp_codetools.config import Settings
 from mcp_codetools.files import recovery
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings
 from tests.conftest import Caller
 
 pytestmark = pytest.mark.anyio

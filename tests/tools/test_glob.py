@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from mcp_codetools.config import Settings
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.search import process as search
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings
 from mcp_codetools.tools import default_tools
 from mcp_codetools.tools.glob import GlobInput, GlobTool
 from tests.conftest import Caller

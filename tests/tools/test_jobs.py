@@ -7,9 +7,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_codetools.config import Settings
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings
 from mcp_codetools.shell import background, runner
 from mcp_codetools.tools.base import ToolOutput
 from tests.conftest import Caller

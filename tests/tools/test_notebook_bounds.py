@@ -15,12 +15,12 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from mcp_codetools.config import Settings
 from mcp_codetools.files import notebook, rich
 from mcp_codetools.files.notebook_edit import edit_notebook
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.protocol.server import CodeToolsServer
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings
 from mcp_codetools.tools import notebook_edit
 from tests.conftest import Caller
 from tests.tools.samples import write_notebook

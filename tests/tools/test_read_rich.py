@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from mcp_codetools.config import Settings
 from mcp_codetools.files.images import ImageBounds, fit_size
 from mcp_codetools.files.pdf import parse_pages
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
+from mcp_codetools.settings import Settings
 from mcp_codetools.tools import default_tools
 from mcp_codetools.tools.base import ToolOutput
 from tests.conftest import Caller
