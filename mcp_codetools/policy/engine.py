@@ -414,9 +414,7 @@ class Policy:
         if bash is not None:
             reason = self._protected_by_command(bash)
             if reason is not None:
-                return Decision(
-                    "ask", f"{reason} (protected paths are confirmed first)", None, reason, protected=True
-                )
+                return Decision("ask", f"{reason} (protected paths are confirmed first)", None, reason, protected=True)
         if facts.read_only or not self.ask_unmatched:
             return Decision("allow", "allowed")
         if facts.command is not None:
