@@ -93,23 +93,35 @@ collector_paused = _CollectorPause().held
 """Wrap the whole of a notebook call (its objects freed inside): `with collector_paused(): ...`."""
 
 
-def parse_notebook(data: bytes, path: Path) -> Any:
+def parse_notebook(
+    data: bytes,
+    path: Path,
+    *,
+    yielding: bool = True,
+    max_bytes: int | None = None,
+    max_cells: int | None = None,
+) -> Any:
     """The notebook in nbformat 4 (older versions are converted). Blocking and heavy: run it off the event loop.
+
+    `yielding` parses the JSON structure in Python, which lets other threads run between tokens; a worker
+    process has no one to let run and uses the C parser. The bounds default to the module's.
 
     Raises:
         BinaryFileError: it is not valid JSON (nested too deeply included) or not a notebook.
         FileTooLargeError: it is over the size or cell bound.
     """
-    if len(data) > NOTEBOOK_MAX_BYTES:
+    max_bytes = NOTEBOOK_MAX_BYTES if max_bytes is None else max_bytes
+    max_cells = NOTEBOOK_MAX_CELLS if max_cells is None else max_cells
+    if len(data) > max_bytes:
         raise notebook_too_large(path, len(data))
     try:
         text = data.decode("utf-8-sig")
         # The cell count is checked on the plain JSON first: nbformat's objects and validation cost far more.
-        raw = json.loads(text, cls=_YieldingDecoder)
+        raw = json.loads(text, cls=_YieldingDecoder) if yielding else json.loads(text)
         if not isinstance(raw, dict):
             raise ValueError("the file's JSON is not an object")
         cells = raw.get("cells")
-        if isinstance(cells, list) and len(cells) > NOTEBOOK_MAX_CELLS:
+        if isinstance(cells, list) and len(cells) > max_cells:
             raise notebook_too_large(path, len(data), len(cells))
         # As nbformat.reads, from the dict already parsed (its validation there only logs, so it is skipped).
         major, minor = nbformat.reader.get_version(raw)  # type: ignore[no-untyped-call]

@@ -3,35 +3,22 @@
 A replaced code cell loses its outputs and execution count (they belonged to the old source). New
 cells get ids the way nbformat makes them (on notebooks of format 4.5 and later, which have ids).
 Cells of older notebooks, which have no ids, are named `cell-<index>` as Read shows them.
+
+NotebookEdit runs this in a worker process (files/notebook_worker.py): `serve_one` is that process's entry.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import sys
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import nbformat
 from nbformat import v4
 
-from mcp_codetools.errors import InvalidInputError
+from mcp_codetools.errors import InvalidInputError, ToolError
 from mcp_codetools.files.notebook import cell_id, collector_paused, parse_notebook
-
-EditMode = Literal["replace", "insert", "delete"]
-CellType = Literal["code", "markdown"]
-
-
-@dataclass(frozen=True, slots=True)
-class NotebookChange:
-    """A notebook edit ready to write: the new bytes and which cell changed how."""
-
-    data: bytes
-    cell_id: str
-    index: int
-    """0-based position of the cell changed (for delete: where it was)."""
-    cell_type: str
-    old_source: str | None
-    total_cells: int
+from mcp_codetools.files.notebook_worker import CellType, EditMode, NotebookChange, frame, unframe
 
 
 def _find(cells: list[Any], wanted: str, path: Path) -> int:
@@ -60,19 +47,26 @@ def edit_notebook(
     new_source: str,
     cell_type: CellType | None,
     mode: EditMode,
+    yielding: bool = True,
+    max_bytes: int | None = None,
+    max_cells: int | None = None,
 ) -> NotebookChange:
     """The notebook's new bytes after one cell change, validated.
+
+    `yielding`: parse with the Python scanner, which lets other threads run (off it in a worker process).
 
     Raises:
         InvalidInputError: no such cell, or a cell id is missing where one is needed.
         BinaryFileError: the file is not a notebook.
+        FileTooLargeError: it is over `max_bytes` or `max_cells` (by default, the bounds of files/notebook.py).
     """
     with collector_paused():
-        return _edit_notebook(data, path, cell=cell, new_source=new_source, cell_type=cell_type, mode=mode)
+        notebook = parse_notebook(data, path, yielding=yielding, max_bytes=max_bytes, max_cells=max_cells)
+        return _edit_notebook(notebook, path, cell=cell, new_source=new_source, cell_type=cell_type, mode=mode)
 
 
 def _edit_notebook(
-    data: bytes,
+    notebook: Any,
     path: Path,
     *,
     cell: str | None,
@@ -80,7 +74,6 @@ def _edit_notebook(
     cell_type: CellType | None,
     mode: EditMode,
 ) -> NotebookChange:
-    notebook = parse_notebook(data, path)
     cells: list[Any] = notebook.cells
     with_ids = (notebook.nbformat, notebook.nbformat_minor) >= (4, 5)
     old_source: str | None = None
@@ -129,3 +122,44 @@ def _edit_notebook(
     if not text.endswith("\n"):
         text += "\n"
     return NotebookChange(text.encode("utf-8"), changed_id, index, changed_type, old_source, len(cells))
+
+
+def serve_one() -> None:
+    """The worker process: one framed request from stdin (the edit, the bounds, the notebook), one answer out.
+
+    A refusal goes back as its class and message, to be raised again in the server; anything else is a bug,
+    sent back as such. Nothing is written here.
+    """
+    header, data = unframe(sys.stdin.buffer.read())
+    body = b""
+    answer: dict[str, Any]
+    try:
+        change = edit_notebook(
+            data,
+            Path(header["path"]),
+            cell=header["cell"],
+            new_source=header["new_source"],
+            cell_type=header["cell_type"],
+            mode=header["mode"],
+            yielding=False,
+            max_bytes=int(header["max_bytes"]),
+            max_cells=int(header["max_cells"]),
+        )
+        body = change.data
+        answer = {
+            "ok": {
+                "cell_id": change.cell_id,
+                "index": change.index,
+                "cell_type": change.cell_type,
+                "old_source": change.old_source,
+                "total_cells": change.total_cells,
+            }
+        }
+    except ToolError as exc:
+        answer = {"error": {"kind": type(exc).__name__, "message": exc.message}}
+    except MemoryError:
+        answer = {"error": {"kind": "MemoryError", "message": "out of memory"}}
+    except Exception as exc:  # a bug: reported by the server as an internal error
+        answer = {"error": {"kind": "internal", "message": f"{type(exc).__name__}: {str(exc)[:500]}"}}
+    sys.stdout.buffer.write(frame(answer, body))
+    sys.stdout.buffer.flush()

@@ -92,6 +92,8 @@ class Decision:
     """What the decision is about: the path or command, for a question to the user."""
     unmatched: bool = False
     """Asked only because no rule allows the call: the one question the Bash sandbox may answer itself."""
+    protected: bool = False
+    """Asked because the call writes a protected path: only a person answers it (never `unanswered_ask`)."""
 
 
 @dataclass(slots=True)
@@ -403,12 +405,16 @@ class Policy:
         protected = self._protected(writes)
         if protected is not None:
             return Decision(
-                "ask", f"{protected} is a protected path (writes there are confirmed first)", None, protected
+                "ask",
+                f"{protected} is a protected path (writes there are confirmed first)",
+                None,
+                protected,
+                protected=True,
             )
         if bash is not None:
             reason = self._protected_by_command(bash)
             if reason is not None:
-                return Decision("ask", f"{reason} (protected paths are confirmed first)", None, reason)
+                return Decision("ask", f"{reason} (protected paths are confirmed first)", None, reason, protected=True)
         if facts.read_only or not self.ask_unmatched:
             return Decision("allow", "allowed")
         if facts.command is not None:

@@ -4,7 +4,8 @@ Order for one call: the policy decides (deny rules, the mode, ask rules, protect
 a deny ends it. PreToolUse hooks run next: a hook's block or deny ends the call, a hook's ask turns an
 allow into a question, a hook's allow answers a question, but never lifts a deny rule. A question goes
 to the user through the client (`Asker`); when the client cannot be asked, the call is refused with the
-reason, unless `unanswered_ask = "allow"`. With the Bash sandbox on, a command no rule denies or asks
+reason, unless `unanswered_ask = "allow"`, which never answers a question a deny rule or a protected
+path raised: those need a person. With the Bash sandbox on, a command no rule denies or asks
 about runs without a question (the sandbox confines it), as Claude Code's `autoAllowBashIfSandboxed`;
 one that writes a protected path is still asked about.
 
@@ -242,6 +243,15 @@ class PermissionGate:
             raise PermissionDeniedError(
                 f"The user declined this {facts.tool} call (asked because {decision.reason}). "
                 "Do not retry it as it is; ask the user how to go on."
+            )
+        if decision.protected:
+            raise PermissionDeniedError(
+                f"This {facts.tool} call writes a protected path and needs the user's confirmation "
+                f"({decision.reason}), but this client cannot be asked (it does not support elicitation). "
+                "It was not run. A protected path (the server's config files, .claude/, .mcp.json, .git/hooks, "
+                ".git/config, .vscode/, shell start-up files, ...) changes how tools run later, so only the user "
+                "can allow the change, and `unanswered_ask` never does. Do not look for another way to make it; "
+                "ask the user to make this change themselves, or to use a client that can ask them."
             )
         if self.unanswered == "allow" and not _deny_rule_may_hold(decision):
             logger.info("permission: %s allowed without asking (the client cannot be asked)", facts.tool)

@@ -5,24 +5,19 @@ from __future__ import annotations
 import contextlib
 import os
 from dataclasses import dataclass
-from functools import partial
-from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-import anyio.to_thread
 from pydantic import Field
 from typing_extensions import override
 
 from mcp_codetools.errors import InvalidInputError
 from mcp_codetools.files.editing import Loaded, commit_write, load_checked
 from mcp_codetools.files.kinds import NOTEBOOK_MAX_BYTES, notebook_too_large
+from mcp_codetools.files.notebook_worker import NotebookChange, edit_in_worker
 from mcp_codetools.files.refusals import missing_file_error
 from mcp_codetools.files.writes import hard_link_note
 from mcp_codetools.tools import edit_checks
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
-
-if TYPE_CHECKING:
-    from mcp_codetools.files.notebook_edit import NotebookChange
 
 
 class NotebookEditInput(ToolInput):  # noqa: D101  (no docstring: pydantic would send it to the model in the input schema)
@@ -72,10 +67,13 @@ class NotebookEditTool(Tool[NotebookEditInput, _Prepared]):
         loaded = load_checked(path, session.workspace, session.ledger, session.settings.hard_links)
         if loaded is None:
             raise missing_file_error(path, session.cwd, session.workspace)
-        # Importing nbformat (~0.7 s), parsing and validating take seconds on a large notebook: in a worker
-        # thread, so every other session's calls go on meanwhile. A cancelled call returns at once; the parse
-        # (no side effects) finishes in its thread and is dropped.
-        change = await anyio.to_thread.run_sync(partial(_edit, loaded.data, path, args), abandon_on_cancel=True)
+        # Importing nbformat, parsing, validating and writing out take seconds on a large notebook: in a worker
+        # process, so they hold no lock of this one and every other session's calls go on meanwhile. A cancelled
+        # call kills the worker; the file is written here, by the commit sequence.
+        change = await edit_in_worker(
+            loaded.data, path, cell=args.cell_id, new_source=args.new_source, cell_type=args.cell_type,
+            mode=args.edit_mode,
+        )  # fmt: skip
         return _Prepared(loaded, change)
 
     @override
@@ -122,11 +120,3 @@ def _python_notebook(data: bytes) -> bool:
     """Whether the notebook says its language is Python (its metadata sits at the end; unsure: no check)."""
     tail = data[-4096:]
     return b'"name": "python"' in tail or b'"language": "python"' in tail
-
-
-def _edit(data: bytes, path: Path, args: NotebookEditInput) -> NotebookChange:
-    from mcp_codetools.files.notebook_edit import edit_notebook  # nbformat costs ~0.7 s to import
-
-    return edit_notebook(
-        data, path, cell=args.cell_id, new_source=args.new_source, cell_type=args.cell_type, mode=args.edit_mode
-    )

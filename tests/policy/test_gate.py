@@ -117,3 +117,25 @@ def test_the_key_binds_the_input_not_the_subject() -> None:
     other = Question("Bash", "git push origin main", "asked", "git push origin main; rm x", "digest-2")
     assert one.key != other.key
     assert one.key == Question("Bash", "git push origin main", "asked", "git push origin main", "digest-1").key
+
+
+@pytest.mark.parametrize(
+    "facts",
+    [
+        CallFacts("Bash", False, command="printf '[sandbox]\\nenabled = false\\n' >> mcp-codetools.toml", cwd=ROOT),
+        CallFacts("Bash", False, command="git config core.hooksPath hooks", cwd=ROOT),
+        CallFacts("Write", False, write_paths=(ROOT / ".claude" / "settings.json",)),
+        CallFacts("Edit", False, write_paths=(ROOT / ".git" / "hooks" / "pre-commit",)),
+        CallFacts("Write", False, write_paths=(ROOT / ".mcp.json",)),
+    ],
+    ids=["bash-config", "bash-git-config", "write-claude", "edit-git-hook", "write-mcp-json"],
+)
+@pytest.mark.parametrize("sandboxed", [False, True])
+async def test_unanswered_ask_allow_never_answers_a_protected_path_question(facts: CallFacts, sandboxed: bool) -> None:
+    """`unanswered_ask = "allow"` lets an unanswerable ask-rule question through, never a protected path's."""
+    gate = PermissionGate(Policy(roots=(ROOT,)), unanswered="allow", sandboxed_bash=sandboxed)
+    with pytest.raises(PermissionDeniedError, match=r"protected path.*`unanswered_ask` never does.*ask the user"):
+        await gate.check(facts, {}, session_id="s", ask=None)
+    rule = parse_rule("Write", "ask", source="cfg.toml", base=ROOT)
+    asking = PermissionGate(Policy(roots=(ROOT,), ask=(rule,)), unanswered="allow", sandboxed_bash=sandboxed)
+    await asking.check(CallFacts("Write", False, write_paths=(ROOT / "notes.txt",)), {}, session_id="s", ask=None)

@@ -2,28 +2,33 @@
 
 Protected paths stay read-only (and a missing one cannot be created), a `Read(...)` deny makes a path
 unreadable and an `Edit(...)` deny read-only, and a refused write says so in the result. The question
-the permission step asks is answered "yes" here (`unanswered = "allow"`), or the command is one the
-rules cannot read (python): either way the command reaches the sandbox, which must hold on its own.
+the permission step asks is answered "yes" here (an asker that always allows: `unanswered_ask` never answers a
+protected-path question), or the command is one the rules cannot read (python): either way the command
+reaches the sandbox, which must hold on its own.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
+from typing_extensions import override
 
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.policy import sandboxing
 from mcp_codetools.policy.engine import Policy
-from mcp_codetools.policy.gate import PermissionGate
+from mcp_codetools.policy.gate import PermissionGate, Question
 from mcp_codetools.policy.rules import parse_rule
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import SandboxSettings, Settings
 from mcp_codetools.shell.sandbox import SandboxUnavailable, probe
 from mcp_codetools.tools import default_tools
+from mcp_codetools.tools.base import ToolOutput
 from tests.conftest import Caller
 
 pytestmark = pytest.mark.anyio
@@ -66,9 +71,21 @@ def gate_for(root: Path, *rules: str) -> PermissionGate:
     return PermissionGate(Policy(roots=(root,), deny=deny), sandboxed_bash=True, unanswered="allow")
 
 
+class YesCaller(Caller):
+    """Answers every question the permission step asks with "allow once", as a user saying yes would."""
+
+    @override
+    async def __call__(self, name: str, arguments: Mapping[str, Any] | None = None) -> ToolOutput:
+        return await self.pipeline.run(self.session, name, arguments, ask=_yes)
+
+
+async def _yes(question: Question) -> bool:
+    return True
+
+
 @pytest.fixture
 def call(session: CodeSession, root: Path) -> Caller:
-    return Caller(Pipeline(default_tools(), gate_for(root)), session)
+    return YesCaller(Pipeline(default_tools(), gate_for(root)), session)
 
 
 def snapshot(root: Path) -> dict[str, bytes | None]:
@@ -165,7 +182,7 @@ async def test_a_new_entry_at_the_top_of_a_root_is_refused_with_a_way_on(
 
 @pytest.fixture
 def denying(session: CodeSession, root: Path) -> Caller:
-    return Caller(Pipeline(default_tools(), gate_for(root, "Read(.env)", "Edit(src/**)")), session)
+    return YesCaller(Pipeline(default_tools(), gate_for(root, "Read(.env)", "Edit(src/**)")), session)
 
 
 @pytest.mark.parametrize("command", ["cat .env", "python3 -c \"print(open('.env').read())\"", "cat src/.env"])

@@ -1,13 +1,11 @@
-"""Notebooks parse off the event loop and within bounds: a big NotebookEdit leaves other sessions served,
+"""Notebooks parse within bounds (NotebookEdit in a worker process: tests/tools/test_notebook_worker.py):
 an oversized or too deeply nested notebook is a clear refusal, never "internal error"."""
 
 from __future__ import annotations
 
 import gc
 import json
-import threading
 from pathlib import Path
-from typing import Any
 
 import anyio
 import anyio.from_thread
@@ -15,11 +13,9 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from mcp_codetools.files import notebook, rich
+from mcp_codetools.files import notebook, notebook_worker, rich
 from mcp_codetools.files.notebook_edit import edit_notebook
-from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.protocol.server import CodeToolsServer
-from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import Settings
 from mcp_codetools.tools import notebook_edit
 from tests.conftest import Caller
@@ -34,48 +30,6 @@ NESTED = (
 
 def _first_cell(path: Path) -> str:
     return str(json.loads(path.read_text(encoding="utf-8"))["cells"][0]["id"])
-
-
-async def test_the_parse_runs_in_a_worker_thread_while_the_loop_serves_another_session(
-    pipeline: Pipeline, call: Caller, root: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = write_notebook(root / "nb.ipynb")
-    (root / "small.txt").write_text("small\n", encoding="utf-8")
-    await call.ok("Read", {"file_path": str(path)})
-    parsing = anyio.Event()
-    release = threading.Event()
-    real = notebook_edit._edit
-
-    loop_thread = threading.get_ident()
-
-    def gated(*args: Any) -> Any:
-        assert threading.get_ident() != loop_thread, "the notebook was parsed on the event loop"
-        anyio.from_thread.run_sync(parsing.set)
-        assert release.wait(timeout=20), "the test never released the parse"
-        return real(*args)
-
-    monkeypatch.setattr(notebook_edit, "_edit", gated)
-    other = CodeSession(Settings(roots=(root,)))
-    results: list[Any] = []
-    try:
-        with anyio.fail_after(30):
-            async with anyio.create_task_group() as tg:
-
-                async def edit() -> None:
-                    args = {"notebook_path": str(path), "cell_id": _first_cell(path), "new_source": "# changed"}
-                    results.append(await call("NotebookEdit", args))
-                    parsing.set()  # a call that ended without reaching the gate wakes the test, which then fails
-
-                tg.start_soon(edit)
-                await parsing.wait()
-                read = await Caller(pipeline, other).ok("Read", {"file_path": str(root / "small.txt")})
-                assert "small" in read and not results, "the Read was answered while the parse was held"
-                release.set()
-    finally:
-        release.set()
-        await other.aclose()
-    assert not results[0].is_error, results[0].text
-    assert "".join(json.loads(path.read_text(encoding="utf-8"))["cells"][0]["source"]) == "# changed"
 
 
 async def test_a_notebook_nested_too_deeply_is_a_clear_refusal(call: Caller, root: Path) -> None:
@@ -111,6 +65,7 @@ async def test_a_notebook_over_the_cell_bound_is_refused(
     await call.ok("Read", {"file_path": str(path)})
     cells = len(json.loads(path.read_text(encoding="utf-8"))["cells"])
     monkeypatch.setattr(notebook, "NOTEBOOK_MAX_CELLS", cells - 1)
+    monkeypatch.setattr(notebook_worker, "NOTEBOOK_MAX_CELLS", cells - 1)
     edit = await call.fails(
         "NotebookEdit", {"notebook_path": str(path), "cell_id": _first_cell(path), "new_source": "x"}
     )
