@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line (the server over stdio or HTTP, or `doctor`) and return the exit status.
 
     A stdio start whose inputs match a start snapshot (`protocol/fast_start.py`) answers the handshake
-    from it while everything below runs in a background thread; the outcome is the same either way.
+    from a thread of its own while the start-up below runs; the outcome is the same either way.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     plan = fast_start.plan_for(argv)

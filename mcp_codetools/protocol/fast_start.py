@@ -2,7 +2,7 @@
 
 Importing the SDK costs ~0.6 s, more than a whole start of a Node server, and hosts start every server at
 once, so the slowest sets the wait. A start that finds a snapshot for its inputs (`snapshot_key`) answers
-the handshake from it (JSON only) while a background thread imports the SDK and runs the normal start-up;
+the handshake from it (JSON only) from a thread while the main thread imports the SDK and runs the normal start-up;
 every line read meanwhile is kept and fed, in order, into the real stdio wire afterwards, so the SDK's
 state is what it would have been (`protocol/stdio.py`, `protocol/start_snapshot.py` compare its answers).
 Nothing here imports pydantic or the SDK: this module only reads files, the environment and the stdio
@@ -341,7 +341,11 @@ class SnapshotAnswers:
 
 
 class EarlyStart:
-    """A start served from a snapshot: the wire taken over, the real start-up running in a background thread."""
+    """A start served from a snapshot: the wire taken over, answered from a thread while the start-up runs.
+
+    The start-up (the SDK import above all) keeps the main thread, where it runs as fast as at a normal
+    start; the answering thread needs the interpreter only for the few milliseconds of each answer.
+    """
 
     def __init__(self, plan: Plan, data: dict[str, Any], prepare: Callable[[], Any]) -> None:
         self.plan = plan
@@ -350,35 +354,34 @@ class EarlyStart:
         self.buffered: list[bytes] = []
         """Every chunk read before the SDK was ready, for the stdio wire to read first."""
         self.peer_gone = False
-        self._result: Any = None
-        self._error: BaseException | None = None
+        self._prepare = prepare
         self._ready_read, self._ready_write = os.pipe()
-        self._thread = threading.Thread(target=self._prepare, args=(prepare,), name="mcp-codetools-start", daemon=True)
+        self._thread = threading.Thread(target=self._answer, name="mcp-codetools-start", daemon=True)
         self._thread.start()
 
-    def _prepare(self, prepare: Callable[[], Any]) -> None:
+    def wait(self) -> Any:
+        """Run the start-up and return its result (or raise its exception) once the answering has stopped."""
         try:
-            self._result = prepare()
-        except BaseException as exc:  # SystemExit from argparse included: the main thread raises it again
-            self._error = exc
+            return self._prepare()
         finally:
             os.write(self._ready_write, b".")
+            self._thread.join()
+            os.close(self._ready_read)
+            os.close(self._ready_write)
 
-    def wait(self) -> Any:
-        """Answer what the snapshot can until the start-up is done; then its result (or its exception, raised)."""
+    def _answer(self) -> None:
+        """Answer what the snapshot can, line by line, until the start-up is done or the input ends."""
         pending = b""
-        at_end = False
-        while not at_end:
+        while True:
             readable, _, _ = select.select([self.wire_in, self._ready_read], [], [])
             if self._ready_read in readable:
-                break
+                return
             try:
                 chunk = os.read(self.wire_in, READ_CHUNK)
             except OSError:
                 chunk = b""
             if not chunk:
-                at_end = True
-                continue
+                return
             self.buffered.append(chunk)
             pending += chunk
             *lines, pending = pending.split(b"\n")
@@ -387,12 +390,6 @@ class EarlyStart:
                 self.answers.stop()
             for line in lines:
                 self._say(self.answers.answer(line))
-        self._thread.join()
-        os.close(self._ready_read)
-        os.close(self._ready_write)
-        if self._error is not None:
-            raise self._error
-        return self._result
 
     def _say(self, data: bytes | None) -> None:
         if data is None or self.peer_gone:
