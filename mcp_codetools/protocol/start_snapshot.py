@@ -117,19 +117,28 @@ def record(plan: Plan, make_server: Callable[[], Server[Any]]) -> None:
 
 
 class Recorder:
-    """Records the snapshot once, in a daemon thread, after the real server's first answer (a start that worked)."""
+    """Records the snapshot once, in a daemon thread, after the real server answered a `tools/list`.
+
+    That is a start that worked, and later than `initialize`, so the twin does not slow the handshake.
+    """
 
     def __init__(self, plan: Plan, make_server: Callable[[], Server[Any]]) -> None:
         self._plan = plan
         self._make_server = make_server
-        self._started = False
+        self._listings: set[types.RequestId] = set()
         self.thread: threading.Thread | None = None
 
-    def answered(self) -> None:
-        """The real server answered a request: record now (once), beside it."""
-        if self._started:
+    def asked(self, message: types.JSONRPCMessage) -> None:
+        """A request came in: a `tools/list`'s answer starts the recording."""
+        if self.thread is None and isinstance(message, types.JSONRPCRequest) and message.method == "tools/list":
+            self._listings.add(message.id)
+
+    def answered(self, message: types.JSONRPCMessage) -> None:
+        """A message went out: record now (once) when it answers a `tools/list`, beside the server."""
+        if self.thread is not None or not isinstance(message, types.JSONRPCResponse):
             return
-        self._started = True
+        if message.id not in self._listings:
+            return
         self.thread = threading.Thread(
             target=record, args=(self._plan, self._make_server), name="mcp-codetools-snapshot", daemon=True
         )

@@ -290,6 +290,8 @@ async def _serve_wire(
                 if refusal is not None:
                     await say(refusal)
                     continue
+                if recorder is not None:
+                    recorder.asked(message)
                 await inbound_send.send(SessionMessage(message))
             # End of input. Answer what already arrived (`cat requests.jsonl | mcp-codetools`) before
             # closing the session, within a bound: a client that closes stdin is shutting down, and the
@@ -307,8 +309,8 @@ async def _serve_wire(
                 if not wire.peer_gone:
                     wire.writer.write(data.encode() + b"\n")
                     await flush()
-                if recorder is not None and isinstance(session_message.message, types.JSONRPCResponse):
-                    recorder.answered()
+                if recorder is not None:
+                    recorder.answered(session_message.message)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(read_loop)
