@@ -15,7 +15,9 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import select
+import stat
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -35,6 +37,9 @@ CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
 _ENVELOPE_KEYS = (PROTOCOL_VERSION_KEY, CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY)
 _KEY_ENV = ("HOME", "XDG_CONFIG_HOME", "PATH")
 """Besides every `MCP_CODETOOLS_*` variable: where the user's config file is, and where programs are found."""
+KEPT_SNAPSHOTS = 16
+"""Snapshots kept in the cache folder (each is ~90 KB); older ones are deleted by the next recording."""
+_SNAPSHOT_NAME = re.compile(r"[0-9a-f]{64}\.json")
 MAX_CONFIG_BYTES = 1 << 20
 READ_CHUNK = 64 * 1024
 MAX_PARSED_LINE = 1 << 20
@@ -163,9 +168,16 @@ class Plan:
         self.path = os.path.join(cache_dir(environ), f"{key}.json")
 
     def load(self) -> dict[str, Any] | None:
-        """The snapshot for this key, or None (absent, unreadable, corrupt, another format or key)."""
+        """The snapshot for this key, or None (absent, unreadable, corrupt, another format or key).
+
+        Only a regular file of this user's that no one else can write is believed: its answers reach the
+        client before anything can check them.
+        """
         try:
             with open(self.path, "rb") as handle:
+                info = os.fstat(handle.fileno())
+                if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+                    return None
                 data = json.loads(handle.read())
         except (OSError, ValueError, RecursionError):
             return None
@@ -183,6 +195,7 @@ class Plan:
         finally:
             if os.path.exists(temporary):
                 os.unlink(temporary)
+        _prune(folder, keep=self.path)
 
     def delete(self) -> None:
         """Drop the snapshot (it disagreed with the SDK): the next start records it again."""
@@ -190,6 +203,18 @@ class Plan:
             os.unlink(self.path)
         except FileNotFoundError:
             pass
+
+
+def _prune(folder: str, keep: str) -> None:
+    """Keep the newest `KEPT_SNAPSHOTS` snapshots: each version or config edit makes a new key."""
+    try:
+        found = [e for e in os.scandir(folder) if _SNAPSHOT_NAME.fullmatch(e.name) and e.is_file(follow_symlinks=False)]
+        found.sort(key=lambda e: e.stat(follow_symlinks=False).st_mtime_ns, reverse=True)
+        for entry in found[KEPT_SNAPSHOTS:]:
+            if entry.path != keep:
+                os.unlink(entry.path)
+    except OSError:
+        pass  # another start pruned the same files
 
 
 def _results_by_version(table: object, methods: tuple[str, ...]) -> bool:

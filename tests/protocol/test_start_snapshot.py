@@ -299,3 +299,36 @@ async def test_an_sdk_client_works_through_a_start_from_the_snapshot(tmp_path: P
             assert not edit.is_error, edit.content
     assert app.read_text(encoding="utf-8") == "export const value = 2\n"
     assert not path.exists(), "the SDK's instructions differ from the mark: the snapshot is dropped"
+
+
+def _plan(tmp_path: Path, index: int) -> fast_start.Plan:
+    return fast_start.Plan(f"{index:064x}", {"XDG_CACHE_HOME": str(tmp_path / "cache")})
+
+
+def test_a_snapshot_others_can_write_is_not_believed(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, 1)
+    plan.write(_data())
+    assert plan.load() is not None
+    os.chmod(plan.path, 0o622)
+    assert plan.load() is None
+    os.chmod(plan.path, 0o600)
+    assert os.stat(os.path.dirname(plan.path)).st_mode & 0o077 == 0, "the folder is this user's only"
+    os.replace(plan.path, tmp_path / "elsewhere.json")
+    os.symlink(tmp_path / "elsewhere.json", plan.path)
+    assert plan.load() is not None, "a link to this user's own file is followed (open), its target checked"
+
+
+def test_recording_keeps_only_the_newest_snapshots(tmp_path: Path) -> None:
+    count = fast_start.KEPT_SNAPSHOTS + 4
+    for index in range(count):
+        plan = _plan(tmp_path, index)
+        plan.write(_data())
+        os.utime(plan.path, ns=(index * 10**9, index * 10**9))  # the order of their writing, made certain
+    stray = tmp_path / "cache" / "mcp-codetools" / "start" / "notes.txt"
+    stray.write_text("not a snapshot", encoding="utf-8")
+    _plan(tmp_path, count).write(_data())
+    left = {path.name for path in _snapshots(tmp_path)}
+    assert len(left) == fast_start.KEPT_SNAPSHOTS
+    assert f"{count:064x}.json" in left
+    assert f"{0:064x}.json" not in left
+    assert stray.exists(), "only snapshot names are pruned"
