@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         corpus = _corpus(args.quick, root)
         corpus_files = setup_corpus.count_files(corpus)
         roots = [root] if corpus.is_relative_to(root) else [root, corpus]
-        specs = {"ours": servers.ours(roots), "bare": servers.bare(roots)}
+        specs = {"ours": servers.ours(roots, cache=scratch / "cache"), "bare": servers.bare(roots)}
         if use_peers and peers.install():
             specs.update({spec.key: spec for spec in peers.specs(roots, scratch)})
         from mcp_codetools.search.locate import find_rg

@@ -88,7 +88,8 @@ def ours_executable() -> str:
     return found
 
 
-def ours(roots: list[Path]) -> ServerSpec:
+def ours(roots: list[Path], cache: Path | None = None) -> ServerSpec:
+    """Our server; `cache`: its cache folder (`XDG_CACHE_HOME`, where the start snapshot is kept), in the scratch."""
     from importlib.metadata import version
 
     return ServerSpec(
@@ -97,6 +98,7 @@ def ours(roots: list[Path]) -> ServerSpec:
         command=ours_executable(),
         args=[arg for root in roots for arg in ("--root", str(root))],
         adapter=OursAdapter(),
+        env={"XDG_CACHE_HOME": str(cache)} if cache is not None else {},
         version=version("mcp-codetools"),
     )
 

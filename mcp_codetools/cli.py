@@ -17,14 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from mcp_codetools import __version__
-from mcp_codetools.roots import loaded_settings_from
-from mcp_codetools.settings import PLACES, LoadedSettings, Settings, setting_default
-from mcp_codetools.settings.model import field_info
-from mcp_codetools.settings.printing import shown
+from mcp_codetools.protocol import fast_start
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the settings (pydantic) and the SDK load in `main` (a start from the snapshot: meanwhile)
     from mcp_codetools.policy.gate import PermissionGate
     from mcp_codetools.protocol.server import CodeToolsServer
+    from mcp_codetools.protocol.start_snapshot import Recorder
+    from mcp_codetools.settings import LoadedSettings, Settings
     from mcp_codetools.shell.sandbox import Sandbox
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -93,11 +92,17 @@ _FLAG_GROUPS = {"sandbox": "Bash sandbox"}
 
 def _flagged() -> dict[str, tuple[str, str]]:
     """Every setting that has a flag: its flag and the argparse destination."""
+    from mcp_codetools.settings import PLACES
+
     return {name: (p.flag, p.flag.lstrip("-").replace("-", "_")) for name, p in PLACES.items() if p.flag}
 
 
 def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     """One flag per setting whose `Place` names one, its kind, choices and help taken from the field."""
+    from mcp_codetools.settings import PLACES, setting_default
+    from mcp_codetools.settings.model import field_info
+    from mcp_codetools.settings.printing import shown
+
     groups: dict[str, Any] = {}
     for name, (flag, dest) in _flagged().items():
         place = PLACES[name]
@@ -124,6 +129,8 @@ def flag_values(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _load(args: argparse.Namespace) -> LoadedSettings:
+    from mcp_codetools.roots import loaded_settings_from
+
     return loaded_settings_from(args.root, config_file=args.config, flags=flag_values(args))
 
 
@@ -161,6 +168,8 @@ def start_up(args: argparse.Namespace) -> Startup:
 
 def server_flags(args: argparse.Namespace) -> list[str]:
     """The flags that change how the server starts, for `doctor` to start its test server the same way."""
+    from mcp_codetools.settings import PLACES
+
     flags = ["--config", os.path.abspath(args.config)] if args.config is not None else []  # it starts elsewhere
     for name, value in flag_values(args).items():
         flag = PLACES[name].flag
@@ -171,7 +180,48 @@ def server_flags(args: argparse.Namespace) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line (the server over stdio or HTTP, or `doctor`) and return the exit status."""
+    """Run the command line (the server over stdio or HTTP, or `doctor`) and return the exit status.
+
+    A stdio start whose inputs match a start snapshot (`protocol/fast_start.py`) answers the handshake
+    from a thread of its own while the start-up below runs; the outcome is the same either way.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    plan = fast_start.plan_for(argv)
+    early = fast_start.begin(plan, lambda: _prepare(argv))
+    prepared = early.wait() if early is not None else _prepare(argv)
+    if isinstance(prepared, int):
+        return prepared
+    args, startup = prepared
+    settings = startup.loaded.settings
+    from mcp_codetools.shell.hardening import protect_server
+
+    protect_server(settings)  # after the sandbox probe, before any thread of the server starts
+    from mcp_codetools.protocol.server import CodeToolsServer
+
+    try:
+        app = CodeToolsServer(settings, gate=startup.gate)
+    except ValueError as exc:
+        print(f"mcp-codetools: {exc}", file=sys.stderr)
+        return 2
+    recorder = None
+    if early is None and plan is not None and args.transport == "stdio" and settings.start_snapshot:
+        from mcp_codetools.protocol.start_snapshot import Recorder
+
+        recorder = Recorder(plan, lambda: CodeToolsServer(settings, gate=startup.gate).server)
+    from mcp_codetools.shell import adoption
+
+    adoption.adopt()  # only where no process table can be read: orphans of commands come back to the server
+    try:
+        return _serve(app, args, settings, early, recorder)
+    finally:
+        adoption.sweep()
+
+
+def _prepare(argv: list[str]) -> int | tuple[argparse.Namespace, Startup]:
+    """Everything before the server is built: the arguments, the logging, the settings and the sandbox probe.
+
+    An int is the exit status of a command that is done (`doctor`, `config`, a refused start).
+    """
     parser = _parser()
     args = parser.parse_args(argv)
     level = args.log_level
@@ -199,29 +249,25 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         startup = start_up(args)
-        settings = startup.loaded.settings
-        from mcp_codetools.shell.hardening import protect_server
-
-        protect_server(settings)  # after the sandbox probe, before any thread starts
-        from mcp_codetools.protocol.server import CodeToolsServer
-
-        app = CodeToolsServer(settings, gate=startup.gate)
     except SandboxUnavailable as exc:
         print(f"mcp-codetools: {exc}", file=sys.stderr)
         return 1
     except ValueError as exc:
         print(f"mcp-codetools: {exc}", file=sys.stderr)
         return 2
-    from mcp_codetools.shell import adoption
+    import mcp_codetools.protocol.server
+    import mcp_codetools.protocol.stdio  # noqa: F401  (imported here: in the background at a snapshot start)
 
-    adoption.adopt()  # only where no process table can be read: orphans of commands come back to the server
-    try:
-        return _serve(app, args, settings)
-    finally:
-        adoption.sweep()
+    return args, startup
 
 
-def _serve(app: CodeToolsServer, args: argparse.Namespace, settings: Settings) -> int:
+def _serve(
+    app: CodeToolsServer,
+    args: argparse.Namespace,
+    settings: Settings,
+    early: fast_start.EarlyStart | None = None,
+    recorder: Recorder | None = None,
+) -> int:
     if args.transport == "http":
         from mcp_codetools.protocol.http import serve_http
 
@@ -230,7 +276,7 @@ def _serve(app: CodeToolsServer, args: argparse.Namespace, settings: Settings) -
 
     from mcp_codetools.protocol.stdio import serve_stdio
 
-    if sys.stdin.isatty():
+    if early is None and sys.stdin.isatty():
         print(
             "mcp-codetools: waiting for an MCP client on stdin (an MCP client starts this server itself; "
             "see --help, or `mcp-codetools doctor` to check the install; Ctrl-D quits)",
@@ -238,7 +284,7 @@ def _serve(app: CodeToolsServer, args: argparse.Namespace, settings: Settings) -
             flush=True,
         )
     try:
-        return anyio.run(serve_stdio, app.server)
+        return anyio.run(serve_stdio, app.server, early, recorder)
     except KeyboardInterrupt:  # a second Ctrl-C while the session was closing
         return 128 + signal.SIGINT
 

@@ -20,6 +20,10 @@ from tests import processes
 from tests.gates import Gates
 from tests.platform_marks import reads_proc
 
+os.environ.setdefault("MCP_CODETOOLS_START_SNAPSHOT", "0")
+"""Servers the tests start keep no start snapshot in the user's cache; tests/protocol/test_start_snapshot.py
+turns it on with a cache folder of its own."""
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-slow", action="store_true", default=False, help="run tests marked slow")

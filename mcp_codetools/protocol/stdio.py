@@ -23,7 +23,7 @@ import signal
 import stat
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -35,6 +35,8 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from mcp_codetools.protocol.eras import serve_both_eras
+from mcp_codetools.protocol.fast_start import EarlyStart, redirect_wire
+from mcp_codetools.protocol.start_snapshot import HandoverCheck, Recorder
 
 logger = logging.getLogger(__name__)
 
@@ -248,7 +250,9 @@ class _Wire:
             self._track()
 
 
-async def _serve_wire(server: Server[Any], wire: _Wire) -> None:
+async def _serve_wire(
+    server: Server[Any], wire: _Wire, check: HandoverCheck | None = None, recorder: Recorder | None = None
+) -> None:
     inbound_send, inbound = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     outbound, outbound_receive = anyio.create_memory_object_stream[SessionMessage](0)
 
@@ -286,6 +290,8 @@ async def _serve_wire(server: Server[Any], wire: _Wire) -> None:
                 if refusal is not None:
                     await say(refusal)
                     continue
+                if recorder is not None:
+                    recorder.asked(message)
                 await inbound_send.send(SessionMessage(message))
             # End of input. Answer what already arrived (`cat requests.jsonl | mcp-codetools`) before
             # closing the session, within a bound: a client that closes stdin is shutting down, and the
@@ -298,9 +304,13 @@ async def _serve_wire(server: Server[Any], wire: _Wire) -> None:
             async for session_message in outbound_receive:
                 wire.note_outbound(session_message.message)
                 data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                if check is not None and check.claims(session_message.message, data):
+                    continue  # the start snapshot sent this answer already
                 if not wire.peer_gone:
                     wire.writer.write(data.encode() + b"\n")
                     await flush()
+                if recorder is not None:
+                    recorder.answered(session_message.message)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(read_loop)
@@ -318,19 +328,26 @@ def _loop_can_watch(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
-async def _open_reader(fd: int) -> tuple[asyncio.StreamReader, Callable[[], None]]:
-    """A StreamReader over `fd`, a duplicate of fd 0 (it owns it from now on), and a way to stop reading."""
+async def _open_reader(fd: int, first: Iterable[bytes] = ()) -> tuple[asyncio.StreamReader, Callable[[], None]]:
+    """A StreamReader over `fd`, a duplicate of fd 0 (it owns it from now on), and a way to stop reading.
+
+    `first`: what was read from it already, read before anything else.
+    """
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=MAX_LINE_BYTES)
+    for chunk in first:
+        reader.feed_data(chunk)
     if _loop_can_watch(fd):
+        spare = os.dup(fd)
         pipe = os.fdopen(fd, "rb", buffering=0)
         try:
             transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
         except (ValueError, OSError) as exc:
             logger.debug("stdin cannot be watched by the event loop (%s); reading it in a thread", exc)
             pipe.close()
-            fd = os.dup(0)
+            fd = spare
         else:
+            os.close(spare)
             return reader, transport.close
     _ThreadFeed(fd, reader, loop)
     return reader, lambda: None
@@ -340,28 +357,33 @@ async def _open_writer(fd: int) -> _LoopWriter | _ThreadWriter:
     """A writer over `fd`, a duplicate of fd 1 (it owns it from now on)."""
     loop = asyncio.get_running_loop()
     if _loop_can_watch(fd):
+        spare = os.dup(fd)
         pipe = os.fdopen(fd, "wb", buffering=0)
         try:
             transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, pipe)
         except (ValueError, OSError) as exc:
             logger.debug("stdout cannot be watched by the event loop (%s); writing it in a thread", exc)
             pipe.close()
-            fd = os.dup(1)
+            fd = spare
         else:
+            os.close(spare)
             return _LoopWriter(asyncio.StreamWriter(transport, protocol, None, loop))
     return _ThreadWriter(fd)
 
 
 @asynccontextmanager
-async def _wire() -> AsyncIterator[_Wire]:
-    """The protocol stream on duplicates of fd 0 and 1, which then point at /dev/null and stderr."""
-    reader, stop_reading = await _open_reader(os.dup(0))
-    writer = await _open_writer(os.dup(1))
-    saved_in, saved_out = os.dup(0), os.dup(1)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    os.dup2(2, 1)
+async def _wire(early: EarlyStart | None = None) -> AsyncIterator[_Wire]:
+    """The protocol stream on duplicates of fd 0 and 1, which then point at /dev/null and stderr.
+
+    After a start from the snapshot the duplicates were made before the SDK was imported (`fast_start`),
+    and what was read meanwhile is read first, in order.
+    """
+    if early is None:
+        wire_in, wire_out, saved_in, saved_out = redirect_wire()
+    else:
+        wire_in, wire_out, saved_in, saved_out = early.wire_in, early.wire_out, early.saved_in, early.saved_out
+    reader, stop_reading = await _open_reader(wire_in, early.buffered if early is not None else ())
+    writer = await _open_writer(wire_out)
     try:
         yield _Wire(reader, writer)
     finally:
@@ -382,10 +404,12 @@ scratch folder gone) before the process exits. Without this, SIGTERM, the SDK cl
 closing stdin, would end the process at once and leave background jobs running."""
 
 
-async def serve_stdio(server: Server[Any]) -> int:
+async def serve_stdio(server: Server[Any], early: EarlyStart | None = None, recorder: Recorder | None = None) -> int:
     """Serve one MCP connection over this process's stdin and stdout until stdin closes or a stop signal.
 
-    Returns the exit status: 0 at the end of input, 128 + N after signal N (as a shell reports it).
+    `early`: the start was served from the snapshot until now (its answers are checked, not sent again);
+    `recorder`: records the snapshot after the first answer. Returns the exit status: 0 at the end of
+    input, 128 + N after signal N (as a shell reports it).
     """
     if sys.platform == "win32":
         async with stdio_server() as (read_stream, write_stream):
@@ -403,7 +427,9 @@ async def serve_stdio(server: Server[Any]) -> int:
                     return
 
         tg.start_soon(stop_on_signal)
-        async with _wire() as wire:
-            await _serve_wire(server, wire)
+        async with _wire(early) as wire:
+            await _serve_wire(server, wire, HandoverCheck(early) if early is not None else None, recorder)
         tg.cancel_scope.cancel()
+    if recorder is not None:
+        await anyio.to_thread.run_sync(recorder.finish)
     return 128 + stopped_by[0] if stopped_by else 0

@@ -349,6 +349,15 @@ class Settings:
         ),
         Place("http", flag="--replica"),
     ] = None
+    start_snapshot: Annotated[
+        bool,
+        Field(
+            description="stdio: answer `initialize` and `tools/list` from a snapshot of an earlier start with the "
+            "same inputs while the MCP SDK loads (kept in `$XDG_CACHE_HOME/mcp-codetools/start`, by default "
+            "`~/.cache`); off: every start waits for the SDK (~1 s)."
+        ),
+        Place("start", key="snapshot"),
+    ] = True
     audit_log: Annotated[
         Path | None,
         Field(

@@ -1,0 +1,334 @@
+"""The start snapshot over real stdio with raw JSON-RPC: the same answers as the SDK, the handover, the misses.
+
+Every test gives the server a cache folder of its own (`XDG_CACHE_HOME` under tmp_path), so nothing is
+left behind; `MCP_CODETOOLS_LOG_LEVEL=INFO` in every run (the same in each, so the key stays the same)
+lets the log say whether the snapshot answered.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+from mcp_codetools.protocol import fast_start
+from mcp_codetools.protocol.fast_start import (
+    CLIENT_CAPABILITIES_KEY,
+    CLIENT_INFO_KEY,
+    PROTOCOL_VERSION_KEY,
+    SnapshotAnswers,
+)
+from tests.protocol.stdio_raw import server_command
+
+ANSWERED = "answered from the start snapshot"
+RUN_TIMEOUT_S = 60
+
+
+def _handshake(version: str) -> list[dict[str, Any]]:
+    init = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+    return [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+
+
+def _modern(version: str) -> list[dict[str, Any]]:
+    client = {"name": "raw", "version": "0"}
+    meta = {PROTOCOL_VERSION_KEY: version, CLIENT_CAPABILITIES_KEY: {}, CLIENT_INFO_KEY: client}
+    return [
+        {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}},
+        {"jsonrpc": "2.0", "id": 2, "method": "server/discover"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": meta}},
+    ]
+
+
+CONVERSATIONS = {
+    **{version: _handshake(version) for version in HANDSHAKE_PROTOCOL_VERSIONS},
+    **{version: _modern(version) for version in MODERN_PROTOCOL_VERSIONS},
+}
+
+
+class Run:
+    def __init__(self, done: subprocess.CompletedProcess[bytes]) -> None:
+        self.returncode = done.returncode
+        self.stderr = done.stderr.decode(errors="replace")
+        self.messages = [json.loads(line) for line in done.stdout.splitlines()]  # stdout is protocol only
+        self.answers = {m["id"]: m for m in self.messages if "id" in m and "method" not in m}
+
+    @property
+    def from_snapshot(self) -> int:
+        """How many requests the log says the snapshot answered (0: a normal start)."""
+        for line in self.stderr.splitlines():
+            if ANSWERED in line:
+                return int(line.rsplit(": ", 1)[1].split()[0])
+        return 0
+
+
+def _run(
+    tmp_path: Path, root: Path, lines: list[dict[str, Any]], *, snapshot: bool = True, extra: tuple[str, ...] = ()
+) -> Run:
+    env = {
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "XDG_CONFIG_HOME": str(tmp_path / "no-user-config"),
+        "MCP_CODETOOLS_LOG_LEVEL": "INFO",
+    }
+    env["MCP_CODETOOLS_START_SNAPSHOT"] = "1" if snapshot else "0"  # tests/conftest.py turns it off
+    done = subprocess.run(
+        [*server_command(), "--root", str(root), *extra],
+        input="".join(json.dumps(line) + "\n" for line in lines).encode(),
+        capture_output=True,
+        cwd=str(tmp_path),
+        env={**os.environ, **env},
+        timeout=RUN_TIMEOUT_S,
+    )
+    return Run(done)
+
+
+def _untimed(answers: dict[Any, Any]) -> dict[Any, Any]:
+    """The answers without the dispatcher's timing, which differs from run to run."""
+    for answer in answers.values():
+        answer.get("result", {}).get("_meta", {}).get("codetools/result", {}).pop("timing", None)
+    return answers
+
+
+def _snapshots(tmp_path: Path) -> list[Path]:
+    return sorted((tmp_path / "cache" / "mcp-codetools" / "start").glob("*.json"))
+
+
+@pytest.mark.parametrize("version", list(CONVERSATIONS))
+def test_snapshot_answers_equal_the_sdks_in_every_version(tmp_path: Path, root: Path, version: str) -> None:
+    lines = CONVERSATIONS[version]
+    requests = sum(1 for line in lines if "id" in line)
+    sdk = _run(tmp_path, root, lines, snapshot=False)
+    assert not _snapshots(tmp_path), "the setting off: nothing recorded"
+    first = _run(tmp_path, root, lines)
+    assert first.from_snapshot == 0
+    assert len(_snapshots(tmp_path)) == 1, first.stderr
+    warm = _run(tmp_path, root, lines)
+    assert warm.from_snapshot == requests, warm.stderr
+    assert "differently" not in warm.stderr
+    assert len(sdk.answers) == requests
+    assert all("result" in answer for answer in sdk.answers.values())
+    assert warm.answers == sdk.answers == first.answers
+    assert _snapshots(tmp_path), "a matching snapshot stays"
+
+
+def test_pipelined_call_behind_the_snapshot_answers_is_served_by_the_sdk(tmp_path: Path, root: Path) -> None:
+    (root / "a.txt").write_text("hello\n", encoding="utf-8")
+    read = {"name": "Read", "arguments": {"file_path": "a.txt"}}
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": read}
+    set_level = {"jsonrpc": "2.0", "id": 4, "method": "logging/setLevel", "params": {"level": "debug"}}
+    lines = [*_handshake("2025-11-25"), call, set_level]
+    _run(tmp_path, root, lines[:3])  # records the snapshot
+    sdk = _run(tmp_path, root, lines, snapshot=False)
+    warm = _run(tmp_path, root, lines)
+    assert warm.from_snapshot == 2, warm.stderr
+    assert _untimed(warm.answers) == _untimed(sdk.answers)
+    assert warm.answers[3]["result"]["content"][0]["text"] == "1\thello"
+    assert warm.answers[4]["result"] == {}
+    assert [m.get("id") for m in warm.messages if "id" in m][:2] == [1, 2]  # the snapshot's, first
+
+
+def test_an_edited_config_file_misses_the_snapshot(tmp_path: Path, root: Path) -> None:
+    lines = _handshake("2025-11-25")
+    _run(tmp_path, root, lines)
+    assert _run(tmp_path, root, lines).from_snapshot == 2
+    (root / "mcp-codetools.toml").write_text("[read]\ndefault_lines = 77\n", encoding="utf-8")
+    edited = _run(tmp_path, root, lines)
+    assert edited.from_snapshot == 0, edited.stderr
+    described = json.dumps(edited.answers[2]["result"])
+    assert "up to 77 lines" in described
+    assert edited.answers == _run(tmp_path, root, lines, snapshot=False).answers
+    again = _run(tmp_path, root, lines)
+    assert again.from_snapshot == 2
+    assert again.answers == edited.answers
+
+
+def test_a_corrupt_snapshot_is_ignored_and_recorded_again(tmp_path: Path, root: Path) -> None:
+    lines = _handshake("2025-11-25")
+    good = _run(tmp_path, root, lines)
+    (path,) = _snapshots(tmp_path)
+    other_format = json.dumps({**json.loads(path.read_bytes()), "format": 0}).encode()
+    for garbage in (b"{not json", b'{"format": 1}', other_format):
+        path.write_bytes(garbage)
+        run = _run(tmp_path, root, lines)
+        assert run.from_snapshot == 0, run.stderr
+        assert run.answers == good.answers
+    assert json.loads(path.read_bytes())["format"] == fast_start.FORMAT, "recorded again"
+
+
+def test_a_snapshot_the_sdk_disagrees_with_is_deleted(tmp_path: Path, root: Path) -> None:
+    lines = _handshake("2025-11-25")
+    _run(tmp_path, root, lines)
+    (path,) = _snapshots(tmp_path)
+    stale = json.loads(path.read_bytes())
+    stale["handshake"]["2025-11-25"]["initialize"]["instructions"] = "stale"
+    path.write_text(json.dumps(stale), encoding="utf-8")
+    run = _run(tmp_path, root, lines)
+    assert run.answers[1]["result"]["instructions"] == "stale"  # sent before the SDK could be asked
+    assert "differently" in run.stderr
+    assert not path.exists()
+
+
+def test_a_start_that_fails_after_the_snapshot_answered_exits_as_before(tmp_path: Path, root: Path) -> None:
+    lines = _handshake("2025-11-25")
+    _run(tmp_path, root, lines)
+    root.rmdir()  # a root that is gone: not in the key (its path is the same), refused by the start-up
+    normal = _run(tmp_path, root, lines, snapshot=False)
+    fast = _run(tmp_path, root, lines)
+    assert normal.returncode == fast.returncode == 2
+    assert set(fast.answers) == {1, 2}  # the handshake was answered before the start-up failed
+    assert normal.stderr.splitlines()[-1] == fast.stderr.splitlines()[-1]
+    assert str(root) in fast.stderr.splitlines()[-1]
+    assert not normal.messages
+
+
+def test_the_entry_imports_neither_pydantic_nor_the_sdk() -> None:
+    code = (
+        "import sys, mcp_codetools.cli, mcp_codetools.protocol.fast_start; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'mcp', 'mcp_types', 'anyio')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    assert done.stdout.strip() == "[]", done.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--root", "a", "--root=b", "--config", "c.toml"], (["a", "b"], "c.toml")),
+        (["--config=x.toml", "serve"], ([], "x.toml")),
+        (["--ro", "a"], None),  # argparse would expand the abbreviation
+        (["--conf=x"], None),
+        (["--root"], None),
+        (["--", "--root", "a"], None),
+        (["--sandbox", "--root", "a"], (["a"], None)),
+    ],
+)
+def test_argv_paths_read_like_argparse_or_not_at_all(argv: list[str], expected: object) -> None:
+    assert fast_start._argv_paths(argv) == expected
+
+
+def _data() -> dict[str, Any]:
+    handshake = {v: {"initialize": {"v": v}, "tools/list": {"tools": [v]}} for v in HANDSHAKE_PROTOCOL_VERSIONS}
+    modern = {v: {"server/discover": {"d": v}, "tools/list": {"tools": [v]}} for v in MODERN_PROTOCOL_VERSIONS}
+    return {"handshake": handshake, "modern": modern, "discover": {"d": "bare"}}
+
+
+def _line(message: dict[str, Any]) -> bytes:
+    return json.dumps(message).encode()
+
+
+def test_only_what_the_snapshot_saw_is_answered() -> None:
+    answers = SnapshotAnswers(_data())
+    listing = {"jsonrpc": "2.0", "id": 9, "method": "tools/list"}
+    assert answers.answer(_line(listing)) is None, "before initialize the SDK refuses it"
+    init, _, listing = _handshake("2025-06-18")
+    unknown = {**init, "params": {**init["params"], "protocolVersion": "1999-01-01"}}
+    assert SnapshotAnswers(_data()).answer(_line(unknown)) is None
+    assert answers.answer(_line(init)) is not None
+    assert json.loads(answers.answer(_line(listing)) or b"")["result"] == {"tools": ["2025-06-18"]}
+    assert answers.answer(_line({**init, "id": 5})) is None, "a second initialize"
+    assert answers.answer(_line({**listing, "id": 8})) is None, "after a second initialize the SDK decides"
+    cursor = {"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": {"cursor": "x"}}
+    assert answers.answer(_line(cursor)) is None
+    assert answers.answer(_line({**listing, "id": True})) is None
+    assert answers.answer(_line({**listing})) is None, "an id already used"
+    assert answers.answer(b"not json") is None
+    assert answers.answer(_line({"jsonrpc": "2.0", "id": 7, "method": "ping"})) is None
+    assert set(answers.answered) == {1, 2}
+
+
+def test_modern_requests_need_a_whole_envelope() -> None:
+    answers = SnapshotAnswers(_data())
+    (discover, bare, listing) = _modern(MODERN_PROTOCOL_VERSIONS[-1])
+    assert json.loads(answers.answer(_line(bare)) or b"")["result"] == {"d": "bare"}
+    half = {**discover, "id": 10, "params": {"_meta": {PROTOCOL_VERSION_KEY: MODERN_PROTOCOL_VERSIONS[-1]}}}
+    assert answers.answer(_line(half)) is None
+    other = {**listing, "id": 11}
+    other["params"] = {"_meta": {**listing["params"]["_meta"], PROTOCOL_VERSION_KEY: "2030-01-01"}}
+    assert answers.answer(_line(other)) is None
+    assert answers.answer(_line(discover)) is not None
+    assert answers.answer(_line(listing)) is not None
+
+
+def _mark(path: Path) -> None:
+    """Change the snapshot's `instructions` everywhere: a client that sees the mark was answered from it."""
+    data = json.loads(path.read_bytes())
+    for answers in data["handshake"].values():
+        answers["initialize"]["instructions"] = "marked"
+    for answers in data["modern"].values():
+        answers["server/discover"]["instructions"] = "marked"
+    data["discover"]["instructions"] = "marked"
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_an_sdk_client_works_through_a_start_from_the_snapshot(tmp_path: Path, root: Path, mode: str) -> None:
+    app = root / "app.ts"
+    app.write_text("export const value = 1\n", encoding="utf-8")
+    command, *args = server_command()
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "MCP_CODETOOLS_START_SNAPSHOT": "1"}
+    params = StdioServerParameters(command=command, args=[*args, "--root", str(root)], cwd=str(root), env=env)
+    with anyio.fail_after(RUN_TIMEOUT_S):
+        async with Client(params, mode=mode) as client:  # type: ignore[arg-type]
+            real = client.instructions
+            await client.list_tools()
+    (path,) = _snapshots(tmp_path)
+    _mark(path)
+    with anyio.fail_after(RUN_TIMEOUT_S):
+        async with Client(params, mode=mode) as client:  # type: ignore[arg-type]
+            assert client.instructions == "marked" != real
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            assert names[:3] == ["Read", "Edit", "Write"]
+            read = await client.call_tool("Read", {"file_path": str(app)})
+            assert read.content[0].text == "1\texport const value = 1"  # type: ignore[union-attr]
+            edit = await client.call_tool(
+                "Edit", {"file_path": "app.ts", "old_string": "value = 1", "new_string": "value = 2"}
+            )
+            assert not edit.is_error, edit.content
+    assert app.read_text(encoding="utf-8") == "export const value = 2\n"
+    assert not path.exists(), "the SDK's instructions differ from the mark: the snapshot is dropped"
+
+
+def _plan(tmp_path: Path, index: int) -> fast_start.Plan:
+    return fast_start.Plan(f"{index:064x}", {"XDG_CACHE_HOME": str(tmp_path / "cache")})
+
+
+def test_a_snapshot_others_can_write_is_not_believed(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, 1)
+    plan.write(_data())
+    assert plan.load() is not None
+    os.chmod(plan.path, 0o622)
+    assert plan.load() is None
+    os.chmod(plan.path, 0o600)
+    assert os.stat(os.path.dirname(plan.path)).st_mode & 0o077 == 0, "the folder is this user's only"
+    os.replace(plan.path, tmp_path / "elsewhere.json")
+    os.symlink(tmp_path / "elsewhere.json", plan.path)
+    assert plan.load() is not None, "a link to this user's own file is followed (open), its target checked"
+
+
+def test_recording_keeps_only_the_newest_snapshots(tmp_path: Path) -> None:
+    count = fast_start.KEPT_SNAPSHOTS + 4
+    for index in range(count):
+        plan = _plan(tmp_path, index)
+        plan.write(_data())
+        os.utime(plan.path, ns=(index * 10**9, index * 10**9))  # the order of their writing, made certain
+    stray = tmp_path / "cache" / "mcp-codetools" / "start" / "notes.txt"
+    stray.write_text("not a snapshot", encoding="utf-8")
+    _plan(tmp_path, count).write(_data())
+    left = {path.name for path in _snapshots(tmp_path)}
+    assert len(left) == fast_start.KEPT_SNAPSHOTS
+    assert f"{count:064x}.json" in left
+    assert f"{0:064x}.json" not in left
+    assert stray.exists(), "only snapshot names are pruned"
