@@ -89,7 +89,10 @@ def ours_executable() -> str:
 
 
 def ours(roots: list[Path], cache: Path | None = None) -> ServerSpec:
-    """Our server; `cache`: its cache folder (`XDG_CACHE_HOME`, where the start snapshot is kept), in the scratch."""
+    """Our server, its start snapshot off: the workloads measure a started server (a warm snapshot answers
+    `tools/list` before the SDK has loaded, so a first call or an idle RSS would include the rest of the
+    start). The cold-start workload turns it on; `cache` (`XDG_CACHE_HOME`) keeps the snapshot in the scratch.
+    """
     from importlib.metadata import version
 
     return ServerSpec(
@@ -98,7 +101,7 @@ def ours(roots: list[Path], cache: Path | None = None) -> ServerSpec:
         command=ours_executable(),
         args=[arg for root in roots for arg in ("--root", str(root))],
         adapter=OursAdapter(),
-        env={"XDG_CACHE_HOME": str(cache)} if cache is not None else {},
+        env={"MCP_CODETOOLS_START_SNAPSHOT": "0", **({"XDG_CACHE_HOME": str(cache)} if cache is not None else {})},
         version=version("mcp-codetools"),
     )
 
