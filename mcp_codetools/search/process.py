@@ -200,6 +200,7 @@ class _Start:
         )
         if isinstance(exc, fdspawn.SpawnFailed):  # one errno for the fchdir and the exec: the folder is asked
             entering = self._folder_problem() is not None
+            exc = OSError(exc.errno, exc.strerror, exc.filename)  # its subclass (FileNotFoundError...)
         if not entering:
             assert isinstance(exc, OSError)
             return _binary_error(exc, executable)
