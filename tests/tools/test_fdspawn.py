@@ -25,6 +25,7 @@ from mcp_codetools.search.sinks import LineCollector
 
 pytestmark = pytest.mark.anyio
 
+WORKS_WITHOUT_PROC = True  # tests/platform_marks.py: /proc is only asked where mounted (`alive`)
 needs_spawn = pytest.mark.skipif(not fdspawn.available(), reason="no posix_spawn_file_actions_addfchdir_np here")
 ARGV = ["--no-config", "--no-heading", "-e", "needle"]
 
