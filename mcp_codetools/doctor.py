@@ -294,6 +294,7 @@ def facilities() -> list[tuple[str, str]]:
     The Bash sandbox backends are reported beside them (`_backends`).
     """
     from mcp_codetools.files import fdpaths, opening
+    from mcp_codetools.search import fdspawn as rg_spawn
     from mcp_codetools.search import sandbox as rg_sandbox
     from mcp_codetools.shell import procs
 
@@ -302,11 +303,12 @@ def facilities() -> list[tuple[str, str]]:
         "O_NOFOLLOW_ANY": "O_NOFOLLOW_ANY (one call refuses a link anywhere; macOS 11+)",
         "walk": "walk (one O_NOFOLLOW open per path component)",
     }[opening.method()]
-    start = (
-        "/proc/self/fd/N (Popen enters the pinned folder by its descriptor's name)"
-        if fdpaths.usable()
-        else "fchdir (the child enters the pinned folder's descriptor before exec)"
-    )
+    if fdpaths.usable():
+        start = "/proc/self/fd/N (Popen enters the pinned folder by its descriptor's name)"
+    elif rg_spawn.available():
+        start = "fchdir by posix_spawn (a file action enters the pinned folder's descriptor; no fork of Python)"
+    else:
+        start = "fchdir by preexec_fn (the child enters the pinned folder's descriptor before exec; Popen forks)"
     table = procs.table()
     processes = {
         "proc": "/proc (group members, marker carriers, pid windows)",

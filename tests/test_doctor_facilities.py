@@ -10,6 +10,7 @@ import pytest
 
 from mcp_codetools import doctor
 from mcp_codetools.files import fdpaths, opening
+from mcp_codetools.search import fdspawn
 from mcp_codetools.shell import procs
 from tests.protocol.stdio_raw import server_command
 
@@ -28,8 +29,10 @@ def test_the_portable_paths_are_reported_when_they_are_taken(monkeypatch: pytest
     monkeypatch.setattr(procs, "FORCED", "none")
     facts = dict(doctor.facilities())
     assert facts["confined opens"].startswith("walk")
-    assert facts["rg start"].startswith("fchdir")
+    assert facts["rg start"].startswith("fchdir by posix_spawn" if fdspawn.available() else "fchdir by preexec_fn")
     assert facts["process table"].startswith("none")
+    monkeypatch.setattr(fdspawn, "enabled", False)
+    assert dict(doctor.facilities())["rg start"].startswith("fchdir by preexec_fn")
 
 
 def test_a_missing_dependency_fails_and_names_the_fix(

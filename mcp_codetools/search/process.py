@@ -25,7 +25,7 @@ import anyio.to_thread
 
 from mcp_codetools.errors import ExecutionError, ToolError, tool_error_from_os
 from mcp_codetools.files import fdpaths
-from mcp_codetools.search import sandbox
+from mcp_codetools.search import fdspawn, sandbox
 from mcp_codetools.search.args import PinnedTarget, redact_stderr
 from mcp_codetools.search.locate import find_rg
 from mcp_codetools.search.sinks import WholeRecords
@@ -170,6 +170,7 @@ class _Start:
         (Linux keeps its fast spawn). Elsewhere the child calls `fchdir` on the descriptor before exec:
         the same guarantee (the open folder itself, whatever happened to its path), at the cost of a
         plain fork, since a `preexec_fn` turns off the vfork path (benchmarks/RESULTS.md: the portable start).
+        Where the C library has it, `_RgRun.start` does that `fchdir` with posix_spawn instead (fdspawn.py).
         """
         if self.fd is None:
             return {"cwd": self.cwd}
@@ -197,6 +198,9 @@ class _Start:
         entering = isinstance(exc, subprocess.SubprocessError) or (
             isinstance(exc, OSError) and exc.filename is not None and os.fsdecode(exc.filename) != executable
         )
+        if isinstance(exc, fdspawn.SpawnFailed):  # one errno for the fchdir and the exec: the folder is asked
+            entering = self._folder_problem() is not None
+            exc = OSError(exc.errno, exc.strerror, exc.filename)  # its subclass (FileNotFoundError...)
         if not entering:
             assert isinstance(exc, OSError)
             return _binary_error(exc, executable)
@@ -297,7 +301,7 @@ class Renamed(WholeRecords):
 class _RgRun:
     """One rg process, pumped, stopped and reaped by a worker thread; `poke` asks it to stop early."""
 
-    def __init__(self, process: subprocess.Popen[bytes], sink: Sink) -> None:
+    def __init__(self, process: subprocess.Popen[bytes] | fdspawn.Spawned, sink: Sink) -> None:
         assert process.stdout is not None and process.stderr is not None
         self.process = process
         self.sink = sink
@@ -324,7 +328,11 @@ class _RgRun:
         devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC) if stdin_fd is None else None
         placement = where.popen_args()
 
-        def popen() -> subprocess.Popen[bytes]:
+        def popen() -> subprocess.Popen[bytes] | fdspawn.Spawned:
+            if placement.get("preexec_fn") is not None and where.fd is not None and fdspawn.available():
+                stdin = devnull if devnull is not None else stdin_fd
+                assert stdin is not None
+                return fdspawn.spawn(argv, cwd_fd=where.fd, stdin_fd=stdin, pass_fds=pass_fds)
             return subprocess.Popen(
                 argv,
                 stdin=devnull if devnull is not None else stdin_fd,
@@ -335,7 +343,7 @@ class _RgRun:
                 **placement,
             )
 
-        def spawn() -> subprocess.Popen[bytes]:
+        def spawn() -> subprocess.Popen[bytes] | fdspawn.Spawned:
             if confine is not None and sandbox.available():
                 return sandbox.spawn(popen, confine.fd, confine.is_dir, confine.real, argv[0])
             return popen()

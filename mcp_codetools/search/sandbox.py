@@ -18,12 +18,11 @@ import functools
 import os
 import stat
 import struct
-import subprocess
 import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 _SYS_CREATE_RULESET = 444
 _SYS_ADD_RULE = 445
@@ -94,6 +93,9 @@ def _restrict(allowed: list[tuple[int, int]]) -> None:
         os.close(ruleset)
 
 
+P = TypeVar("P")
+"""The started process: a Popen, or fdspawn's."""
+
 SYSTEM_LIBRARIES = (
     "/lib",
     "/lib64",
@@ -155,9 +157,7 @@ def _ignore_files_above(folder: Path) -> list[int]:
     return fds
 
 
-def spawn(
-    start: Callable[[], subprocess.Popen[bytes]], fd: int, is_dir: bool, real: Path, executable: str
-) -> subprocess.Popen[bytes]:
+def spawn(start: Callable[[], P], fd: int, is_dir: bool, real: Path, executable: str) -> P:
     """Run `start` (which spawns `executable`) in a thread that may read only what rg needs.
 
     That is: below `fd` (the pinned target), the ignore files above it, and the executable itself (exec
@@ -197,5 +197,5 @@ def spawn(
             enabled = False
             return start()
         raise error
-    process: subprocess.Popen[bytes] = box["process"]
+    process: P = box["process"]
     return process

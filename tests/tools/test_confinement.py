@@ -320,14 +320,21 @@ async def test_a_glob_whose_folder_changes_while_resolved_is_not_an_internal_err
     assert out.meta.get("errorCode") != "internal_error", out.text
 
 
-@pytest.fixture(params=["fd path", "fchdir"])
+@pytest.fixture(params=["fd path", "fchdir", "fchdir-preexec"])
 def rg_start(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """rg started through /proc/self/fd/N (Linux with /proc) or by fchdir and stdin (macOS, no /proc)."""
+    """rg started through /proc/self/fd/N (Linux with /proc) or by fchdir and stdin (macOS, no /proc).
+
+    The fchdir is a posix_spawn file action where the C library has one, else Popen's preexec_fn.
+    """
     from mcp_codetools.files import fdpaths
+    from mcp_codetools.search import fdspawn
 
     if request.param == "fd path" and not fdpaths.usable():
         pytest.skip("/proc/self/fd does not name open descriptors here")
-    monkeypatch.setattr(fdpaths, "FORCE_PORTABLE", request.param == "fchdir")
+    if request.param == "fchdir" and not fdspawn.available():
+        pytest.skip("no posix_spawn_file_actions_addfchdir_np here")
+    monkeypatch.setattr(fdpaths, "FORCE_PORTABLE", request.param != "fd path")
+    monkeypatch.setattr(fdspawn, "enabled", request.param == "fchdir")
     return str(request.param)
 
 
@@ -343,18 +350,28 @@ def swap_at_spawn(root: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) ->
     away.mkdir()
     (away / "f.txt").write_text("needle top secret\n", encoding="utf-8")
     (away / "secret-name.txt").write_text("needle top secret\n", encoding="utf-8")
-    real_popen = subprocess.Popen
+    from mcp_codetools.search import fdspawn
 
-    def swap_then_popen(*args: Any, **kwargs: Any) -> Any:
+    real_popen, real_spawn = subprocess.Popen, fdspawn.spawn
+
+    def swap() -> None:
         if not folder.is_symlink():
             folder.rename(root / "g.parked")
             folder.symlink_to(away)
             parked = root / "g.parked" / "f.txt"
             parked.rename(root / "g.parked" / "f.parked")
             parked.symlink_to(away / "f.txt")
+
+    def swap_then_popen(*args: Any, **kwargs: Any) -> Any:
+        swap()
         return real_popen(*args, **kwargs)
 
+    def swap_then_spawn(*args: Any, **kwargs: Any) -> Any:
+        swap()
+        return real_spawn(*args, **kwargs)
+
     monkeypatch.setattr(subprocess, "Popen", swap_then_popen)
+    monkeypatch.setattr(fdspawn, "spawn", swap_then_spawn)  # the posix_spawn start: the same last moment
     return folder
 
 

@@ -17,20 +17,29 @@ import pytest
 
 from mcp_codetools.errors import ExecutionError
 from mcp_codetools.files import fdpaths
+from mcp_codetools.search import fdspawn
 from mcp_codetools.search import process as search
 from mcp_codetools.search.process import run_rg
 from mcp_codetools.search.sinks import LineCollector
 
 pytestmark = pytest.mark.anyio
 
-STARTS = ["fd-path", "fchdir"]
+STARTS = ["fd-path", "fchdir", "fchdir-preexec"]
+"""/proc/self/fd/N; fchdir by posix_spawn (where the C library has it); fchdir in Popen's preexec_fn."""
+
+
+def skip_missing(start: str) -> None:
+    if start == "fd-path" and not fdpaths.usable():
+        pytest.skip("/proc/self/fd does not name open descriptors here")
+    if start == "fchdir" and not fdspawn.available():
+        pytest.skip("no posix_spawn_file_actions_addfchdir_np here")
 
 
 @pytest.fixture(params=STARTS)
 def start(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "fd-path" and not fdpaths.usable():
-        pytest.skip("/proc/self/fd does not name open descriptors here")
-    monkeypatch.setattr(fdpaths, "FORCE_PORTABLE", request.param == "fchdir")
+    skip_missing(request.param)
+    monkeypatch.setattr(fdpaths, "FORCE_PORTABLE", request.param != "fd-path")
+    monkeypatch.setattr(fdspawn, "enabled", request.param == "fchdir")
     return str(request.param)
 
 
@@ -131,14 +140,17 @@ def as_unprivileged() -> list[str]:
 
 @pytest.mark.parametrize("start_kind", STARTS)
 def test_a_folder_that_may_not_be_entered_is_blamed_not_the_binary(start_kind: str) -> None:
-    if start_kind == "fd-path" and not fdpaths.usable():
-        pytest.skip("/proc/self/fd does not name open descriptors here")
+    skip_missing(start_kind)
     prefix = as_unprivileged()
     base = Path(tempfile.mkdtemp(prefix="rg-denied-"))
     try:
         base.chmod(0o777)
         folder = base / "locked"
-        env = {**os.environ, "MCP_CODETOOLS_FD_PATHS": "off" if start_kind == "fchdir" else ""}
+        env = {
+            **os.environ,
+            "MCP_CODETOOLS_FD_PATHS": "off" if start_kind != "fd-path" else "",
+            "MCP_CODETOOLS_FDSPAWN": "off" if start_kind == "fchdir-preexec" else "",
+        }
         done = subprocess.run(
             [*prefix, sys.executable, "-c", DENIED_SCRIPT, str(folder)],
             capture_output=True,
