@@ -239,6 +239,52 @@ async def test_a_background_job_cannot_make_a_protected_path(call: Caller, sessi
     assert not (root / ".claude" / "settings.json").exists()
 
 
+def _git_repository(root: Path) -> None:
+    """A repository as `git init` makes it: `.git/hooks` and `.git/config` exist, `.git/commondir` does not."""
+    subprocess.run(["git", "init", "-q", str(root)], check=True, timeout=CLI_S)
+    assert (root / ".git" / "hooks").is_dir() and (root / ".git" / "config").is_file()
+
+
+async def test_a_background_job_cannot_make_a_git_commondir(call: Caller, session: CodeSession, root: Path) -> None:
+    """It would send git on the host to another folder's config and hooks, and nothing checks a job after it."""
+    _git_repository(root)
+    command = "echo elsewhere > .git/commondir; echo made=$?"
+    out = await call.ok("Bash", {"command": command, "run_in_background": True})
+    assert "bash_1" in out
+    await _job_ends(session, "bash_1")
+    assert not os.path.lexists(root / ".git" / "commondir")
+    assert "made=0" not in await call.ok("BashOutput", {"bash_id": "bash_1"})
+
+
+async def test_no_command_can_make_a_git_commondir_for_a_process_to_outlive(
+    call: Caller, session: CodeSession, root: Path
+) -> None:
+    """A foreground command's is refused, not made and removed after: the container's processes may outlive it."""
+    _git_repository(root)
+    out = await call("Bash", {"command": "echo elsewhere > .git/commondir"})
+    assert out.is_error and "Read-only file system" in out.text and "`.git/commondir` is read-only" in out.text
+    assert not os.path.lexists(root / ".git" / "commondir")
+    # The rest of the repository's folders stay writable; its top level takes no new entry (git's lock files).
+    await call.ok("Bash", {"command": "echo obj > .git/objects/o"})
+    assert (root / ".git" / "objects" / "o").exists()
+    out = await call("Bash", {"command": "touch .git/index.lock"})
+    assert out.is_error and "at `.git`'s (git cannot write the repository)" in out.text, out.text
+
+
+async def test_masked_paths_inside_a_root_are_unreadable_in_the_container(
+    pipeline: Pipeline, root: Path, boxed: SandboxSettings
+) -> None:
+    """As under bubblewrap: credential files in the mounts (a home folder as a root) are masked."""
+    (root / "token.txt").write_text("secret\n", encoding="utf-8")
+    masked = dataclasses.replace(boxed, mask=(str(root / "token.txt"),))
+    session = CodeSession(Settings(roots=(root,), sandbox=masked))
+    try:
+        out = await Caller(pipeline, session)("Bash", {"command": "cat token.txt; echo end"})
+        assert "secret" not in out.text and "end" in out.text, out.text
+    finally:
+        await session.aclose()
+
+
 @pytest.mark.usefixtures("host_blind")
 async def test_a_command_moved_to_the_background_stays_in_the_container(
     pipeline: Pipeline, root: Path, boxed: SandboxSettings
