@@ -283,6 +283,14 @@ class Confinement:
             await self.container.ensure_started(read_only=kept, hidden=hidden, unreadable=_unreadable_file)
         except containers.ContainerError as exc:
             raise SandboxUnavailable(f"The session's container could not start: {exc}") from exc
+        replaced = self.container.unpinned()
+        if replaced:
+            raise SandboxUnavailable(
+                "Since the session's container started, "
+                + ", ".join(str(p) for p in replaced[:5])
+                + " was replaced or removed outside it, which took away the container's mount that kept it from "
+                "commands, and its mounts cannot change: start a new session to run commands."
+            )
         missing = self.container.uncovered(read_only, hidden)
         if missing:
             raise SandboxUnavailable(

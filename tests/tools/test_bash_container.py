@@ -269,6 +269,13 @@ async def test_no_command_can_make_a_git_commondir_for_a_process_to_outlive(
     assert (root / ".git" / "objects" / "o").exists()
     out = await call("Bash", {"command": "touch .git/index.lock"})
     assert out.is_error and "at `.git`'s (git cannot write the repository)" in out.text, out.text
+    # `.git/config` replaced on the host (git's own atomic rename) stays read-only: its folder is frozen.
+    config = root / ".git" / "config"
+    (root / ".git" / "objects" / "config.new").write_text("[core]\n", encoding="utf-8")
+    os.replace(root / ".git" / "objects" / "config.new", config)
+    out = await call("Bash", {"command": "echo '[core] fsmonitor = evil' >> .git/config"})
+    assert out.is_error and "Read-only file system" in out.text, out.text
+    assert config.read_text(encoding="utf-8") == "[core]\n"
 
 
 async def test_masked_paths_inside_a_root_are_unreadable_in_the_container(
@@ -281,6 +288,26 @@ async def test_masked_paths_inside_a_root_are_unreadable_in_the_container(
     try:
         out = await Caller(pipeline, session)("Bash", {"command": "cat token.txt; echo end"})
         assert "secret" not in out.text and "end" in out.text, out.text
+    finally:
+        await session.aclose()
+
+
+async def test_a_kept_file_replaced_on_the_host_refuses_later_commands(
+    pipeline: Pipeline, root: Path, boxed: SandboxSettings
+) -> None:
+    """An atomic save on the host renames a new file over the one mounted over: the kernel drops the mount."""
+    token = root / "token.txt"
+    token.write_text("old secret\n", encoding="utf-8")
+    masked = dataclasses.replace(boxed, mask=(str(token),))
+    session = CodeSession(Settings(roots=(root,), sandbox=masked))
+    try:
+        call = Caller(pipeline, session)
+        await call.ok("Bash", {"command": "true"})  # the container starts with token.txt masked
+        (root / ".token.new").write_text("new secret\n", encoding="utf-8")
+        os.replace(root / ".token.new", token)
+        out = await call.fails("Bash", {"command": "cat token.txt"})
+        assert "was not run" in out.text and "replaced or removed outside it" in out.text, out.text
+        assert "secret" not in out.text.replace(str(token), "")
     finally:
         await session.aclose()
 
