@@ -25,6 +25,7 @@ it, since no descriptor crosses `docker exec`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -239,6 +240,28 @@ def _write_new(path: Path, text: str) -> None:
         handle.write(text)
 
 
+def _empty_folder(beside: Path) -> Path:
+    """An empty folder of mode 0 of this user's beside `beside` (made once), to bind over hidden folders.
+
+    Raises:
+        ContainerError: what is at its name is not an empty folder of this user's.
+    """
+    folder = beside.with_name(beside.name + "-dir")
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(folder, 0o700)
+    try:
+        st = os.lstat(folder)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            raise ContainerError(f"{folder} is not a folder of this user's: remove it")
+        os.chmod(folder, 0o700)
+        if os.listdir(folder):
+            raise ContainerError(f"{folder} should be empty: remove it")
+        os.chmod(folder, 0)
+    except OSError as exc:
+        raise ContainerError(f"cannot prepare {folder}: {exc.strerror or exc}") from None
+    return folder
+
+
 def _identity(path: Path) -> tuple[int, int] | None:
     """The file a bind mount of `path` is made of (links followed, as the engine does), None when gone."""
     try:
@@ -277,7 +300,7 @@ class SessionContainer:
     hidden: tuple[Path, ...] = ()
     """Paths inside the mounts covered at start: an empty file, or an empty folder no one may enter."""
     unreadable: Path | None = None
-    """An empty file of mode 0 on the host, bound over hidden files."""
+    """An empty file of mode 0 on the host, bound over hidden files (an empty folder beside it over folders)."""
     pinned: dict[Path, tuple[int, int]] = field(default_factory=dict)
     """What each path mounted over at start was (device, inode): one replaced or removed on the host since
     (an atomic save renames a new file over it) has taken the container's mount over it away with it."""
@@ -322,15 +345,18 @@ class SessionContainer:
             for entry in entries:
                 argv += ["--mount", _bind(entry, read_only=False)]
         for path in self.hidden:
-            if path.is_dir():
-                argv += ["--mount", f"type=tmpfs,{_mount_path('destination', path)},tmpfs-mode=0000"]
-            elif self.unreadable is not None:
-                argv += [
-                    "--mount",
-                    f"type=bind,{_mount_path('source', self.unreadable)},{_mount_path('target', path)},readonly",
-                ]
-            else:
-                raise ContainerError(f"no empty file to cover {path} with")
+            # An empty folder bound over a folder, not a tmpfs: Podman copies what is under a tmpfs mount into
+            # it (`tmpcopyup`, its default), which showed the folder's files; Docker refuses Podman's option.
+            cover = (
+                None
+                if self.unreadable is None
+                else _empty_folder(self.unreadable)
+                if path.is_dir()
+                else self.unreadable
+            )
+            if cover is None:
+                raise ContainerError(f"nothing empty to cover {path} with")
+            argv += ["--mount", f"type=bind,{_mount_path('source', cover)},{_mount_path('target', path)},readonly"]
         return [*argv, "--entrypoint", "sleep", s.image, "infinity"]
 
     def frozen(self) -> dict[Path, list[Path]]:
@@ -404,7 +430,7 @@ class SessionContainer:
             if self.removed:
                 raise ContainerError("the session's container was removed")
             self.read_only, self.hidden = tuple(read_only), tuple(hidden)
-            if self.hidden and any(not p.is_dir() for p in self.hidden) and unreadable is not None:
+            if self.hidden and unreadable is not None:
                 self.unreadable = unreadable()
             # As files in the mounted scratch folder, so `ps` in the container shows a short command line.
             try:

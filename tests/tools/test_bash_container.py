@@ -281,13 +281,20 @@ async def test_no_command_can_make_a_git_commondir_for_a_process_to_outlive(
 async def test_masked_paths_inside_a_root_are_unreadable_in_the_container(
     pipeline: Pipeline, root: Path, boxed: SandboxSettings
 ) -> None:
-    """As under bubblewrap: credential files in the mounts (a home folder as a root) are masked."""
+    """As under bubblewrap: credentials in the mounts (a home folder as a root) are masked, folders too.
+
+    A folder is covered by an empty one (Podman copies a folder's files into a tmpfs mounted over it).
+    """
+    (root / "creds").mkdir()
+    (root / "creds" / "key").write_text("secret\n", encoding="utf-8")
     (root / "token.txt").write_text("secret\n", encoding="utf-8")
-    masked = dataclasses.replace(boxed, mask=(str(root / "token.txt"),))
+    masked = dataclasses.replace(boxed, mask=(str(root / "creds"), str(root / "token.txt")))
     session = CodeSession(Settings(roots=(root,), sandbox=masked))
     try:
-        out = await Caller(pipeline, session)("Bash", {"command": "cat token.txt; echo end"})
-        assert "secret" not in out.text and "end" in out.text, out.text
+        out = await Caller(pipeline, session)(
+            "Bash", {"command": "cat token.txt; cat creds/key; echo listed=$(ls -A creds | wc -l)"}
+        )
+        assert "secret" not in out.text and "listed=0" in out.text, out.text
     finally:
         await session.aclose()
 
