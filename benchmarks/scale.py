@@ -51,6 +51,7 @@ from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
 from benchmarks import replicas as lb
+from mcp_codetools.files import writes
 
 CALL_TIMEOUT_S = 60
 LINES = 40
@@ -107,8 +108,10 @@ class Outcome:
     temp_files_left: list[str] = field(default_factory=list)
     cut_write_debris: list[str] = field(default_factory=list)
     """Temp files of an Edit that was in flight on the killed replica: SIGKILL lands between the temp file's
-    creation and its rename, so nothing can remove it (the file itself stays whole). Reported, not a failure;
-    any other temp file is one."""
+    creation and its rename, so the dead process cannot remove it (the file itself stays whole). The next
+    write of that file removes it once it is a minute old (`files.writes.sweep_stale_temps`); the check
+    sweeps as that write would, so only debris the sweep takes is exempt: a temp file still locked (a
+    writer alive) or of another name fails the run, as does any other temp file."""
 
     @property
     def calls_per_s(self) -> float:
@@ -505,11 +508,14 @@ def check_files(outcome: Outcome, agents: list[Agent], cut: set[int]) -> None:
         text = agent.file.read_text(encoding="utf-8")
         if text in (initial_text(agent.tag, agent.counter), initial_text(agent.tag, agent.counter + 1)):
             outcome.files_whole += 1
-        temps = [p.name for p in agent.folder.iterdir() if re.match(r"\..*\.tmp$", p.name)]
-        if agent.index in cut and len(temps) <= 1:
-            outcome.cut_write_debris += temps
-        else:
-            outcome.temp_files_left += temps
+        if agent.index in cut:  # as the file's next write, a minute on, sweeps a dead writer's temp file
+            folder = os.open(agent.folder, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                later = time.time() + writes.STALE_AFTER_S + 1
+                outcome.cut_write_debris += writes.sweep_stale_temps(agent.file.name, folder, now=later)
+            finally:
+                os.close(folder)
+        outcome.temp_files_left += [p.name for p in agent.folder.iterdir() if re.match(r"\..*\.tmp$", p.name)]
 
 
 def verdict(outcome: Outcome, kill: bool, control: bool = False) -> list[str]:
@@ -631,7 +637,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  - {message}")
                 print(f"sessions started again: {o.restarted_sessions}; files whole: {o.files_whole}/{o.files_checked}")
                 if o.cut_write_debris:
-                    print(f"temp files of Edits the kill cut (left by the killed replica): {o.cut_write_debris}")
+                    print(f"temp files of Edits the kill cut, swept as their next write would: {o.cut_write_debris}")
             print(f"{o.label}: sessions per replica {o.sessions_per_replica}, replica RSS MiB {o.replica_rss_mib}")
         print("\n" + ("all checks held" if not problems else "FAILED:\n" + "\n".join(problems)))
     return 0 if not problems else 1

@@ -4,20 +4,47 @@ A write goes to a temporary file in the target's own folder, is flushed to disk,
 the target, all through a descriptor of that folder that was checked to lie inside the roots. The
 target's mode bits are kept. A file with several hard links is written in place instead, so every
 link keeps seeing the same file.
+
+A writer killed mid-write (SIGKILL, power loss) leaves its temporary file, `.<name>.<hex12>.tmp`; the next
+write of the same file removes such leftovers (`sweep_stale_temps`). A writer holds an exclusive `flock`
+on its temporary file for as long as it lives, which the kernel drops when the process dies, however it
+dies; so a temp file is taken as stale only when no one holds its lock and it is older than
+`STALE_AFTER_S`, which covers the instant between a writer's create and its lock, and writers on another
+machine sharing the folder where locks do not cross machines (an in-flight write takes well under a
+second, a big one on a slow disk seconds). Without locks (a filesystem that refuses them), a leftover
+must be `STALE_UNLOCKED_S` old.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import stat
+import sys
+import time
 from pathlib import Path
 
 from mcp_codetools.errors import FileReadOnlyError, InvalidInputError, os_errors
 from mcp_codetools.files.opening import open_checked_dir, open_child_dir, open_parent_dir
 from mcp_codetools.files.paths import Workspace
 from mcp_codetools.files.stamps import FileStamp, digest_bytes
+
+if sys.platform != "win32":
+    import fcntl
+
+STALE_AFTER_S = 60.0
+"""Age (since its last change) past which an unlocked temporary file of a write is taken as left by a dead writer."""
+STALE_UNLOCKED_S = 3600.0
+"""The same where the filesystem refuses locks, so a live writer cannot be told from a dead one."""
+_TEMP = ".{name}.{hex}.tmp"
+_HEX_CHARS = 12
+
+
+def temp_name(name: str) -> str:
+    """A new temporary sibling's name for a write of `name` (48 random bits)."""
+    return _TEMP.format(name=name, hex=secrets.token_hex(_HEX_CHARS // 2))
 
 
 def ensure_parent(path: Path, workspace: Workspace) -> None:
@@ -86,6 +113,7 @@ def write_atomic(path: Path, data: bytes, workspace: Workspace, existing: os.sta
     """
     dfd = open_parent_dir(path, workspace, str(path))
     try:
+        sweep_stale_temps(path.name, dfd)
         if existing is not None and existing.st_nlink > 1:
             _write_in_place(path.name, data, dfd)
         else:
@@ -106,26 +134,90 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _write_replace(name: str, data: bytes, dfd: int, existing: os.stat_result | None) -> None:
-    temp = f".{name}.{secrets.token_hex(6)}.tmp"
+    temp = temp_name(name)
     mode = stat.S_IMODE(existing.st_mode) if existing is not None else 0o644
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     with os_errors("write", name):
         fd = os.open(temp, flags, 0o600, dir_fd=dfd)
         try:
-            try:
-                _write_all(fd, data)
-                os.fsync(fd)
-                os.fchmod(fd, mode)
-                if existing is not None:
-                    with contextlib.suppress(OSError):
-                        os.fchown(fd, existing.st_uid, existing.st_gid)
-            finally:
-                os.close(fd)
+            # Held until the file is renamed: a sweep by another writer of this file sees it is in use.
+            _lock(fd)
+            _write_all(fd, data)
+            os.fsync(fd)
+            os.fchmod(fd, mode)
+            if existing is not None:
+                with contextlib.suppress(OSError):
+                    os.fchown(fd, existing.st_uid, existing.st_gid)
             os.replace(temp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(temp, dir_fd=dfd)
             raise
+        finally:
+            os.close(fd)
+
+
+def sweep_stale_temps(name: str, dfd: int, *, now: float | None = None) -> list[str]:
+    """Remove the temporary files that dead writers of `name` left in the folder `dfd`; returns their names.
+
+    Only names of this writer's exact pattern for `name` (no other file's temp files can match), only
+    regular files of this user with one link, only unlocked and old enough (see the module doc), and all
+    through `dfd`, never a path. Any doubt (a file that changes while looked at) keeps the file.
+    """
+    pattern = re.compile(re.escape(f".{name}.") + f"[0-9a-f]{{{_HEX_CHARS}}}" + re.escape(".tmp"))
+    try:
+        with os.scandir(dfd) as entries:
+            found = [entry.name for entry in entries if pattern.fullmatch(entry.name)]
+    except OSError:
+        return []
+    when = time.time() if now is None else now
+    removed: list[str] = []
+    for temp in found:
+        with contextlib.suppress(OSError):
+            if _remove_if_stale(temp, dfd, when):
+                removed.append(temp)
+    return removed
+
+
+def _remove_if_stale(temp: str, dfd: int, now: float) -> bool:
+    st = os.stat(temp, dir_fd=dfd, follow_symlinks=False)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_nlink != 1:
+        return False
+    age = now - max(st.st_mtime, st.st_ctime)
+    if age < STALE_AFTER_S:
+        return False
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(temp, flags, dir_fd=dfd)
+    try:
+        if not _same(os.fstat(fd), st):
+            return False
+        locked = _lock(fd)
+        if locked is False or (locked is None and age < STALE_UNLOCKED_S):
+            return False  # a live writer holds it, or may
+        # Still the file looked at, under the lock: no writer can be between its create and its lock now.
+        if not _same(os.stat(temp, dir_fd=dfd, follow_symlinks=False), st):
+            return False
+        os.unlink(temp, dir_fd=dfd)
+        return True
+    finally:
+        os.close(fd)
+
+
+def _lock(fd: int) -> bool | None:
+    """Take `fd`'s exclusive lock without waiting: False when another holds it, None when locks are not had."""
+    if sys.platform == "win32":
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:
+        return None
+    return True
+
+
+def _same(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino) and stat.S_ISREG(a.st_mode)
 
 
 def _write_in_place(name: str, data: bytes, dfd: int) -> None:

@@ -10,7 +10,9 @@ command, from the policy of the session's roots:
 - `.git/commondir` where it does not exist (`absent`): git outside the sandbox would take its config and
   hooks from the folder it names. Keeping it from being created would fix `.git`'s top level, where git
   makes its lock files; so a command that makes one has it removed when it ends (`remove_appeared`),
-  and a background job, which no one checks after, gets it read-only like the rest;
+  and a background job, which no one checks after, gets it read-only like the rest, as does every command
+  in a container (`shell/container.py`), whose mounts hold for its life and whose processes may outlive
+  their command;
 - paths a `Read(...)` deny covers: hidden (unreadable, and not writable either);
 - paths an `Edit(...)` deny (or a deny for another editing tool) covers: read-only.
 

@@ -4,7 +4,9 @@ The container is started at the session's first command (`run -d --init … slee
 the settings name, with the roots and the session's scratch folder bind-mounted at the same paths (so Read,
 Edit and Bash see the same files by the same names), the kept paths read-only (a missing one by freezing
 the folder it would be made in, see `SessionContainer.frozen`), no network unless the setting gives it, memory, pids
-and CPU limits, the server's uid and gid, and no new privileges. It is removed when the session ends. Each
+and CPU limits, the server's uid and gid, and no new privileges. It is removed when the session ends.
+Mounts hold for the container's life: a file mounted over that the host replaces (an atomic save) or
+removes takes its mount away in every namespace, so commands are refused from then on (`unpinned`). Each
 container is labelled with the server instance and its pid: at the next start, labelled containers whose
 server is gone (killed, so it could not remove them) are removed.
 
@@ -23,6 +25,7 @@ it, since no descriptor crosses `docker exec`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -237,6 +240,37 @@ def _write_new(path: Path, text: str) -> None:
         handle.write(text)
 
 
+def _empty_folder(beside: Path) -> Path:
+    """An empty folder of mode 0 of this user's beside `beside` (made once), to bind over hidden folders.
+
+    Raises:
+        ContainerError: what is at its name is not an empty folder of this user's.
+    """
+    folder = beside.with_name(beside.name + "-dir")
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(folder, 0o700)
+    try:
+        st = os.lstat(folder)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            raise ContainerError(f"{folder} is not a folder of this user's: remove it")
+        os.chmod(folder, 0o700)
+        if os.listdir(folder):
+            raise ContainerError(f"{folder} should be empty: remove it")
+        os.chmod(folder, 0)
+    except OSError as exc:
+        raise ContainerError(f"cannot prepare {folder}: {exc.strerror or exc}") from None
+    return folder
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The file a bind mount of `path` is made of (links followed, as the engine does), None when gone."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -266,7 +300,12 @@ class SessionContainer:
     hidden: tuple[Path, ...] = ()
     """Paths inside the mounts covered at start: an empty file, or an empty folder no one may enter."""
     unreadable: Path | None = None
-    """An empty file of mode 0 on the host, bound over hidden files."""
+    """An empty file of mode 0 on the host, bound over hidden files (an empty folder beside it over folders)."""
+    pinned: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    """What each path mounted over at start was (device, inode): one replaced or removed on the host since
+    (an atomic save renames a new file over it) has taken the container's mount over it away with it."""
+    unpinned_ok: frozenset[Path] = frozenset()
+    """Kept paths in a frozen folder: read-only through the folder's mount whatever file is there now."""
     _lock: anyio.Lock | None = None
 
     @property
@@ -306,15 +345,18 @@ class SessionContainer:
             for entry in entries:
                 argv += ["--mount", _bind(entry, read_only=False)]
         for path in self.hidden:
-            if path.is_dir():
-                argv += ["--mount", f"type=tmpfs,{_mount_path('destination', path)},tmpfs-mode=0000"]
-            elif self.unreadable is not None:
-                argv += [
-                    "--mount",
-                    f"type=bind,{_mount_path('source', self.unreadable)},{_mount_path('target', path)},readonly",
-                ]
-            else:
-                raise ContainerError(f"no empty file to cover {path} with")
+            # An empty folder bound over a folder, not a tmpfs: Podman copies what is under a tmpfs mount into
+            # it (`tmpcopyup`, its default), which showed the folder's files; Docker refuses Podman's option.
+            cover = (
+                None
+                if self.unreadable is None
+                else _empty_folder(self.unreadable)
+                if path.is_dir()
+                else self.unreadable
+            )
+            if cover is None:
+                raise ContainerError(f"nothing empty to cover {path} with")
+            argv += ["--mount", f"type=bind,{_mount_path('source', cover)},{_mount_path('target', path)},readonly"]
         return [*argv, "--entrypoint", "sleep", s.image, "infinity"]
 
     def frozen(self) -> dict[Path, list[Path]]:
@@ -359,6 +401,13 @@ class SessionContainer:
             p for p in hidden if p not in self.hidden
         ]
 
+    def unpinned(self) -> list[Path]:
+        """The paths whose mount the host took away, replaced or removed there since the start.
+
+        Those not kept by a frozen folder instead: the container can write (or read, a hidden one) them now.
+        """
+        return [p for p, was in self.pinned.items() if p not in self.unpinned_ok and _identity(p) != was]
+
     async def ensure_started(
         self,
         *,
@@ -381,7 +430,7 @@ class SessionContainer:
             if self.removed:
                 raise ContainerError("the session's container was removed")
             self.read_only, self.hidden = tuple(read_only), tuple(hidden)
-            if self.hidden and any(not p.is_dir() for p in self.hidden) and unreadable is not None:
+            if self.hidden and unreadable is not None:
                 self.unreadable = unreadable()
             # As files in the mounted scratch folder, so `ps` in the container shows a short command line.
             try:
@@ -390,7 +439,11 @@ class SessionContainer:
                 _write_new(self.state_dir / "stop.sh", _STOPPER)
             except OSError as exc:
                 raise ContainerError(f"cannot prepare {self.state_dir}: {exc.strerror or exc}") from None
-            done = await anyio.to_thread.run_sync(_cli, self.run_argv(), START_TIMEOUT_S)
+            argv = self.run_argv()
+            self.pinned = {p: i for p in (*self.read_only, *self.hidden) if (i := _identity(p)) is not None}
+            frozen = self.frozen()
+            self.unpinned_ok = frozenset(p for p in self.read_only if p.parent in frozen)
+            done = await anyio.to_thread.run_sync(_cli, argv, START_TIMEOUT_S)
             if done.returncode != 0:
                 await anyio.to_thread.run_sync(_cli, [self.engine, "rm", "-f", self.name])
                 raise ContainerError(f"{self.settings.engine} could not start {self.settings.image}: {_said(done)}")

@@ -248,7 +248,11 @@ class Confinement:
         if sandbox.backend == "container":
             assert sandbox.engine is not None and state_dir is not None
             box = containers.SessionContainer(sandbox.engine, sandbox.settings, folders, state_dir)
-            return cls(sandbox, folders, tmpdir, container=box)
+            # Only the mounts are seen from the container: the credentials in them are masked (a home root).
+            inside = tuple(
+                p for p in masked_paths(sandbox.settings, folders) if any(p.is_relative_to(f) for f in folders)
+            )
+            return cls(sandbox, folders, tmpdir, inside, container=box)
         masks = tuple(masked_paths(sandbox.settings, folders))
         return cls(sandbox, folders, tmpdir, masks)
 
@@ -268,15 +272,25 @@ class Confinement:
         """
         if self.container is None:
             return
-        # Missing kept paths too (the container freezes the folder they would be made in), but not a missing
-        # `.git/commondir`: freezing `.git` would stop git; a foreground command's is removed after it.
-        kept = tuple(p for p in self.read_only if os.path.lexists(p) or p.name != "commondir")
+        # Missing kept paths too, a missing `.git/commondir` among them: the container freezes the folder they
+        # would be made in for its whole life. Unlike bubblewrap's per-command mounts this cannot spare
+        # foreground commands: any process of the container may outlive its command (a background job, or one
+        # that left the call's group and marker), so `.git`'s top level is fixed, as under Landlock.
+        kept = self.read_only
         read_only = tuple(p for p in self.read_only if os.path.lexists(p))
         hidden = tuple(p for p in self.masks if os.path.lexists(p))
         try:
             await self.container.ensure_started(read_only=kept, hidden=hidden, unreadable=_unreadable_file)
         except containers.ContainerError as exc:
             raise SandboxUnavailable(f"The session's container could not start: {exc}") from exc
+        replaced = self.container.unpinned()
+        if replaced:
+            raise SandboxUnavailable(
+                "Since the session's container started, "
+                + ", ".join(str(p) for p in replaced[:5])
+                + " was replaced or removed outside it, which took away the container's mount that kept it from "
+                "commands, and its mounts cannot change: start a new session to run commands."
+            )
         missing = self.container.uncovered(read_only, hidden)
         if missing:
             raise SandboxUnavailable(
@@ -444,7 +458,7 @@ def refusal_note(output: str, confinement: Confinement) -> str | None:
                 "the folders holding them cannot be renamed or removed"
                 if backend == "seatbelt"
                 else "no entry can be created, removed or renamed at a root's top level"
-                + (" or at `.git`'s (git cannot write the repository)" if backend == "landlock" else "")
+                + (" or at `.git`'s (git cannot write the repository)" if backend in ("landlock", "container") else "")
                 + (
                     "; in the session's container the top level's files, and folders made there since it "
                     "started, are read-only too"

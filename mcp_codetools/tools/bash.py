@@ -133,21 +133,15 @@ class BashTool(Tool[BashInput]):
         )
         confinement = _confinement(session)
         kept = None if confinement is None else _kept(confinement, ctx)
-        if args.run_in_background:
-            if confinement is not None and kept is not None:  # nothing checks a job after it ends
-                confinement = confinement.keeping(kept.hidden, (*kept.read_only, *kept.absent))
-            await _ready(confinement)
-            return _start_job(session, args.command, cwd, env, notes, confinement)
         if confinement is not None and kept is not None:
-            confinement = confinement.keeping(kept.hidden, kept.read_only)
+            # A missing `.git/commondir` is kept from a background job, which nothing checks after it ends, and
+            # from every command in a container, whose processes may outlive their command (its mounts are
+            # the container's, for its life); a foreground command elsewhere has one it made removed after it.
+            always = args.run_in_background or confinement.container is not None
+            confinement = confinement.keeping(kept.hidden, (*kept.read_only, *(kept.absent if always else ())))
         await _ready(confinement)
-        # A container keeps missing paths from being made by freezing their folder, but not `.git/commondir`
-        # (freezing `.git` would stop git): whatever kept path a command made anyway is removed after it.
-        unmounted = (
-            [p for p in kept.read_only if not os.path.lexists(p)]
-            if kept is not None and confinement is not None and confinement.container is not None
-            else []
-        )
+        if args.run_in_background:
+            return _start_job(session, args.command, cwd, env, notes, confinement)
 
         settings = session.settings
         timeout_ms = args.timeout or settings.bash_default_timeout_ms
@@ -186,7 +180,7 @@ class BashTool(Tool[BashInput]):
         finally:  # counted even when the call is cancelled: the file stays in the scratch folder
             if capture.spill_path is not None:
                 session.spills.add(capture.spill_path)
-            removed = [] if kept is None else remove_appeared([*kept.absent, *unmounted])  # cancelled too
+            removed = [] if kept is None else remove_appeared(kept.absent)  # cancelled too
 
         meta: dict[str, object] = {
             "readOnly": read_only,

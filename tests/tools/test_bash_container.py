@@ -239,6 +239,86 @@ async def test_a_background_job_cannot_make_a_protected_path(call: Caller, sessi
     assert not (root / ".claude" / "settings.json").exists()
 
 
+def _git_repository(root: Path) -> None:
+    """A repository as `git init` makes it: `.git/hooks` and `.git/config` exist, `.git/commondir` does not."""
+    subprocess.run(["git", "init", "-q", str(root)], check=True, timeout=CLI_S)
+    assert (root / ".git" / "hooks").is_dir() and (root / ".git" / "config").is_file()
+
+
+async def test_a_background_job_cannot_make_a_git_commondir(call: Caller, session: CodeSession, root: Path) -> None:
+    """It would send git on the host to another folder's config and hooks, and nothing checks a job after it."""
+    _git_repository(root)
+    command = "echo elsewhere > .git/commondir; echo made=$?"
+    out = await call.ok("Bash", {"command": command, "run_in_background": True})
+    assert "bash_1" in out
+    await _job_ends(session, "bash_1")
+    assert not os.path.lexists(root / ".git" / "commondir")
+    assert "made=0" not in await call.ok("BashOutput", {"bash_id": "bash_1"})
+
+
+async def test_no_command_can_make_a_git_commondir_for_a_process_to_outlive(
+    call: Caller, session: CodeSession, root: Path
+) -> None:
+    """A foreground command's is refused, not made and removed after: the container's processes may outlive it."""
+    _git_repository(root)
+    out = await call("Bash", {"command": "echo elsewhere > .git/commondir"})
+    assert out.is_error and "Read-only file system" in out.text and "`.git/commondir` is read-only" in out.text
+    assert not os.path.lexists(root / ".git" / "commondir")
+    # The rest of the repository's folders stay writable; its top level takes no new entry (git's lock files).
+    await call.ok("Bash", {"command": "echo obj > .git/objects/o"})
+    assert (root / ".git" / "objects" / "o").exists()
+    out = await call("Bash", {"command": "touch .git/index.lock"})
+    assert out.is_error and "at `.git`'s (git cannot write the repository)" in out.text, out.text
+    # `.git/config` replaced on the host (git's own atomic rename) stays read-only: its folder is frozen.
+    config = root / ".git" / "config"
+    (root / ".git" / "objects" / "config.new").write_text("[core]\n", encoding="utf-8")
+    os.replace(root / ".git" / "objects" / "config.new", config)
+    out = await call("Bash", {"command": "echo '[core] fsmonitor = evil' >> .git/config"})
+    assert out.is_error and "Read-only file system" in out.text, out.text
+    assert config.read_text(encoding="utf-8") == "[core]\n"
+
+
+async def test_masked_paths_inside_a_root_are_unreadable_in_the_container(
+    pipeline: Pipeline, root: Path, boxed: SandboxSettings
+) -> None:
+    """As under bubblewrap: credentials in the mounts (a home folder as a root) are masked, folders too.
+
+    A folder is covered by an empty one (Podman copies a folder's files into a tmpfs mounted over it).
+    """
+    (root / "creds").mkdir()
+    (root / "creds" / "key").write_text("secret\n", encoding="utf-8")
+    (root / "token.txt").write_text("secret\n", encoding="utf-8")
+    masked = dataclasses.replace(boxed, mask=(str(root / "creds"), str(root / "token.txt")))
+    session = CodeSession(Settings(roots=(root,), sandbox=masked))
+    try:
+        out = await Caller(pipeline, session)(
+            "Bash", {"command": "cat token.txt; cat creds/key; echo listed=$(ls -A creds | wc -l)"}
+        )
+        assert "secret" not in out.text and "listed=0" in out.text, out.text
+    finally:
+        await session.aclose()
+
+
+async def test_a_kept_file_replaced_on_the_host_refuses_later_commands(
+    pipeline: Pipeline, root: Path, boxed: SandboxSettings
+) -> None:
+    """An atomic save on the host renames a new file over the one mounted over: the kernel drops the mount."""
+    token = root / "token.txt"
+    token.write_text("old secret\n", encoding="utf-8")
+    masked = dataclasses.replace(boxed, mask=(str(token),))
+    session = CodeSession(Settings(roots=(root,), sandbox=masked))
+    try:
+        call = Caller(pipeline, session)
+        await call.ok("Bash", {"command": "true"})  # the container starts with token.txt masked
+        (root / ".token.new").write_text("new secret\n", encoding="utf-8")
+        os.replace(root / ".token.new", token)
+        out = await call.fails("Bash", {"command": "cat token.txt"})
+        assert "was not run" in out.text and "replaced or removed outside it" in out.text, out.text
+        assert "secret" not in out.text.replace(str(token), "")
+    finally:
+        await session.aclose()
+
+
 @pytest.mark.usefixtures("host_blind")
 async def test_a_command_moved_to_the_background_stays_in_the_container(
     pipeline: Pipeline, root: Path, boxed: SandboxSettings
