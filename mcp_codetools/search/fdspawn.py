@@ -15,7 +15,6 @@ keeps Popen with the `preexec_fn`. MCP_CODETOOLS_FDSPAWN=off forces that (tests 
 from __future__ import annotations
 
 import ctypes
-import fcntl
 import os
 import signal
 import subprocess
@@ -23,6 +22,9 @@ import sys
 import time
 from collections.abc import Sequence
 from typing import Any
+
+if sys.platform != "win32":  # there `_load` finds no C library to spawn with, so fcntl is never needed
+    import fcntl
 
 _SETPGROUP = 0x02
 _SETSIGDEF = 0x04
