@@ -5,7 +5,7 @@ shared by Bash and relative paths, background jobs, and the budget for output sa
 dispatcher decides who may touch it when.
 
 Every process a session's commands start carries the session's marker in its environment; when the
-session ends, its jobs are stopped and then whatever still carries the marker (see `shell.runner`).
+session ends, its jobs are stopped and then whatever still carries the marker (see `shell.reaping`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from mcp_codetools.files.view import LineIndexCache
 from mcp_codetools.lsp.servers import available
 from mcp_codetools.lsp.workspace import LanguageServers
 from mcp_codetools.settings import Settings
-from mcp_codetools.shell import runner
+from mcp_codetools.shell import reaping, spawning
 from mcp_codetools.shell.background import JobRegistry
 from mcp_codetools.shell.sandbox import Confinement, prepared
 from mcp_codetools.shell.spills import SpillBudget
@@ -68,7 +68,7 @@ class CodeSession:
         )
         self.line_index = LineIndexCache()
         self.spills = SpillBudget(settings.spill_budget_bytes)
-        self._process_marker = runner.Marker.new(runner.SESSION_VAR)
+        self._process_marker = spawning.Marker.new(spawning.SESSION_VAR)
         self._marker_handed_out = False
         self._jobs: JobRegistry | None = None
         self._language_servers: LanguageServers | None = None
@@ -80,7 +80,7 @@ class CodeSession:
         sweep_once_in_background()  # the first session of a server removes what killed servers left
 
     @property
-    def process_marker(self) -> runner.Marker:
+    def process_marker(self) -> spawning.Marker:
         """Carried by every process this session's commands start, to find them when it ends."""
         self._marker_handed_out = True
         return self._process_marker
@@ -198,7 +198,7 @@ class CodeSession:
                 logger.exception("closing a session resource failed; going on with the rest")
         try:  # the last net: processes that escaped their job's or call's tracking but kept the session's marker
             if self._marker_handed_out:  # else no process can carry it, and the scan (~1 ms) is saved
-                await runner.stop_remaining(None, self._process_marker)
+                await reaping.stop_remaining(None, self._process_marker)
         except Exception:
             logger.exception("stopping the session's remaining processes failed")
         await anyio.to_thread.run_sync(self.history.close)  # its background writes go into the scratch folder

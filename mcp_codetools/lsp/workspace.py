@@ -301,7 +301,7 @@ def _initialize_params(spec: ServerSpec, root: Path) -> dict[str, Any]:
 
 def _server_env() -> dict[str, str]:
     """The server's environment: ours, less anything that looks like a secret (it runs project code paths)."""
-    from mcp_codetools.shell.runner import is_secret
+    from mcp_codetools.shell.spawning import is_secret
 
     return {name: value for name, value in os.environ.items() if not is_secret(name)}
 

@@ -1,7 +1,7 @@
 """Where no process table can be read, the server adopts its commands' orphans, so none outlives it (Linux).
 
 With /proc (or psutil on macOS) a process that left its command's group and session (`setsid`) is found
-by the marker in its environment (runner.py). Linux with /proc absent or empty has no way to list
+by the marker in its environment (reaping.py). Linux with /proc absent or empty has no way to list
 processes or read their environments (procs.py, "none"), so such a process is out of reach, and once
 its parent exits it belongs to init. Being a child subreaper (`PR_SET_CHILD_SUBREAPER`, Linux 3.4+)
 changes that: an orphan of any command the server started is re-parented to the server instead, and
@@ -18,7 +18,7 @@ So, in that case only (`adopt` is a no-op wherever a table works, and off Linux)
   which is its Popen's to reap. One that ends by itself, in a session of its own, stays a zombie until
   `sweep`.
 A process cannot be attributed to one call or session without a table, so a process that escaped with
-`setsid` lives until the server exits, not until its call ends (runner.py says what is found sooner).
+`setsid` lives until the server exits, not until its call ends (reaping.py says what is found sooner).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ job left behind, in its group or elsewhere with the job's marker in their enviro
 command's leftovers are), and kills a job whose log passes the disk cap, or (a moved command) that runs
 past its timeout. The job outlives the call that started it, so the watcher cannot live in that call's
 task group; it is an asyncio task kept by the registry (the server runs on asyncio). When the session
-ends, `aclose` stops every job, so nothing started here outlives the session (see `runner` for the one
+ends, `aclose` stops every job, so nothing started here outlives the session (see `reaping` for the one
 kind of process no marker can find). Listeners in `on_end` hear of each job's end (the server sends
 the client a notice).
 
@@ -38,7 +38,7 @@ from typing import BinaryIO, Protocol
 
 import anyio
 
-from mcp_codetools.shell import procs, runner
+from mcp_codetools.shell import exit_watcher, procs, reaping, running, spawning
 from mcp_codetools.shell.capture import DEFAULT_CAP, OutputCapture
 from mcp_codetools.shell.sandbox import Confinement
 from mcp_codetools.shell.spills import size_text
@@ -60,9 +60,9 @@ class Job:
     id: str
     command: str
     proc: subprocess.Popen[bytes]
-    watcher: runner.ExitWatcher
+    watcher: exit_watcher.ExitWatcher
     log_path: Path
-    marker: runner.Marker
+    marker: spawning.Marker
     started: float = field(default_factory=time.monotonic)
     read_offset: int = 0
     returncode: int | None = None
@@ -72,13 +72,13 @@ class Job:
     log_removed: bool = False
     """Removed (after the job finished) to keep within the session's spill budget."""
     pid_namespace: bool = False
-    """Runs in a sandbox's own PID namespace (see `runner.namespace_teardown`)."""
+    """Runs in a sandbox's own PID namespace (see `reaping.namespace_teardown`)."""
     confinement: Confinement | None = None
     """The sandbox it runs in; a container's processes are stopped inside it."""
     out_fd: int | None = None
     """The read end of its output pipe, until the watcher has drained it."""
     cwd_fd: int | None = None
-    """A moved foreground command's cwd pipe, held open until it exits (see `runner.Detached`)."""
+    """A moved foreground command's cwd pipe, held open until it exits (see `running.Detached`)."""
     timeout_ms: int | None = None
     """A moved foreground command's timeout, counted from its start: it is stopped then."""
     timed_out: bool = False
@@ -133,7 +133,7 @@ class Job:
             return "was killed"
         code = self.returncode if self.returncode is not None else -signal.SIGKILL
         if code < 0:
-            return f"was ended by {runner.signal_name(-code)} (exit code {128 - code})"
+            return f"was ended by {reaping.signal_name(-code)} (exit code {128 - code})"
         return f"exited with code {code}"
 
 
@@ -162,18 +162,18 @@ class JobRegistry:
         """Start a job with its log in `log_dir` (in `confinement`'s sandbox when given).
 
         Called on the event loop's thread (it creates the watcher task there), which is also the thread
-        a sandboxed job must be spawned from (see `runner.require_loop_thread`).
+        a sandboxed job must be spawned from (see `spawning.require_loop_thread`).
 
         Raises:
             OSError: it cannot start.
         """
         job_id, log_path = self._new_id(log_dir)
-        marker = runner.Marker.new(runner.CALL_VAR)
+        marker = spawning.Marker.new(spawning.CALL_VAR)
         out_r, out_w = os.pipe()
         try:
             forks = procs.fork_count()
-            proc = runner.spawn(
-                command, cwd=cwd, env=runner.with_marker(env, marker), output_fd=out_w, confinement=confinement
+            proc = spawning.spawn(
+                command, cwd=cwd, env=spawning.with_marker(env, marker), output_fd=out_w, confinement=confinement
             )
         except BaseException:
             os.close(out_r)
@@ -181,13 +181,13 @@ class JobRegistry:
         finally:
             os.close(out_w)
         marker = marker.started(proc.pid, forks)
-        job = Job(job_id, command, proc, runner.ExitWatcher(proc), log_path, marker, out_fd=out_r)
+        job = Job(job_id, command, proc, exit_watcher.ExitWatcher(proc), log_path, marker, out_fd=out_r)
         job.pid_namespace = confinement is not None and confinement.pid_namespace
         job.confinement = confinement
         self._open_log(job)
         return job
 
-    def adopt(self, detached: runner.Detached, command: str, *, log_dir: Path, timeout_ms: int) -> Job:
+    def adopt(self, detached: running.Detached, command: str, *, log_dir: Path, timeout_ms: int) -> Job:
         """Take over a foreground command still running at the call's return-after budget.
 
         Synchronous, so the command is never without an owner. If even the log cannot be made, the
@@ -253,18 +253,18 @@ class JobRegistry:
                 await _until_end(job)
                 job.proc.poll()
                 if job.pid_namespace:
-                    await runner.namespace_teardown(job.proc.pid, job.marker)
-                job.leftovers_stopped = await runner.stop_remaining(job.proc.pid, job.marker)
+                    await reaping.namespace_teardown(job.proc.pid, job.marker)
+                job.leftovers_stopped = await reaping.stop_remaining(job.proc.pid, job.marker)
                 box = job.confinement.container if job.confinement is not None else None
                 if box is not None:
                     job.leftovers_stopped = box.finish(job.marker.entry) or job.leftovers_stopped
-                with anyio.move_on_after(runner.DRAIN_S):  # what is still in the pipe; a process that escaped
+                with anyio.move_on_after(running.DRAIN_S):  # what is still in the pipe; a process that escaped
                     await eof.wait()  # every net may hold it open: it is not waited for
                 tg.cancel_scope.cancel()
         except Exception:
             logger.exception("watching background job %s failed", job.id)
             with anyio.CancelScope(shield=True):
-                await runner.stop(job.proc, job.watcher, job.marker, job.confinement)
+                await reaping.stop(job.proc, job.watcher, job.marker, job.confinement)
         finally:
             for fd in (job.out_fd, job.cwd_fd, log_fd):
                 if fd is not None:
@@ -295,19 +295,19 @@ class JobRegistry:
         job.killed = True
         if job.confinement is not None and job.confinement.container is not None:
             await job.confinement.container.stop_call(job.marker.entry)  # the client's death would not reach them
-        strays = runner.stray_descendants(job.proc.pid)
-        runner.signal_group(job.proc.pid, signal.SIGTERM)
-        runner.signal_pids(strays, signal.SIGTERM)
-        with anyio.move_on_after(runner.TERM_GRACE_S):
+        strays = reaping.stray_descendants(job.proc.pid)
+        reaping.signal_group(job.proc.pid, signal.SIGTERM)
+        reaping.signal_pids(strays, signal.SIGTERM)
+        with anyio.move_on_after(reaping.TERM_GRACE_S):
             await job.done.wait()
         if job.running:
-            runner.signal_group(job.proc.pid, signal.SIGKILL)
-            runner.signal_pids(strays, signal.SIGKILL)
+            reaping.signal_group(job.proc.pid, signal.SIGKILL)
+            reaping.signal_pids(strays, signal.SIGKILL)
             # bash's exit, then the watcher's stop of what remains: its grace, KILL and the rescans
-            bound = runner.KILL_WAIT_S + runner.TERM_GRACE_S + (runner.RESCAN_ROUNDS + 1) * runner.KILL_WAIT_S
+            bound = reaping.KILL_WAIT_S + reaping.TERM_GRACE_S + (reaping.RESCAN_ROUNDS + 1) * reaping.KILL_WAIT_S
             with anyio.move_on_after(bound):
                 await job.done.wait()
-        runner.signal_pids(strays, signal.SIGKILL)
+        reaping.signal_pids(strays, signal.SIGKILL)
 
     async def aclose(self) -> None:
         """Stop every job (the session is ending). Never raises: other closers must still run."""
@@ -364,7 +364,7 @@ async def _until_end(job: Job) -> None:
             return
         if job.over_cap or (deadline is not None and time.monotonic() >= deadline):
             job.timed_out = not job.over_cap
-            await runner.stop(job.proc, job.watcher, job.marker, job.confinement)
+            await reaping.stop(job.proc, job.watcher, job.marker, job.confinement)
             return
 
 
@@ -373,9 +373,9 @@ async def _pump(job: Job, fd: int, log_fd: int | None, eof: anyio.Event) -> None
     os.set_blocking(fd, False)
     while True:
         await anyio.wait_readable(fd)
-        for _ in range(runner.READS_PER_WAKE):
+        for _ in range(running.READS_PER_WAKE):
             try:
-                data = os.read(fd, runner.READ_CHUNK)
+                data = os.read(fd, running.READ_CHUNK)
             except BlockingIOError:
                 break
             if not data:

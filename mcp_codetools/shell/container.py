@@ -42,7 +42,7 @@ from mcp_codetools.settings import SandboxSettings
 __all__ = ["ContainerError", "SessionContainer", "instance_id", "remove_stale"]
 
 CALL_VAR = "MCP_CODETOOLS_CALL"
-"""The runner's per-call marker (`runner.CALL_VAR`): named here because the runner imports this layer."""
+"""The per-call marker (`spawning.CALL_VAR`): named here because spawning imports this layer."""
 
 LABEL_INSTANCE = "mcp-codetools.instance"
 LABEL_OWNER = "mcp-codetools.owner"
@@ -73,7 +73,7 @@ PASSED_ENV = (
 """What a command gets from the server's environment; PATH, HOME and the like are the image's own."""
 _MARKER_PREFIXES = ("MCP_CODETOOLS_SESSION", "MCP_CODETOOLS_CALL")
 CALL_FD = 9
-"""The descriptor the runner's wrapper reports the final cwd on, opened on a file in the container."""
+"""The descriptor spawning's wrapper reports the final cwd on, opened on a file in the container."""
 
 # Finds the processes of a call inside the container: members of group $1 and carriers of the marker $2
 # (NAME=value), never the script itself. Pure bash over /proc, so a look costs no fork per process.
@@ -107,7 +107,7 @@ __mcp_stop() {
 }
 """.replace("__STEPS__", str(STOP_GRACE_STEPS))
 
-# Runs the command (`"$@"`, the runner's bash) as a child, so that afterwards it can stop what the command
+# Runs the command (`"$@"`, the call's bash) as a child, so that afterwards it can stop what the command
 # left; records the group, and whether leftovers were stopped, in files named after the call.
 _WRAPPER = (
     _FIND

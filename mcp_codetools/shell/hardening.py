@@ -1,6 +1,6 @@
 """Keeping the server's secrets from the commands it runs: its environment block, memory and descriptors.
 
-A command's own environment never holds the secrets (`runner.command_env`), but the server's process is
+A command's own environment never holds the secrets (`spawning.command_env`), but the server's process is
 right beside it: `/proc/<server>/environ` is the environment the server was started with, and
 `/proc/<server>/mem` and `/proc/<server>/fd/*` are its memory and its descriptors (the stdio pipes, the
 HTTP socket). Linux lets a process read those of another with the same uid, and root read them all. At
@@ -44,7 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mcp_codetools.settings import Settings
-from mcp_codetools.shell import runner
+from mcp_codetools.shell import spawning
 
 logger = logging.getLogger(__name__)
 
@@ -179,8 +179,8 @@ def _erase_secrets(libc: ctypes.CDLL, is_secret: Callable[[str], bool], notes: l
 
 
 def protect_server(settings: Settings) -> Protection:
-    """`protect` for the server's secrets (`runner.is_secret` with the settings' exclude list), logged."""
-    done = protect(lambda name: runner.is_secret(name, settings.bash_env_exclude))
+    """`protect` for the server's secrets (`spawning.is_secret` with the settings' exclude list), logged."""
+    done = protect(lambda name: spawning.is_secret(name, settings.bash_env_exclude))
     logger.info(
         "hardened: non-dumpable %s; erased from the environment block: %s; commands lose: %s",
         done.non_dumpable,

@@ -102,7 +102,7 @@ PASSED_ENV = (
     "NO_COLOR",
     "FORCE_COLOR",
     "VIRTUAL_ENV",
-    # set by the server itself for every command (see `runner.ENV_OVERRIDES`), never secrets
+    # set by the server itself for every command (see `spawning.ENV_OVERRIDES`), never secrets
     "MCP_CODETOOLS",
     "PAGER",
     "GIT_PAGER",

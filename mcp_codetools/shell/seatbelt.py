@@ -1,8 +1,8 @@
 """The macOS backend: a Seatbelt profile (SBPL) for `sandbox-exec`, made from the same settings as the others.
 
 `sandbox-exec -p PROFILE bash -c …` applies the profile and execs bash, so the command and everything it
-starts run under it (a process cannot leave its sandbox), in the process group and with the markers the
-runner set. The profile denies everything by default, then allows:
+starts run under it (a process cannot leave its sandbox), in the process group and with the markers
+spawning set. The profile denies everything by default, then allows:
 
 - starting programs, signals and process information only within the sandbox, reading sysctls, POSIX
   semaphores and shared memory, pseudo-terminals, and the few system services bash and common tools

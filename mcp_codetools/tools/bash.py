@@ -1,6 +1,6 @@
 """Bash: run a shell command that cannot hang the call or outlive it, and say plainly what happened.
 
-The process work (group, timeout, capture, cleanup) is in `mcp_codetools.shell.runner`; this module
+The process work (group, timeout, capture, cleanup) is in `mcp_codetools.shell.running`; this module
 turns a run into the text the model reads: the output (head and tail past 30,000 characters, with the
 path of the full output), `Exit code N` for a failure, the "no match"/"differs" codes of grep, diff,
 test and find reported as such, and notes for a timeout, a cwd reset, stopped leftovers, saved output
@@ -32,7 +32,7 @@ from mcp_codetools.policy.engine import CallFacts, Policy
 from mcp_codetools.policy.sandboxing import SandboxPaths, SandboxPathsUnknown, remove_appeared, sandbox_paths
 from mcp_codetools.session import CodeSession
 from mcp_codetools.shell import capture as capture_limits
-from mcp_codetools.shell import runner
+from mcp_codetools.shell import reaping, running, spawning
 from mcp_codetools.shell.background import Job
 from mcp_codetools.shell.capture import OutputCapture
 from mcp_codetools.shell.classify import analyze
@@ -128,7 +128,7 @@ class BashTool(Tool[BashInput]):
         read_only = self.is_read_only(args)
         notes: list[str] = []
         cwd = _usable_cwd(session, ctx, notes)
-        env = runner.command_env(
+        env = spawning.command_env(
             read_only=read_only, session_marker=session.process_marker, exclude=session.settings.bash_env_exclude
         )
         confinement = _confinement(session)
@@ -160,11 +160,11 @@ class BashTool(Tool[BashInput]):
 
         moved: list[Job] = []
 
-        def to_background(detached: runner.Detached) -> None:
+        def to_background(detached: running.Detached) -> None:
             moved.append(session.jobs.adopt(detached, args.command, log_dir=session.scratch_dir, timeout_ms=timeout_ms))
 
         try:
-            result = await runner.run(
+            result = await running.run(
                 args.command,
                 cwd=cwd,
                 env=env,
@@ -220,7 +220,7 @@ class BashTool(Tool[BashInput]):
 
 def _result(
     last_command: str | None,
-    result: runner.RunResult,
+    result: running.RunResult,
     capture: OutputCapture,
     timeout_ms: int,
     notes: list[str],
@@ -250,7 +250,7 @@ def _result(
         else:
             notes.insert(0, f"(exit code {code}: {interpretation})")
     else:
-        killed_by = f" (ended by {runner.signal_name(-result.returncode)})" if result.returncode < 0 else ""
+        killed_by = f" (ended by {reaping.signal_name(-result.returncode)})" if result.returncode < 0 else ""
         parts.append(f"Exit code {code}{killed_by}")
     if output:
         parts.append(output)

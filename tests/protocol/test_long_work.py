@@ -26,7 +26,7 @@ from mcp_codetools.protocol.client_log import ClientLog, Message
 from mcp_codetools.protocol.server import CodeToolsServer
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import Settings
-from mcp_codetools.shell import runner
+from mcp_codetools.shell import running
 from tests.protocol.stdio_raw import server_command
 
 pytestmark = pytest.mark.anyio
@@ -162,7 +162,7 @@ async def test_progress_comes_at_least_every_interval_while_a_command_runs(
     # Handshake era in memory. The in-memory 2026-07-28 transport calls the handler directly and puts no
     # progressToken in `_meta`, so the server sees no request for progress there; over stdio it does
     # (`test_over_stdio_progress_comes_in_both_eras`).
-    monkeypatch.setattr(runner, "PROGRESS_INTERVAL_S", 0.05)
+    monkeypatch.setattr(running, "PROGRESS_INTERVAL_S", 0.05)
     monkeypatch.setattr(pipeline_module, "PROGRESS_INTERVAL_S", 0.05)
     seen: list[tuple[float, str | None]] = []
 

@@ -458,7 +458,7 @@ async def test_bash_commands_end_within_their_bound_and_leave_nothing(arena: Are
     again = await arena.call("Bash", args)
     assert output.is_error == again.is_error, "the same command ended differently twice"
     if case == "double fork":
-        # A double-forked daemon leaves the group and is orphaned before bash exits: the runner's documented
+        # A double-forked daemon leaves the group and is orphaned before bash exits: reaping's documented
         # limit. Stop it here, so the fixture's no-leftover check stays about what the server must handle.
         for info in procfs.process_table().values():
             with contextlib.suppress(OSError):

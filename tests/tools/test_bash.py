@@ -15,7 +15,7 @@ import pytest
 
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
-from mcp_codetools.shell import runner
+from mcp_codetools.shell import running
 from mcp_codetools.tools.bash import BashInput, BashTool
 from tests import processes
 from tests.conftest import Caller
@@ -309,7 +309,7 @@ async def test_large_output_with_an_error_keeps_the_exit_code_first(call: Caller
 async def test_progress_carries_the_latest_output_line(
     pipeline: Pipeline, session: CodeSession, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runner, "PROGRESS_INTERVAL_S", 0.05)
+    monkeypatch.setattr(running, "PROGRESS_INTERVAL_S", 0.05)
     messages: list[tuple[float, str | None]] = []
 
     async def progress(value: float, total: float | None, message: str | None) -> None:

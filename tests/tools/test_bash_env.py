@@ -9,7 +9,7 @@ import pytest
 
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import Settings, settings_from_env
-from mcp_codetools.shell import runner
+from mcp_codetools.shell import spawning
 from tests.conftest import Caller
 from tests.tools.test_bash import no_stray_children
 
@@ -55,9 +55,9 @@ async def test_a_background_job_sees_no_server_secret(call: Caller, session: Cod
 async def test_markers_inherited_from_an_outer_server_are_replaced(
     call: Caller, session: CodeSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(runner.SESSION_VAR, "outer-session")
-    monkeypatch.setenv(runner.CALL_VAR, "outer-call")
-    text = await call.ok("Bash", {"command": f"echo ${runner.SESSION_VAR} ${runner.CALL_VAR}"})
+    monkeypatch.setenv(spawning.SESSION_VAR, "outer-session")
+    monkeypatch.setenv(spawning.CALL_VAR, "outer-call")
+    text = await call.ok("Bash", {"command": f"echo ${spawning.SESSION_VAR} ${spawning.CALL_VAR}"})
     assert "outer" not in text
     assert text.split()[0] == session.process_marker.value
 

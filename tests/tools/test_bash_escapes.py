@@ -17,7 +17,7 @@ import pytest
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import Settings
-from mcp_codetools.shell import runner
+from mcp_codetools.shell import reaping, spawning
 from tests.conftest import Caller
 from tests.processes import alive
 from tests.tools.test_bash import no_stray_children, wait_for_file
@@ -49,7 +49,7 @@ def launch(how: str, name: str = "pid") -> str:
 
 @pytest.fixture(autouse=True)
 def short_grace(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner, "TERM_GRACE_S", 0.3)
+    monkeypatch.setattr(reaping, "TERM_GRACE_S", 0.3)
 
 
 @pytest.fixture
@@ -139,7 +139,7 @@ async def test_session_end_stops_a_process_that_dropped_its_call_marker(
     """The session's own marker is the last net: a process that changed the per-call one still ends with it."""
     own = CodeSession(settings)
     try:
-        command = f"{runner.CALL_VAR}=other {launch('setsid -f')}"
+        command = f"{spawning.CALL_VAR}=other {launch('setsid -f')}"
         out = await pipeline.run(own, "Bash", {"command": command, "timeout": 8000})
         assert not out.is_error, out.text
         pid = pid_in(root / "pid")
@@ -151,9 +151,9 @@ async def test_session_end_stops_a_process_that_dropped_its_call_marker(
 
 
 async def test_commands_see_both_markers(call: Caller, session: CodeSession) -> None:
-    text = await call.ok("Bash", {"command": f"echo ${runner.SESSION_VAR} ${runner.CALL_VAR}"})
+    text = await call.ok("Bash", {"command": f"echo ${spawning.SESSION_VAR} ${spawning.CALL_VAR}"})
     session_marker, call_marker = text.split()
     assert session_marker == session.process_marker.value
     assert len(call_marker) >= 32
-    again = await call.ok("Bash", {"command": f"echo ${runner.CALL_VAR}"})
+    again = await call.ok("Bash", {"command": f"echo ${spawning.CALL_VAR}"})
     assert again != call_marker  # one per call

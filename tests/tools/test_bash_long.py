@@ -13,7 +13,7 @@ import pytest
 
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import Settings
-from mcp_codetools.shell import runner
+from mcp_codetools.shell import reaping
 from mcp_codetools.shell.background import Job
 from mcp_codetools.tools.bash import BashTool
 from mcp_codetools.tools.jobs import BashOutputTool
@@ -36,7 +36,7 @@ def settings(root: Path) -> Settings:
 
 @pytest.fixture(autouse=True)
 def short_grace(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner, "TERM_GRACE_S", 0.3)
+    monkeypatch.setattr(reaping, "TERM_GRACE_S", 0.3)
 
 
 def job_of(session: CodeSession, job_id: object) -> Job:

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from mcp_codetools.session import CodeSession
-from mcp_codetools.shell import capture, runner
+from mcp_codetools.shell import capture, reaping
 from mcp_codetools.tools import bash
 from tests.conftest import Caller
 from tests.processes import alive, live_in_group
@@ -23,7 +23,7 @@ __all__ = ["no_stray_children"]
 @pytest.fixture(autouse=True)
 def short_grace(monkeypatch: pytest.MonkeyPatch) -> None:
     """Keep the TERM-to-KILL grace short so tests of stubborn processes stay fast."""
-    monkeypatch.setattr(runner, "TERM_GRACE_S", 0.3)
+    monkeypatch.setattr(reaping, "TERM_GRACE_S", 0.3)
 
 
 def _peak_rss_mib() -> float:

@@ -20,8 +20,8 @@ from mcp_codetools import cli
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import SandboxSettings, Settings
-from mcp_codetools.shell import runner
 from mcp_codetools.shell import sandbox as sandbox_module
+from mcp_codetools.shell import spawning
 from mcp_codetools.shell.sandbox import Sandbox, SandboxUnavailable, probe
 from tests.cmdlines import processes_with
 from tests.conftest import Caller
@@ -94,7 +94,7 @@ async def test_a_heredoc_and_temporary_files_work(call: Caller) -> None:
 
 
 async def test_the_session_and_call_markers_reach_the_command(call: Caller, session: CodeSession) -> None:
-    text = await call.ok("Bash", {"command": f"echo ${runner.SESSION_VAR}; echo ${{#{runner.CALL_VAR}}}"})
+    text = await call.ok("Bash", {"command": f"echo ${spawning.SESSION_VAR}; echo ${{#{spawning.CALL_VAR}}}"})
     marker, call_length = text.split()
     assert marker == session.process_marker.value
     assert int(call_length) == 32
@@ -277,7 +277,7 @@ async def test_a_sandboxed_spawn_off_the_loop_thread_is_refused(session: CodeSes
     try:
         with pytest.raises(RuntimeError, match="event loop's thread"):
             await anyio.to_thread.run_sync(
-                lambda: runner.spawn("true", cwd=root, env=dict(os.environ), output_fd=write, confinement=confinement)
+                lambda: spawning.spawn("true", cwd=root, env=dict(os.environ), output_fd=write, confinement=confinement)
             )
     finally:
         os.close(read)

@@ -9,7 +9,7 @@ import pytest
 
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import Settings
-from mcp_codetools.shell import runner
+from mcp_codetools.shell import reaping
 from mcp_codetools.shell.spills import SpillBudget
 from tests.conftest import Caller
 from tests.tools.test_bash import no_stray_children, poll_until
@@ -27,7 +27,7 @@ PRINTED = sum(len(f"{i}\n") for i in range(1, 30_001))
 
 @pytest.fixture(autouse=True)
 def short_grace(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner, "TERM_GRACE_S", 0.3)
+    monkeypatch.setattr(reaping, "TERM_GRACE_S", 0.3)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import Settings
-from mcp_codetools.shell import background, runner
+from mcp_codetools.shell import background, reaping
 from mcp_codetools.tools.base import ToolOutput
 from tests.conftest import Caller
 from tests.processes import alive, live_in_group
@@ -23,7 +23,7 @@ __all__ = ["no_stray_children"]
 
 @pytest.fixture(autouse=True)
 def short_grace(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner, "TERM_GRACE_S", 0.3)
+    monkeypatch.setattr(reaping, "TERM_GRACE_S", 0.3)
 
 
 async def start(call: Caller, command: str) -> str:
