@@ -130,8 +130,8 @@ def test_the_check_catches_each_kind_of_wrong_import() -> None:
         f"{PACKAGE}.tools.edit": "from .read import ReadTool\nfrom mcp_codetools.tools.base import Tool\n",
         f"{PACKAGE}.tools.read": "import mcp_types\n",
         f"{PACKAGE}.pipeline": "",
-        f"{PACKAGE}.search.args": "from mcp_codetools.files.paths import is_within\n",
-        f"{PACKAGE}.files.view": "from mcp_codetools.search import args\n",
+        f"{PACKAGE}.search.rg_args": "from mcp_codetools.files.paths import is_within\n",
+        f"{PACKAGE}.files.view": "from mcp_codetools.search import rg_args\n",
     }
     assert violations(sources) == [
         f"{PACKAGE}.files.paths imports {PACKAGE}.pipeline, a higher layer",

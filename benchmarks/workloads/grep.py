@@ -30,7 +30,7 @@ _VCS = [f"--glob=!{name}" for name in (".git", ".svn", ".hg", ".bzr", ".jj", ".s
 
 
 def server_equivalent(rg: str, mode: GrepMode, pattern: str, tree: Path) -> list[str]:
-    """The rg command line our Grep builds for this search (see mcp_codetools/tools/grep.py)."""
+    """The rg command line our Grep builds for this search (see mcp_codetools/search/grep_args.py)."""
     if mode == "files":
         flags = [*_COMMON, *_VCS, "--files-with-matches", "--null"]
     else:

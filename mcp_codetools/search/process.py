@@ -26,9 +26,9 @@ import anyio.to_thread
 from mcp_codetools.errors import ExecutionError, ToolError, tool_error_from_os
 from mcp_codetools.files import fdpaths
 from mcp_codetools.search import fdspawn, sandbox
-from mcp_codetools.search.args import PinnedTarget, redact_stderr
 from mcp_codetools.search.locate import find_rg
 from mcp_codetools.search.sinks import WholeRecords
+from mcp_codetools.search.targets import PinnedTarget, redact_stderr
 
 REAP_TIMEOUT_S = 5.0
 STDERR_KEEP_BYTES = 8192

@@ -1,6 +1,6 @@
 """A Landlock sandbox for rg: it may read only below the folder (or the one file) it was given.
 
-Pinning the search path (args.PinnedTarget) keeps rg's starting point; but rg walks below it by path,
+Pinning the search path (targets.PinnedTarget) keeps rg's starting point; but rg walks below it by path,
 so a folder swapped for a link out while rg walks could still lend it outside files. Landlock rules
 hold on the folders themselves, not on paths: whatever link rg follows, the kernel lets it read only
 below the pinned folder, plus the ignore files of the folders above it (read as rules, never shown).

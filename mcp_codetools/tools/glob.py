@@ -19,25 +19,21 @@ from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 from typing_extensions import override
 
-from mcp_codetools.errors import ExecutionError, InvalidInputError, NotAFileError
-from mcp_codetools.search.args import (
-    HiddenNames,
+from mcp_codetools.errors import NotAFileError
+from mcp_codetools.search.hidden_names import HiddenNames, hidden_names
+from mcp_codetools.search.process import RgResult, Sink, run_rg
+from mcp_codetools.search.rg_args import base_args, filter_args, name_glob, unpassable, vcs_excludes
+from mcp_codetools.search.rg_errors import GLOB_WORDING, rg_failure
+from mcp_codetools.search.sinks import LinePager, Unhidden, fit_lines, newest_first
+from mcp_codetools.search.targets import (
     PinnedTarget,
-    base_args,
     check_search_path,
     display_prefix,
     dropped_note,
-    filter_args,
-    hidden_names,
-    name_glob,
     pin_search_target,
     redact_stderr,
     still_below,
-    unpassable,
-    vcs_excludes,
 )
-from mcp_codetools.search.process import RgResult, Sink, run_rg
-from mcp_codetools.search.sinks import LinePager, Unhidden, fit_lines, newest_first
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools.base import CallContext, SearchTool, ToolInput, ToolOutput
 
@@ -156,9 +152,7 @@ class GlobTool(SearchTool[GlobInput]):
         dropped = len(pager.kept) - len(kept)
         total = pager.total - dropped
         if result.failed and not total:
-            if "glob" in result.error_text():
-                raise InvalidInputError(f"Glob could not use the pattern: {result.error_text()}")
-            raise ExecutionError(f"Glob failed: {result.error_text()}")
+            raise rg_failure(result, GLOB_WORDING)
         if not total:
             return ToolOutput("No files found", meta=_meta(0, 0, pager.complete))
         prefix = display_prefix(base, session.cwd)

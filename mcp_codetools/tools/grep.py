@@ -9,61 +9,30 @@ it in path order (path_order.py); over one file it keeps one page and merely cou
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Literal, TypeVar
 
 import anyio.to_thread
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 from typing_extensions import override
 
-from mcp_codetools.errors import ExecutionError, InvalidInputError
-from mcp_codetools.search.args import (
-    HiddenNames,
-    PinnedTarget,
-    base_args,
-    check_search_path,
-    dropped_note,
-    filter_args,
-    hidden_names,
-    is_option_like,
-    names_below,
-    pin_search_target,
-    rebase_globs,
-    unpassable,
-    vcs_excludes,
-)
-from mcp_codetools.search.path_order import CONTEXT_SEPARATOR, MATCH_SEPARATOR, FileBlocks, path_key
+from mcp_codetools.errors import InvalidInputError
+from mcp_codetools.search.grep_args import MAX_COLUMNS, OutputMode, build_args, context_lines, split_globs
+from mcp_codetools.search.hidden_names import HiddenNames, hidden_names
+from mcp_codetools.search.paging import Page
+from mcp_codetools.search.path_order import FileBlocks, path_key
 from mcp_codetools.search.process import RgResult, run_rg_on
-from mcp_codetools.search.sinks import LineCollector, LinePager, Unhidden, fit_lines, newest_first
+from mcp_codetools.search.rg_args import is_option_like, unpassable
+from mcp_codetools.search.rg_errors import GREP_WORDING, problem_note, rg_failure
+from mcp_codetools.search.sinks import LineCollector, LinePager, Unhidden, newest_first
+from mcp_codetools.search.targets import PinnedTarget, check_search_path, dropped_note, names_below, pin_search_target
 from mcp_codetools.tools.base import CallContext, SearchTool, ToolInput, ToolOutput
 
-MAX_COLUMNS = 500
-NOTICE_RESERVE = 600
-"""Room kept free under the cap for the header and the notices."""
 MAX_COUNT_BYTES = 64 * 1024 * 1024
 """Content mode stops counting (and kills rg) after this much output; the total is then "at least"."""
 MAX_LIST_BYTES = 16 * 1024 * 1024
 """Files and count modes stop reading after this much output (some 200,000 paths)."""
 LONG_LINE_MARKER = b"[... omitted end of long line]"
-NARROW = "To narrow the search, use path, glob, type or a more specific pattern."
-
-OutputMode = Literal["content", "files_with_matches", "count"]
-T = TypeVar("T")
-
-
-def split_globs(raw: str | None) -> list[str]:
-    """The globs in Grep's `glob` argument: separated by spaces, or by commas outside braces."""
-    if not raw:
-        return []
-    globs: list[str] = []
-    for piece in raw.split():
-        if "{" in piece and "}" in piece:
-            globs.append(piece)
-        else:
-            globs.extend(part for part in piece.split(",") if part)
-    return globs
 
 
 def _refuse_option(value: str, hint: str) -> PydanticCustomError:
@@ -186,7 +155,7 @@ async def _search(args: GrepInput, ctx: CallContext, pinned: PinnedTarget) -> To
     # Files a deny rule covers are left out before counting and paging, without a word about them.
     hidden = hidden_names(pinned, ctx.hidden)
     if args.output_mode == "content":
-        context = _context_lines(args) != (0, 0)
+        context = context_lines(args) != (0, 0)
         return await _content(argv, pinned, page, by_file=by_file, context=context, hidden=hidden)
     if args.output_mode == "count":
         return await _count(argv, pinned, page, hidden)
@@ -206,136 +175,6 @@ def _large_named_binary_file(pinned: PinnedTarget) -> bool:
         return False
 
 
-def build_args(args: GrepInput, *, by_file: bool, glob_base: str = "", excludes: Sequence[str] = ()) -> list[str]:
-    """rg's argument list: model input only as `--flag=value` or after `-e`; the pinned target's path follows.
-
-    rg runs in the searched folder, `glob_base` as the model names it: globs are rebased onto it.
-    `excludes` (`--glob=!…`) come last, so they win over the model's globs.
-    """
-    argv = base_args()
-    if args.case_insensitive:
-        argv.append("--ignore-case")
-    if args.multiline:
-        argv += ["--multiline", "--multiline-dotall"]
-    if args.type:
-        argv.append(f"--type={args.type}")
-    globs = rebase_globs(split_globs(args.glob), glob_base)
-    argv += filter_args(globs) if globs is not None else ["--glob=!*"]  # no glob can match below the folder
-    argv += vcs_excludes()
-    argv += excludes
-    if args.output_mode == "files_with_matches":
-        argv += ["--files-with-matches", "--null"]
-    elif args.output_mode == "count":
-        argv += ["--count", "--with-filename", "--null"]
-    else:
-        argv += ["--no-heading", f"--max-columns={MAX_COLUMNS}", "--max-columns-preview"]
-        if by_file:
-            # rg searches in parallel; the lines are put back in path order, so the same search gives
-            # the same lines and pages line up.
-            argv += [MATCH_SEPARATOR, CONTEXT_SEPARATOR]
-        argv.append("--line-number" if args.line_numbers else "--no-line-number")
-        before, after = _context_lines(args)
-        if before or after:
-            argv += [f"--before-context={before}", f"--after-context={after}"]
-    return [*argv, "-e", args.pattern, "--"]
-
-
-def _context_lines(args: GrepInput) -> tuple[int, int]:
-    """Lines (before, after) each match: -A and -B override their half of -C/context."""
-    around = args.around if args.around is not None else (args.context or 0)
-    before = args.before if args.before is not None else around
-    after = args.after if args.after is not None else around
-    return before, after
-
-
-class Page:
-    """Which entries a call asked for, and the words for what it got."""
-
-    def __init__(self, offset: int, limit: int | None, cap: int) -> None:
-        self.offset = offset
-        self.limit = limit
-        self.cap = cap
-        self.budget = cap - NOTICE_RESERVE
-
-    def window(self, entries: Sequence[T]) -> Sequence[T]:
-        """The entries this page asks for, before the character budget."""
-        end = len(entries) if self.limit is None else self.offset + self.limit
-        return entries[self.offset : end]
-
-    def fit(self, lines: Iterable[str]) -> tuple[list[str], bool]:
-        """The lines that fit the character budget, and whether any were cut."""
-        return fit_lines(lines, self.budget)
-
-    def note(self, unit: str, shown: int, total: int, complete: bool, cut: bool) -> str:
-        """The pagination notice, or "" when everything there is was shown."""
-        first, last = self.offset + 1, self.offset + shown
-        more = last < total or not complete
-        if not more and self.offset == 0:
-            return ""
-        of = f"{total}" if complete else f"at least {total}"
-        if shown == 0:
-            return f"[Offset {self.offset} is past the end: there are {of} {unit}. Use a smaller offset.]"
-        why = f" (cut to stay under {self.cap:,} characters)" if cut else ""
-        text = f"[Showing {unit} {first}-{last} of {of}{why}."
-        if more:
-            text += f" Next page: offset={last}. {NARROW}"
-        return text + "]"
-
-    def meta(self, shown: int, total: int, complete: bool, cut: bool) -> dict[str, object]:
-        """The result's paging metadata: totals, what was applied, and the offset to continue from."""
-        more = self.offset + shown < total or not complete
-        meta: dict[str, object] = {"total": total, "totalComplete": complete, "truncated": more or cut}
-        if self.limit is not None and total - self.offset > self.limit:
-            meta["appliedLimit"] = self.limit
-        if self.offset:
-            meta["appliedOffset"] = self.offset
-        if more:
-            meta["nextOffset"] = self.offset + shown
-        return meta
-
-
-def _failure(result: RgResult) -> InvalidInputError | ExecutionError:
-    """rg's explanation, with its advice about command-line flags turned into Grep's parameters."""
-    text = _own_pattern(result.error_text())
-    text = text.replace("the --multiline flag (or -U for short)", "multiline: true")
-    if "--pcre2" in text:
-        text = text[: text.find("Consider enabling PCRE2")].rstrip()
-        text += "\nGrep uses Rust regex syntax, without look-around or backreferences: rewrite the pattern."
-    if "--text" in text:
-        text = text[: text.find("Consider enabling text mode")].rstrip()
-        text += "\nGrep treats files with NUL bytes as binary, so a NUL byte cannot be matched."
-    if "unrecognized file type" in text:
-        text += ". Use one rg knows (py, js, ts, rust, go, java, cpp, …; `rg --type-list` lists them) or glob instead."
-    if any(word in text for word in ("regex", "pattern", "file type", "glob")):
-        return InvalidInputError(f"Grep could not use the arguments: {text}")
-    return ExecutionError(f"Grep failed: {text}")
-
-
-def _own_pattern(text: str) -> str:
-    """rg shows a pattern it cannot parse wrapped as `(?:PATTERN)`; show the model's own pattern, caret moved."""
-    lines = text.split("\n")
-    for i, line in enumerate(lines[:-1]):
-        body = line.lstrip(" ")
-        indent = len(line) - len(body)
-        caret = lines[i + 1]
-        if body.startswith("(?:") and body.endswith(")") and caret.strip().startswith("^"):
-            lines[i] = " " * indent + body[3:-1]
-            spaces = len(caret) - len(caret.lstrip(" "))
-            lines[i + 1] = " " * max(indent, spaces - 3) + caret.lstrip(" ")
-            break
-    return "\n".join(lines)
-
-
-def _problem_note(result: RgResult) -> str:
-    """When rg found things but also complained (an unreadable file), say so in one line."""
-    if result.nothing_searched:
-        return "\n(No file was searched: none under the path passes the ignore rules and the glob and type filters.)"
-    if not result.failed:
-        return ""
-    first = result.error_text().splitlines()[0]
-    return f"\n\n(rg reported a problem with some files: {first})"
-
-
 async def _files(
     argv: list[str], cwd: Path, pinned: PinnedTarget, page: Page, hidden: HiddenNames | None
 ) -> ToolOutput:
@@ -343,20 +182,20 @@ async def _files(
     result = await _run_unhidden(argv, pinned, collect, b"\0", hidden)
     names = collect.records()
     if result.failed and not names:
-        raise _failure(result)
+        raise rg_failure(result, GREP_WORDING)
     names = await newest_first(names, cwd)
     window, dropped = names_below(pinned, page.window(names))
     total = len(names) - dropped
     meta: dict[str, object] = {"mode": "files_with_matches"}
     if total == 0:
-        text = "No files found" + _problem_note(result)
+        text = "No files found" + problem_note(result)
         return ToolOutput(text, meta={**meta, "numFiles": 0, **page.meta(0, 0, True, False)})
     shown, cut = page.fit(name.decode("utf-8", "replace") for name in window)
     plural = "file" if total == 1 else "files"
     header = f"Found {total} {plural}" if collect.complete else f"Found at least {total} {plural}"
     parts = [header, *shown]
     note = page.note("files", len(shown), total, collect.complete, cut)
-    text = "\n".join(parts) + (f"\n\n{note}" if note else "") + _problem_note(result) + dropped_note(dropped)
+    text = "\n".join(parts) + (f"\n\n{note}" if note else "") + problem_note(result) + dropped_note(dropped)
     meta.update(numFiles=len(shown), **page.meta(len(shown), total, collect.complete, cut))
     return ToolOutput(text, meta=meta)
 
@@ -366,7 +205,7 @@ async def _count(argv: list[str], pinned: PinnedTarget, page: Page, hidden: Hidd
     result = await _run_unhidden(argv, pinned, collect, b"\n", hidden, name_end=b"\0")
     records = collect.records()
     if result.failed and not records:
-        raise _failure(result)
+        raise rg_failure(result, GREP_WORDING)
     counts: list[tuple[bytes, int]] = []
     for record in records:
         name, _, number = record.rpartition(b"\0")
@@ -376,7 +215,7 @@ async def _count(argv: list[str], pinned: PinnedTarget, page: Page, hidden: Hidd
     files, matches = len(counts), sum(n for _, n in counts)
     meta: dict[str, object] = {"mode": "count", "numFiles": files, "numMatches": matches}
     if files == 0:
-        return ToolOutput("No matches found" + _problem_note(result), meta={**meta, **page.meta(0, 0, True, False)})
+        return ToolOutput("No matches found" + problem_note(result), meta={**meta, **page.meta(0, 0, True, False)})
     window = page.window(counts)
     kept, dropped = names_below(pinned, [name for name, _ in window])
     shown, cut = page.fit(f"{name.decode('utf-8', 'replace')}:{n}" for name, n in window if name in kept)
@@ -386,7 +225,7 @@ async def _count(argv: list[str], pinned: PinnedTarget, page: Page, hidden: Hidd
         f"across {at_least}{files} {'file' if files == 1 else 'files'}."
     )
     note = page.note("files", len(shown), files, collect.complete, cut)
-    text = "\n".join(shown) + f"\n\n{summary}" + (f"\n{note}" if note else "") + _problem_note(result)
+    text = "\n".join(shown) + f"\n\n{summary}" + (f"\n{note}" if note else "") + problem_note(result)
     text += dropped_note(dropped)
     meta.update(page.meta(len(shown), files, collect.complete, cut))
     return ToolOutput(text, meta=meta)
@@ -430,12 +269,12 @@ async def _content(
         pager.finish()
         kept, cut, total, complete = pager.kept, pager.cut_by_budget, pager.total, pager.complete
     if result.failed and total == 0:
-        raise _failure(result)
+        raise rg_failure(result, GREP_WORDING)
     shown = len(kept)
     meta: dict[str, object] = {"mode": "content", "numLines": shown}
     meta.update(page.meta(shown, total, complete, cut))
     if total == 0:
-        return ToolOutput("No matches found" + _problem_note(result), meta=meta)
+        return ToolOutput("No matches found" + problem_note(result), meta=meta)
     body = b"\n".join(kept)
     notes = [page.note("lines", shown, total, complete, cut)]
     if LONG_LINE_MARKER in body:
@@ -447,4 +286,4 @@ async def _content(
     extra = "\n".join(note for note in notes if note)
     if extra:
         text = f"{text}\n\n{extra}" if shown else extra
-    return ToolOutput(text + _problem_note(result), meta=meta)
+    return ToolOutput(text + problem_note(result), meta=meta)

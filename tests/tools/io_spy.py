@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from mcp_codetools.files import editing, opening
-from mcp_codetools.search import args as search_args
+from mcp_codetools.search import targets as search_targets
 
 
 @dataclass
@@ -62,7 +62,7 @@ def file_io(path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FileIO]:
     monkeypatch.setattr(os, "stat", counting(os.stat))
     monkeypatch.setattr(os, "lstat", counting(os.lstat))
     confined_open = counting_open(opening.open_beneath)
-    for module in (opening, editing, search_args):
+    for module in (opening, editing, search_targets):
         monkeypatch.setattr(module, "open_beneath", confined_open)
     _watched.append((name, counts))
     try:

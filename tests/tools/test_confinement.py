@@ -224,7 +224,7 @@ async def test_glob_through_a_folder_swapped_after_the_check_stays_inside(
 
 async def test_search_names_that_became_links_are_dropped(root: Path, outside: Path, open_mode: str) -> None:
     """rg walks below the pinned folder by path; a name whose folder turned into a link is left out."""
-    from mcp_codetools.search.args import names_below, pin_search_target
+    from mcp_codetools.search.targets import names_below, pin_search_target
 
     (root / "s" / "a").mkdir(parents=True)
     (root / "s" / "a" / "f.txt").write_text("x\n", encoding="utf-8")
@@ -253,9 +253,9 @@ async def test_grep_shows_paths_as_given_after_pinning(call: Caller, root: Path,
 @pytest.mark.skipif(not sandbox.available(), reason="this kernel has no Landlock")
 async def test_rg_cannot_read_outside_the_pinned_folder_even_through_a_link(root: Path, outside: Path) -> None:
     """Landlock holds rg below the pinned folder: even told to follow links, it reads nothing outside."""
-    from mcp_codetools.search.args import pin_search_target
     from mcp_codetools.search.process import run_rg_on
     from mcp_codetools.search.sinks import LineCollector
+    from mcp_codetools.search.targets import pin_search_target
 
     (root / "s").mkdir()
     (root / "s" / "f.txt").write_text("needle inside\n", encoding="utf-8")
@@ -376,9 +376,9 @@ def swap_at_spawn(root: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 
 async def _search(target: Path, root: Path, argv: list[str]) -> bytes:
-    from mcp_codetools.search.args import pin_search_target
     from mcp_codetools.search.process import run_rg_on
     from mcp_codetools.search.sinks import LineCollector
+    from mcp_codetools.search.targets import pin_search_target
 
     pinned = pin_search_target(target, root, Workspace([root]))
     try:
@@ -416,7 +416,7 @@ async def test_the_swap_is_real_a_start_by_path_would_follow_it(root: Path, swap
 
 def test_rg_complaints_name_only_paths_still_below_the_pinned_folder(root: Path) -> None:
     """Unsandboxed, rg can list a folder swapped in from outside; its errors must not name what it saw there."""
-    from mcp_codetools.search.args import CHANGED_PATH, pin_search_target, redact_stderr
+    from mcp_codetools.search.targets import CHANGED_PATH, pin_search_target, redact_stderr
 
     (root / "s" / "a").mkdir(parents=True)
     (root / "s" / "a" / "f.txt").write_text("x\n", encoding="utf-8")

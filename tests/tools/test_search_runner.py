@@ -12,9 +12,9 @@ import pytest
 
 from mcp_codetools.errors import ExecutionError
 from mcp_codetools.search import process as search
-from mcp_codetools.search.args import display_prefix, target_args
 from mcp_codetools.search.process import run_rg
 from mcp_codetools.search.sinks import LineCollector, LinePager
+from mcp_codetools.search.targets import display_prefix, target_args
 from tests.processes import children_of, live_in_group
 
 pytestmark = pytest.mark.anyio

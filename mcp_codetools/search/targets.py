@@ -1,7 +1,7 @@
-"""rg's arguments for Grep and Glob, built so that model input is never read as an rg option.
+"""The search path pinned for rg: opened beneath its root, so no swapped link can redirect rg from it.
 
-The pattern always follows `-e`, paths follow `--`, globs and types are passed as `--flag=value`, and
-config files (`RIPGREP_CONFIG_PATH`) are ignored, since they could add options such as `--pre`.
+Also what rg's output and messages may show of it: names confirmed still below the pinned folder, and
+complaints that name a path it cannot confirm redacted.
 """
 
 from __future__ import annotations
@@ -9,75 +9,17 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 from mcp_codetools.errors import FileMissingError, NotAFileError, ToolError, os_errors
 from mcp_codetools.files import fdpaths
 from mcp_codetools.files.opening import open_below, open_beneath, open_error
 from mcp_codetools.files.paths import Workspace, is_within
 
-VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
-"""Version-control folders: hidden files are searched, these never are."""
-
 STDIN_NAME = "<stdin>"
 """The name rg prints for what it read from stdin."""
-
-NAME_FILTER_TYPE = "codetoolsglob"
-"""The file type defined on the fly for name globs (rg allows letters and digits only)."""
-
-
-def base_args() -> list[str]:
-    """Options every call starts with: no config file, no colour, hidden files searched."""
-    return ["--no-config", "--color=never", "--hidden"]
-
-
-def vcs_excludes() -> list[str]:
-    """Exclusions for VCS folders. Put them last: a later glob wins over an earlier one in rg."""
-    return [f"--glob=!{name}" for name in VCS_DIRS]
-
-
-def name_glob(glob: str) -> str | None:
-    """The file-name glob `glob` amounts to when it constrains only the name (`*.ts`, `**/*.ts`), else None."""
-    name = glob.removeprefix("**/")
-    if not name or "/" in name or ":" in name or name.startswith("!"):
-        return None
-    return name
-
-
-def filter_args(globs: Sequence[str]) -> list[str]:
-    """rg options that keep only files matching `globs`, without overriding .gitignore where possible.
-
-    rg's `--glob` is an override: a file or folder it matches is taken even when .gitignore excludes it,
-    so `--glob='**/*'` would list all of node_modules. A file type defined on the spot filters by file
-    name *after* the ignore rules, and never pulls in a folder, so name-only globs become one. Globs
-    about folders (`src/**/test_*.py`) stay overrides, with rg's semantics; exclusions (`!x`) always do.
-    """
-    include = [glob for glob in globs if not glob.startswith("!")]
-    exclude = [f"--glob={glob}" for glob in globs if glob.startswith("!")]
-    names = [name_glob(glob) for glob in include]
-    if not include or None in names:
-        return [f"--glob={glob}" for glob in globs]
-    defined = [f"--type-add={NAME_FILTER_TYPE}:{name}" for name in names]
-    return [*exclude, *defined, f"--type={NAME_FILTER_TYPE}"]
-
-
-def is_option_like(value: str) -> bool:
-    """Whether rg would read `value` as an option if it were passed bare."""
-    return value.startswith("-")
-
-
-def unpassable(value: str) -> str | None:
-    """Why `value` cannot be a program argument at all (a NUL byte, invalid Unicode), or None."""
-    if "\x00" in value:
-        return "contains a NUL byte, which no program argument can hold"
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return "contains an unpaired surrogate, which is not valid Unicode"
-    return None
 
 
 def check_search_path(path: Path, cwd: Path, *, kind: str = "Path") -> os.stat_result:
@@ -253,52 +195,6 @@ def redact_stderr(target: PinnedTarget, stderr: str) -> str:
     return "\n".join(lines)
 
 
-class Hides(Protocol):
-    """A deny-rule test for absolute real paths (policy/hiding.py's Hider)."""
-
-    literals: tuple[str, ...] | None
-
-    def __call__(self, path: str) -> bool:
-        """Whether a deny rule hides `path`."""
-
-
-@dataclass(frozen=True)
-class HiddenNames:
-    """Which names, as rg printed them, deny rules hide; see `hidden_names`."""
-
-    is_hidden: Callable[[bytes], bool]
-    literals: tuple[bytes, ...] | None
-    """Byte strings one of which every hidden name holds, so a name without any is visible unasked;
-    None when any name may be hidden."""
-
-
-def hidden_names(target: PinnedTarget, hidden: Hides | None, *, prefixed: bool = True) -> HiddenNames | None:
-    """Which names rg prints (`prefixed`: as `run_rg_on` shows them, with the target's prefix) a deny rule hides.
-
-    None when nothing can be hidden (no rule, or one file searched: its path was already checked), so
-    the common case costs nothing. A name rg printed is relative to the folder it ran in; the rules judge
-    the real absolute path, which is the folder's real path joined to it (rg follows no symlinks). A name
-    without the prefix cannot be placed, so it counts as hidden.
-    """
-    if hidden is None or not target.is_dir:
-        return None
-    prefix = target.rename()[1] if prefixed else b""
-    start = len(prefix)
-    base = str(target.real).rstrip("/") + "/"
-
-    def is_hidden(name: bytes) -> bool:
-        if not name.startswith(prefix):
-            return True
-        return hidden(base + os.fsdecode(name[start:]))
-
-    # A literal has no slash, so it lies wholly in the folder's path or wholly in the name; in the folder's
-    # path, every name holds it.
-    literals = hidden.literals
-    if literals is not None and any(literal in base for literal in literals):
-        literals = None
-    return HiddenNames(is_hidden, None if literals is None else tuple(os.fsencode(lit) for lit in literals))
-
-
 def dropped_note(dropped: int) -> str:
     """A note on the paths left out because a folder on the way changed; empty when none were."""
     if not dropped:
@@ -307,61 +203,3 @@ def dropped_note(dropped: int) -> str:
         f"\n({dropped} path{'s were' if dropped != 1 else ' was'} left out: a folder on the way changed into a "
         "symlink while the search ran, so the result could come from outside the workspace. Search again.)"
     )
-
-
-_GLOB_MAGIC = frozenset("*?[]{}\\")
-
-
-def rebase_globs(globs: Sequence[str], prefix: str) -> list[str] | None:
-    """Globs written relative to the working directory, rewritten for rg running in the folder `prefix` names.
-
-    rg matches a glob holding a `/` against the path below the folder it runs in; Grep's globs read from
-    the working directory, and rg now runs in the searched folder itself. So `src/u*.py` with path `src`
-    becomes `u*.py`. A name-only glob (`*.py`, `**/*.py`) needs nothing. An include glob whose folder part
-    cannot lie under `prefix` is dropped (an exclusion too); None when every include glob was dropped, so
-    nothing can match. A glob that cannot be rebased exactly (a `**` or a brace within the prefix part) is
-    kept as written.
-    """
-    prefix_parts = [part for part in prefix.strip("/").split("/") if part]
-    if not prefix_parts:
-        return list(globs)
-    rebased: list[str] = []
-    includes = dropped_includes = 0
-    for glob in globs:
-        negated = glob.startswith("!")
-        body = glob[1:] if negated else glob
-        includes += not negated
-        if "/" not in body.removeprefix("**/") or body.startswith("**/"):
-            rebased.append(glob)
-            continue
-        parts = body.lstrip("/").split("/")
-        head = parts[: len(prefix_parts)]
-        if len(parts) <= len(prefix_parts) and parts[-1] != "**":
-            verdict: bool | None = False  # names the folder or one above it: no file under it matches
-        else:
-            verdict = _parts_match(head, prefix_parts)
-        if verdict is None:
-            rebased.append(glob)
-        elif verdict:
-            rest = "/".join(parts[len(prefix_parts) :]) or "**"
-            rebased.append(("!" if negated else "") + rest)
-        elif not negated:
-            dropped_includes += 1
-    if includes and dropped_includes == includes:
-        return None
-    return rebased
-
-
-def _parts_match(patterns: list[str], names: list[str]) -> bool | None:
-    """Whether each glob component matches its folder name; None when that cannot be told exactly."""
-    import fnmatch
-
-    for pattern, name in zip(patterns, names, strict=False):
-        if pattern == "**" or "{" in pattern or "\\" in pattern:
-            return None
-        if not _GLOB_MAGIC.intersection(pattern):
-            if pattern != name:
-                return False
-        elif not fnmatch.fnmatchcase(name, pattern):
-            return False
-    return True
