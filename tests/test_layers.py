@@ -32,7 +32,7 @@ PACKAGE = "mcp_codetools"
 SOURCE = Path(__file__).resolve().parents[1] / PACKAGE
 
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({PACKAGE, "errors", "settings"}),
+    frozenset({PACKAGE, "errors", "settings", "child_pipes"}),
     frozenset({"files", "search", "shell", "dispatcher", "audit", "lsp"}),
     frozenset({"policy"}),
     frozenset({"session"}),

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import struct
 import subprocess
 import sys
@@ -29,6 +28,7 @@ import anyio
 import anyio.abc
 
 import mcp_codetools
+from mcp_codetools.child_pipes import drain, feed, finish, kill_group
 from mcp_codetools.errors import BinaryFileError, ExecutionError, FileTooLargeError, InvalidInputError, ToolError
 from mcp_codetools.files.kinds import NOTEBOOK_MAX_BYTES, NOTEBOOK_MAX_CELLS
 
@@ -161,25 +161,21 @@ async def _run(request: bytes, bound: int, path: Path) -> bytes:
         async for chunk in stream:
             if len(out) + len(chunk) > bound:
                 over = True
-                kill(process)
+                kill_group(process)
                 return
             out.extend(chunk)
 
     try:
         with anyio.move_on_after(WORKER_TIMEOUT_S) as scope:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_feed, process, request)
+                tg.start_soon(feed, process, request)
                 if process.stdout is not None:
                     tg.start_soon(drain_out, process.stdout)
                 if process.stderr is not None:
-                    tg.start_soon(_drain, process.stderr, err)
+                    tg.start_soon(drain, process.stderr, err, STDERR_KEEP_BYTES)
             await process.wait()
     finally:
-        with anyio.CancelScope(shield=True):
-            kill(process)
-            with anyio.move_on_after(5):
-                await process.wait()
-            await process.aclose()
+        await finish(process)
     if scope.cancelled_caught:
         raise ExecutionError(
             f"Checking {path} as a notebook took longer than {WORKER_TIMEOUT_S:.0f} s and was stopped. Nothing was "
@@ -218,34 +214,3 @@ def worker_command() -> list[str]:
     cwd = os.getcwd()
     path = [here] + [p for p in sys.path if p and os.path.isabs(p) and p != cwd and p != here]
     return [sys.executable, "-I", "-c", _BOOT, json.dumps(path)]
-
-
-def kill(process: anyio.abc.Process) -> None:
-    """Kill the worker's whole group (or the worker, where there are no groups); gone already is fine."""
-    if process.returncode is not None:
-        return
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(process.pid, signal.SIGKILL)
-        else:
-            process.kill()
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-async def _feed(process: anyio.abc.Process, data: bytes) -> None:
-    stdin = process.stdin
-    if stdin is None:
-        return
-    try:
-        await stdin.send(data)
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-        pass  # it died or was killed: its exit says why
-    finally:
-        await stdin.aclose()
-
-
-async def _drain(stream: anyio.abc.ByteReceiveStream, into: bytearray) -> None:
-    async for chunk in stream:
-        if len(into) < STDERR_KEEP_BYTES:
-            into.extend(chunk[: STDERR_KEEP_BYTES - len(into)])

@@ -15,7 +15,6 @@ import json
 import logging
 import os
 import re
-import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import Any, Literal
 import anyio
 import anyio.abc
 
+from mcp_codetools.child_pipes import drain, feed, finish
 from mcp_codetools.policy.rules import Behaviour
 
 logger = logging.getLogger(__name__)
@@ -187,46 +187,15 @@ class Hooks:
         try:
             with anyio.move_on_after(hook.timeout_s):
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(_feed, process, data)
-                    tg.start_soon(_drain, process.stdout, out)
-                    tg.start_soon(_drain, process.stderr, err)
+                    tg.start_soon(feed, process, data)
+                    tg.start_soon(drain, process.stdout, out, OUTPUT_KEEP_BYTES)
+                    tg.start_soon(drain, process.stderr, err, OUTPUT_KEEP_BYTES)
                 await process.wait()
                 return process.returncode, bytes(out), bytes(err)
             logger.warning("hook %r from %s timed out after %.0f s; killed", hook.command, hook.source, hook.timeout_s)
             return None, bytes(out), bytes(err)
         finally:
-            with anyio.CancelScope(shield=True):
-                _kill_group(process.pid)
-                with anyio.move_on_after(5):
-                    await process.wait()
-                await process.aclose()
-
-
-async def _feed(process: anyio.abc.Process, data: bytes) -> None:
-    stdin = process.stdin
-    if stdin is None:
-        return
-    try:
-        await stdin.send(data)
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-        pass  # a hook need not read its input
-    finally:
-        await stdin.aclose()
-
-
-async def _drain(stream: anyio.abc.ByteReceiveStream | None, into: bytearray) -> None:
-    if stream is None:
-        return
-    async for chunk in stream:
-        if len(into) < OUTPUT_KEEP_BYTES:
-            into.extend(chunk[: OUTPUT_KEEP_BYTES - len(into)])
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+            await finish(process)
 
 
 def _fold(outcome: HookOutcome, event: Event, hook: HookCommand, code: int | None, out: bytes, err: bytes) -> None:

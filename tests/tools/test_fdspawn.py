@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,18 +27,6 @@ pytestmark = pytest.mark.anyio
 WORKS_WITHOUT_PROC = True  # tests/platform_marks.py: /proc is only asked where mounted (`alive`)
 needs_spawn = pytest.mark.skipif(not fdspawn.available(), reason="no posix_spawn_file_actions_addfchdir_np here")
 ARGV = ["--no-config", "--no-heading", "-e", "needle"]
-
-
-@pytest.fixture
-def pinned(tmp_path: Path) -> Iterator[tuple[Path, int]]:
-    folder = tmp_path / "tree"
-    folder.mkdir()
-    (folder / "a.txt").write_text("needle\n", encoding="utf-8")
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        yield folder, fd
-    finally:
-        os.close(fd)
 
 
 @pytest.fixture

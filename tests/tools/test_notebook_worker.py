@@ -14,6 +14,7 @@ import anyio
 import anyio.abc
 import pytest
 
+from mcp_codetools.child_pipes import finish
 from mcp_codetools.files import notebook_edit as files_notebook_edit
 from mcp_codetools.files import notebook_worker
 from mcp_codetools.pipeline import Pipeline
@@ -190,7 +191,5 @@ async def test_the_worker_imports_nothing_from_the_working_folder_and_gets_no_se
         with anyio.fail_after(30):
             seen = b"".join([chunk async for chunk in process.stdout])
     finally:
-        notebook_worker.kill(process)
-        await process.wait()
-        await process.aclose()
+        await finish(process)
     assert seen == b"-"

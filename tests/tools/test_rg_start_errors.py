@@ -9,7 +9,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -41,18 +40,6 @@ def start(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> st
     monkeypatch.setattr(fdpaths, "FORCE_PORTABLE", request.param != "fd-path")
     monkeypatch.setattr(fdspawn, "enabled", request.param == "fchdir")
     return str(request.param)
-
-
-@pytest.fixture
-def pinned(tmp_path: Path) -> Iterator[tuple[Path, int]]:
-    folder = tmp_path / "tree"
-    folder.mkdir()
-    (folder / "a.txt").write_text("needle\n", encoding="utf-8")
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        yield folder, fd
-    finally:
-        os.close(fd)
 
 
 async def start_error(cwd: Path, fd: int | None) -> str:
