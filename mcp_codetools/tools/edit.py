@@ -27,7 +27,7 @@ from mcp_codetools.files.editing import (
     created_message,
     load_checked,
 )
-from mcp_codetools.files.refusals import missing_file_error
+from mcp_codetools.files.refusals import missing_file_error, refuse_folder_name
 from mcp_codetools.files.writes import hard_link_note
 from mcp_codetools.tools import edit_checks
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
@@ -79,6 +79,7 @@ class EditTool(Tool[EditInput, Replacement | None]):
         loaded = load_checked(path, session.workspace, session.ledger, session.settings.hard_links)
         if loaded is None:
             if args.old_string == "":
+                refuse_folder_name(args.file_path)
                 return None
             raise missing_file_error(path, session.cwd, session.workspace)
         body = loaded.body

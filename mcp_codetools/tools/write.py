@@ -15,6 +15,7 @@ from mcp_codetools.files.editing import (
     created_message,
     load_checked,
 )
+from mcp_codetools.files.refusals import refuse_folder_name
 from mcp_codetools.files.writes import hard_link_note
 from mcp_codetools.tools import edit_checks
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
@@ -47,6 +48,7 @@ class WriteTool(Tool[WriteInput, Loaded | None]):
         session = ctx.session
         loaded = load_checked(path, session.workspace, session.ledger, session.settings.hard_links)
         if loaded is None:
+            refuse_folder_name(args.file_path)
             return None
         record = session.ledger.get(path)
         gaps = record.unread_ranges() if record is not None else []

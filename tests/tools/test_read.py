@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import socket
+import sys
 from pathlib import Path
 
 import anyio
@@ -130,6 +131,16 @@ async def test_missing_file_names_the_cwd_and_a_similar_file(call: Caller, root:
     assert out.meta["errorCode"] == "file_not_found"
     assert f"current working directory is {root}" in out.text
     assert "Did you mean" in out.text and "one.ts" in out.text
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="macOS file systems match either spelling of a name")
+async def test_missing_file_whose_name_exists_in_another_unicode_spelling_says_so(call: Caller, root: Path) -> None:
+    decomposed = root / "cafe\u0301.txt"  # NFD, as macOS once stored names
+    decomposed.write_text("x\n", encoding="utf-8")
+    out = await call.fails("Read", {"file_path": str(root / "caf\u00e9.txt")})
+    assert out.meta["errorCode"] == "file_not_found"
+    assert f"A file {decomposed} exists whose name looks the same" in out.text, out.text
+    assert "Did you mean" not in out.text
 
 
 async def test_directory_is_refused(call: Caller, root: Path) -> None:

@@ -82,3 +82,11 @@ async def test_outside_paths_and_directories_are_refused(call: Caller, root: Pat
     assert not (outside / "x.txt").exists()
     out = await call.fails("Write", {"file_path": str(root), "content": "x"})
     assert "directory" in out.text
+
+
+async def test_a_path_ending_in_a_separator_is_refused_not_made_a_file(call: Caller, root: Path) -> None:
+    out = await call.fails("Write", {"file_path": f"{root / 'pkg'}/", "content": "x"})
+    assert "names a folder, not a file" in out.text, out.text
+    out = await call.fails("Edit", {"file_path": f"{root / 'pkg'}/", "old_string": "", "new_string": "x"})
+    assert "names a folder, not a file" in out.text, out.text
+    assert not (root / "pkg").exists()
