@@ -221,6 +221,11 @@ def _differences(file: _Lines, want: _Lines, c: _Candidate, *, at_line_start: bo
         whole = j < k - 1 or ends_line
         if whole and line[len(line.rstrip(_WS)) :] != mine[len(mine.rstrip(_WS)) :]:
             trailing = True
+        elif not whole and mine != mine.rstrip(_WS):
+            # A last line ending mid-line matched without its trailing blanks: did the file have them there?
+            start = c.pos if k == 1 else 0
+            rest = line.lstrip(_WS)[start + len(want.content[j]) :]
+            trailing |= not rest.startswith(mine[len(mine.rstrip(_WS)) :])
     if quotes:
         kinds.append("quote style")
     if trailing:
@@ -328,6 +333,8 @@ def body_span(text: str, rec: Recovered, convert: Callable[[str], Any]) -> tuple
 
 
 def _join(kinds: tuple[str, ...]) -> str:
+    if not kinds:  # every normalisation names itself; this only keeps a missed one from failing the call
+        return "whitespace"
     return kinds[0] if len(kinds) == 1 else ", ".join(kinds[:-1]) + " and " + kinds[-1]
 
 

@@ -68,9 +68,10 @@ def introduced_error(old: str | None, new: str, first: int = 0, last: int | None
     if found is None or old is None:
         return found
     before = _problem(old)
-    if before is None or (before.message, before.text) != (found.message, found.text):
+    if before is None or before.message != found.message:
         return found
-    return None
+    # The same error as before, on the same text or at the same place (an edit inside the broken line).
+    return None if before.text == found.text or (before.line, before.column) == (found.line, found.column) else found
 
 
 def _indent(line: str) -> int:

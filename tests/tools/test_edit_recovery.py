@@ -217,3 +217,21 @@ def test_a_match_starting_mid_line_keeps_the_first_line_of_new_string_as_sent() 
     assert isinstance(found, recovery.Recovered)
     assert PY[found.start : found.end] == "item.sale:\n            return item.cost * 0.9"
     assert found.new == "item.sale:\n        return 1"  # shifted by the same 4 columns as the file
+
+
+async def test_trailing_blanks_on_an_old_string_ending_mid_line_are_named(call: Caller, root: Path) -> None:
+    twice = write(root, "x = 1\nx = 1\n", "twice.py")
+    await call.ok("Read", {"file_path": str(twice)})
+    out = await call.fails("Edit", {"file_path": str(twice), "old_string": "x = 1 ", "new_string": "x = 2"})
+    assert out.meta["errorCode"] == "old_string_not_found", out.text
+    assert "Ignoring trailing whitespace, it matches 2 places: line 1, line 2" in out.text
+    once = write(root, "x = 1\ny = 2\n", "once.py")
+    text = await edit(call, once, "x = 1  ", "x = 3")
+    assert once.read_text() == "x = 3\ny = 2\n"
+    assert "ignoring trailing whitespace" in text
+
+
+def test_every_recovery_names_what_it_ignored() -> None:
+    for old in ("return item.cost  ", "  return item.cost * 0.9 ", "return 'shop'\t"):
+        found = recovery.recover(PY, old, "x")
+        assert found is not None and found.kinds, old

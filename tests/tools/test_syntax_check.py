@@ -53,6 +53,12 @@ def test_an_error_the_file_already_had_is_not_blamed_on_the_edit() -> None:
     assert syntax.introduced_error(broken, edit_line(broken, 6, "            return 2"), 6, 6) is None
 
 
+def test_an_edit_inside_a_line_that_was_already_broken_is_not_blamed() -> None:
+    broken = "def f():\n    return \u201chi\u201d\n"  # curly quotes: invalid before the edit
+    assert syntax.introduced_error(broken, broken.replace("hi", "yo"), 1, 1) is None
+    assert syntax.introduced_error(broken, broken.replace("return", "return (("), 1, 1) is not None
+
+
 def test_a_new_file_with_an_error_is_reported() -> None:
     found = syntax.introduced_error(None, "def f(:\n    pass\n")
     assert found is not None and found.line == 1
