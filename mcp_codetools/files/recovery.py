@@ -80,16 +80,22 @@ def _columns(indent: str, tab: int) -> int:
     return col
 
 
-def _strip_prefixes(lines: list[str], *, numbered: bool) -> list[str] | None:
-    """`lines` without line-number prefixes, when every non-empty line has one (and, if asked, in sequence)."""
+def _strip_prefixes(lines: list[str], *, numbered: bool) -> tuple[list[str], int | None] | None:
+    """`lines` without line-number prefixes, and the line number they give the first line.
+
+    None unless every non-empty line has a prefix (in sequence, if `numbered`); the number is None unless
+    `numbered`.
+    """
     found = [_PREFIX.match(line) for line in lines]
     if not any(found) or any(m is None and line.strip() for m, line in zip(found, lines, strict=True)):
         return None
+    stated = None
     if numbered:
         numbers = [int(m.group(0).strip(" \t\u2192")) for m in found if m is not None]
         if any(b != a + 1 for a, b in zip(numbers, numbers[1:], strict=False)):
             return None
-    return [line[m.end() :] if m else line for m, line in zip(found, lines, strict=True)]
+        stated = numbers[0] - next(j for j, m in enumerate(found) if m is not None)
+    return [line[m.end() :] if m else line for m, line in zip(found, lines, strict=True)], stated
 
 
 def recover(text: str, old: str, new: str) -> Recovered | Ambiguous | None:
@@ -99,13 +105,14 @@ def recover(text: str, old: str, new: str) -> Recovered | Ambiguous | None:
     old_lines = old.replace("\r\n", "\n").split("\n")
     new_lines = new.replace("\r\n", "\n").split("\n")
     kinds: list[str] = []
+    stated: int | None = None
     stripped = _strip_prefixes(old_lines, numbered=True)
     if stripped is not None:
-        old_lines = stripped
+        old_lines, stated = stripped
         kinds.append("line-number prefixes")
         new_stripped = _strip_prefixes(new_lines, numbered=False)
         if new_stripped is not None:
-            new_lines = new_stripped
+            new_lines = new_stripped[0]
     if "\r" in old and "\r\n" not in text:
         kinds.append("line endings")
     ends_line = len(old_lines) > 1 and old_lines[-1] == ""
@@ -125,6 +132,13 @@ def recover(text: str, old: str, new: str) -> Recovered | Ambiguous | None:
         how = kinds + _differences(file, want, found[0], at_line_start=at_line_start, ends_line=ends_line)
         if flexible:
             how += _indent_kinds(file, want, found[0], at_line_start=at_line_start)
+        elif stated is not None and len(found) == 1 and found[0].line + 1 != stated:
+            # The prefixes name another line: if old_string matches there with its indentation shifted, the
+            # exact-indentation match elsewhere is only a guess, so neither is taken.
+            there = _candidates(file, want, at_line_start=at_line_start, ends_line=ends_line, flexible=True)
+            found += [c for c in there if c.line + 1 == stated]
+            if len(found) > 1:
+                how += _indent_kinds(file, want, found[1], at_line_start=at_line_start)
         if len(found) > 1:
             k = len(want.raw)
             return Ambiguous(tuple((c.line + 1, c.line + k) for c in found), tuple(dict.fromkeys(how)))

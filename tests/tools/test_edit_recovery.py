@@ -129,6 +129,17 @@ async def test_an_exact_indentation_match_wins_over_a_shifted_one(call: Caller, 
     assert f.read_text() == nested.replace("    x = 1\n\nclass", "    x = 2\n\nclass")
 
 
+async def test_prefixes_naming_the_shifted_match_make_the_exact_one_a_guess(call: Caller, root: Path) -> None:
+    # Read's prefixes say line 6, whose indentation differs; line 2 matches exactly. Either may be meant.
+    nested = "def a():\n    x = 1\n\nclass B:\n    def c(self):\n        x = 1\n"
+    f = write(root, nested, "nested.py")
+    await call.ok("Read", {"file_path": str(f)})
+    out = await call.fails("Edit", {"file_path": str(f), "old_string": "6\t    x = 1", "new_string": "6\t    x = 2"})
+    assert out.meta["errorCode"] == "old_string_not_found", out.text
+    assert "it matches 2 places: line 2, line 6" in out.text and "Nothing was changed" in out.text
+    assert f.read_text() == nested
+
+
 async def test_a_changed_word_is_never_forgiven(call: Caller, root: Path) -> None:
     f = write(root, PY)
     await call.ok("Read", {"file_path": str(f)})
