@@ -118,6 +118,7 @@ class Pipeline:
         except ValidationError as exc:
             async with session.dispatcher.slot(ticket, safe=False):
                 return error_output(InvalidInputError.code, format_validation_error(name, exc))
+        await _classify(tool, args)
         safe = _decide_safety(tool, args)
         if progress is None:
             ctx = CallContext(session=session, changes=ticket.changes, ask=ask)
@@ -198,6 +199,14 @@ def resolve_paths(tool: Tool[Any], args: ToolInput, ctx: CallContext) -> dict[st
 def error_output(code: ErrorCode, message: str) -> ToolOutput:
     """A failed call as the model reads it: the message, and the code in the meta (table in `errors`)."""
     return ToolOutput(message, meta={"errorCode": code}, is_error=True)
+
+
+async def _classify(tool: Tool[Any], args: ToolInput) -> None:
+    # The ticket is not ready yet, so later calls of the session wait for it and the order holds.
+    try:
+        await tool.classify(args)
+    except Exception:
+        logger.exception("classify of %s raised; its questions are answered on the event loop", tool.name)
 
 
 def _decide_safety(tool: Tool[Any], args: ToolInput) -> bool:

@@ -35,7 +35,7 @@ class Parsed:
 @functools.lru_cache(maxsize=256)
 def parse(command: str) -> Parsed:
     """Parse `command` (cached: the classifier and the policy ask for the same command in one call)."""
-    import bashlex  # builds its parser tables on import (~0.1 s): paid by the first Bash call, not at start-up
+    import bashlex  # builds its parser tables on import (0.2-0.3 s): paid by the first Bash call, in a worker thread
 
     source = _TIME_KEYWORD.sub(lambda m: m.group(1) + " " * (len(m.group(0)) - len(m.group(1))), command)
     quoted: set[int] = set()

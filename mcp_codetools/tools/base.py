@@ -113,6 +113,12 @@ class Tool(Generic[InputT, PreparedT]):
     path_fields: ClassVar[tuple[str, ...]] = ()
     """Input fields holding paths: the pipeline resolves and confines them before state checks."""
 
+    async def classify(self, args: InputT) -> None:
+        """Do the work the sync questions below need that is too slow for the event loop (by default none).
+
+        It runs before the call's turn, off the loop, and leaves its answers where those questions look.
+        """
+
     def is_read_only(self, args: InputT) -> bool:
         """Whether this call only reads (by default the tool's `read_only` hint)."""
         return self.read_only

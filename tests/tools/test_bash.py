@@ -408,3 +408,48 @@ async def test_an_editor_with_nothing_to_do_is_refused_before_it_hangs(call: Cal
 async def test_editor_words_elsewhere_run(call: Caller, command: str) -> None:
     out = await call("Bash", {"command": command})
     assert out.meta.get("errorCode") != "invalid_input", out.text
+
+
+async def test_parsing_a_command_does_not_hold_other_sessions(
+    monkeypatch: pytest.MonkeyPatch, pipeline: Pipeline, session: CodeSession, root: Path
+) -> None:
+    # bashlex takes ~25 µs a character (a 160 KB command: 3 s) and 0.2-0.3 s for its first parse. The
+    # analysis is held here until another session's Read has finished: on the event loop it could not.
+    import threading
+
+    from mcp_codetools.tools import bash
+
+    entered, release, gave_up = threading.Event(), threading.Event(), threading.Event()
+    real = bash.analyze
+    command = "echo " + "word " * 20
+
+    def held(text: str) -> Any:
+        if text == command and not release.is_set():
+            entered.set()
+            if not release.wait(10):
+                gave_up.set()
+        return real(text)
+
+    monkeypatch.setattr(bash, "analyze", held)
+    (root / "small.txt").write_text("hello\n", encoding="utf-8")
+    other = CodeSession(session.settings)
+    try:
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(pipeline.run, session, "Bash", {"command": command})
+                assert await anyio.to_thread.run_sync(entered.wait, 10)
+                read = await pipeline.run(other, "Read", {"file_path": str(root / "small.txt")})
+                assert not gave_up.is_set(), "the Read waited for the analysis"
+                assert "hello" in read.text
+                release.set()
+    finally:
+        release.set()
+        await other.aclose()
+
+
+@pytest.mark.linux_only
+async def test_a_command_longer_than_one_argument_may_be_says_what_to_do(call: Caller) -> None:
+    # Linux passes at most 128 KiB in one argument, and the command is bash's `-c` argument.
+    out = await call.fails("Bash", {"command": "true" + " word" * 30_000})
+    assert "at 150,004 bytes it is longer than the system passes to a program" in out.text, out.text
+    assert "run it with `bash FILE`" in out.text
