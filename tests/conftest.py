@@ -25,6 +25,22 @@ os.environ.setdefault("MCP_CODETOOLS_START_SNAPSHOT", "0")
 turns it on with a cache folder of its own."""
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run when a session the tests opened in this process left its scratch folder behind."""
+    import shutil
+    import tempfile
+
+    from mcp_codetools.files.scratch import PREFIX
+
+    left = sorted(Path(tempfile.gettempdir()).glob(f"{PREFIX}{os.getpid()}-*"))
+    for folder in left:
+        shutil.rmtree(folder, ignore_errors=True)
+    if left:
+        names = ", ".join(folder.name for folder in left)
+        print(f"\nscratch folders left by unclosed sessions (removed): {names}", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-slow", action="store_true", default=False, help="run tests marked slow")
     parser.addoption(

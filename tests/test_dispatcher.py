@@ -74,11 +74,16 @@ async def test_read_edit_read_of_one_file_sees_the_edit(root: Path) -> None:
     async def run(i: int, name: str, args: dict[str, Any]) -> None:
         results[i] = await pipe.run(session, name, args)
 
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run, 0, "Read", {"file_path": str(f), "limit": 5})
-            tg.start_soon(run, 1, "Edit", {"file_path": str(f), "old_string": "value = 1", "new_string": "value = 2"})
-            tg.start_soon(run, 2, "Read", {"file_path": str(f), "limit": 10})
+    try:
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run, 0, "Read", {"file_path": str(f), "limit": 5})
+                tg.start_soon(
+                    run, 1, "Edit", {"file_path": str(f), "old_string": "value = 1", "new_string": "value = 2"}
+                )
+                tg.start_soon(run, 2, "Read", {"file_path": str(f), "limit": 10})
+    finally:
+        await session.aclose()  # the Edit's history made the session's scratch folder
     assert results[0].text == "1\tvalue = 1"
     assert not results[1].is_error, results[1].text
     assert results[2].text == "1\tvalue = 2"

@@ -56,6 +56,17 @@ class GlobInput(ToolInput):  # noqa: D101  (no docstring: pydantic would send it
         return value
 
 
+def _doubled_folder_note(pattern: str, folder: Path) -> str:
+    """A hint when the pattern names `path`'s own folder again (`src/*.py` with path `src`)."""
+    first, _, rest = pattern.partition("/")
+    if first != folder.name or not rest:
+        return ""
+    return (
+        f"\n(The pattern is read inside path {folder}, which has no folder {first}/. "
+        f"For the files of {folder} itself, use the pattern `{rest}`.)"
+    )
+
+
 def split_pattern(pattern: str, folder: Path, session: CodeSession) -> tuple[Path | None, str]:
     """Where rg should run and the glob to give it; (None, _) when that folder does not exist.
 
@@ -131,7 +142,9 @@ class GlobTool(SearchTool[GlobInput]):
         session = ctx.session
         base, glob = split_pattern(args.pattern, ctx.paths["path"], session)
         if base is None:
-            return ToolOutput("No files found", meta=_meta(0, 0, True))
+            return ToolOutput(
+                "No files found" + _doubled_folder_note(args.pattern, ctx.paths["path"]), meta=_meta(0, 0, True)
+            )
         # rg sorts by mtime itself (see `_list`): for a listing that is cheaper than a stat per file in
         # Python, and then only the first 100 names are kept; the rest are merely counted.
         argv = [*base_args(), "--files", "--null", *rg_filter(glob), *vcs_excludes()]

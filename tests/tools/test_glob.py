@@ -115,6 +115,16 @@ async def test_the_pattern_is_relative_to_path_and_results_to_the_working_direct
     assert await glob(call, "*.ts", path=str(project / ".config")) == [f"{project}/.config/settings.ts"]
 
 
+async def test_a_pattern_naming_the_path_folder_again_says_what_to_drop(call: Caller, project: Path) -> None:
+    found = await glob(call, "src/*.ts", path="src")
+    assert found == [
+        "No files found",
+        f"(The pattern is read inside path {project}/src, which has no folder src/. "
+        f"For the files of {project}/src itself, use the pattern `*.ts`.)",
+    ]
+    assert await glob(call, "*.ts", path="src") == ["src/app.ts", "src/lib/types.ts", "src/lib/deep/more.ts"]
+
+
 async def test_a_literal_file_name_with_folders_finds_that_file(call: Caller, project: Path) -> None:
     assert await glob(call, "src/lib/types.ts") == ["src/lib/types.ts"]
 
