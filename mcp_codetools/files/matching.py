@@ -240,6 +240,8 @@ def window(
     text: AnyStr, start: int, end: int, first_region_line: int, decode: Callable[[AnyStr], str], context: int = 3
 ) -> Window:
     """Lines of `text` touched by [start, end); `first_region_line` is the number of the line holding `start`."""
+    if not text:
+        return Window(1, [], [], [])  # an empty file has no line, not one empty line
     nl = _lit(text, "\n")
     region_start = text.rfind(nl, 0, start) + 1
     last = max(start, end - 1) if end > start else start

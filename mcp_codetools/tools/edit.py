@@ -187,8 +187,13 @@ def _edit_result(
         else f"The file {path} has been updated successfully."
     )
     where = "first " if len(matches) > 1 else ""
+    shown = (
+        f" Here is the result around the {where}change:\n{matching.snippet(new_window)}"
+        if new_window.region
+        else " The file is now empty."
+    )
     return ToolOutput(
-        f"{head} Here is the result around the {where}change:\n{matching.snippet(new_window)}",
+        head + shown,
         meta={
             "path": str(path),
             "replacements": len(matches),

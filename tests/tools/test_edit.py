@@ -380,3 +380,19 @@ async def test_the_result_shows_no_line_after_the_final_newline(call: Caller, ro
     assert out.text.endswith("1\tone\n2\tTWO\n3\tthree"), out.text
     assert out.meta["structuredPatch"][0]["lines"] == [" one", "-two", "+TWO", " three"]
     assert out.meta["structuredPatch"][0]["oldLines"] == 3
+
+
+async def test_an_empty_file_has_no_line_in_the_patch_before_or_after(call: Caller, root: Path) -> None:
+    f = root / "empty.txt"
+    f.write_text("", encoding="utf-8")
+    await call.ok("Read", {"file_path": str(f)})
+    out = await call("Edit", {"file_path": str(f), "old_string": "", "new_string": "hi\n"})
+    assert not out.is_error, out.text
+    patch = out.meta["structuredPatch"][0]
+    assert (patch["oldLines"], patch["newLines"], patch["lines"]) == (0, 1, ["+hi"])
+    out = await call("Edit", {"file_path": str(f), "old_string": "hi\n", "new_string": ""})
+    assert not out.is_error, out.text
+    assert out.text.endswith("has been updated successfully. The file is now empty."), out.text
+    patch = out.meta["structuredPatch"][0]
+    assert (patch["oldLines"], patch["newLines"], patch["lines"]) == (1, 0, ["-hi"])
+    assert f.read_bytes() == b""
