@@ -5,8 +5,10 @@ the target, all through a descriptor of that folder that was checked to lie insi
 target's mode bits are kept. A file with several hard links is written in place instead, so every
 link keeps seeing the same file.
 
-A writer killed mid-write (SIGKILL, power loss) leaves its temporary file, `.<name>.<hex12>.tmp`; the next
-write of the same file removes such leftovers (`sweep_stale_temps`). A writer holds an exclusive `flock`
+A writer killed mid-write (SIGKILL, power loss) leaves its temporary file, `.<name>.<nonce><tag>.tmp`; the
+next write of the same file removes such leftovers (`sweep_stale_temps`). The tag is a digest of the name and
+the nonce (`temp_name`), so the sweep proves a file is one of ours before touching it: a user's
+`.notes.txt.abcdefabcdef.tmp` merely looks like one and is never removed. A writer holds an exclusive `flock`
 on its temporary file for as long as it lives, which the kernel drops when the process dies, however it
 dies; so a temp file is taken as stale only when no one holds its lock and it is older than
 `STALE_AFTER_S`, which covers the instant between a writer's create and its lock, and writers on another
@@ -18,6 +20,7 @@ must be `STALE_UNLOCKED_S` old.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import secrets
@@ -38,13 +41,21 @@ STALE_AFTER_S = 60.0
 """Age (since its last change) past which an unlocked temporary file of a write is taken as left by a dead writer."""
 STALE_UNLOCKED_S = 3600.0
 """The same where the filesystem refuses locks, so a live writer cannot be told from a dead one."""
-_TEMP = ".{name}.{hex}.tmp"
-_HEX_CHARS = 12
+_NONCE_HEX = 8
+_TAG_HEX = 8
+_TAG_DOMAIN = b"mcp-codetools atomic write\0"
+
+
+def _tag(name: str, nonce: str) -> str:
+    """What marks a temp name as ours: 32 bits a file named by anyone else matches once in 4 billion."""
+    digest = hashlib.sha256(_TAG_DOMAIN + name.encode("utf-8", "surrogateescape") + b"\0" + nonce.encode())
+    return digest.hexdigest()[:_TAG_HEX]
 
 
 def temp_name(name: str) -> str:
-    """A new temporary sibling's name for a write of `name` (48 random bits)."""
-    return _TEMP.format(name=name, hex=secrets.token_hex(_HEX_CHARS // 2))
+    """A new temporary sibling's name for a write of `name`: `.<name>.<nonce><tag>.tmp` (32 random bits)."""
+    nonce = secrets.token_hex(_NONCE_HEX // 2)
+    return f".{name}.{nonce}{_tag(name, nonce)}.tmp"
 
 
 def ensure_parent(path: Path, workspace: Workspace) -> None:
@@ -160,14 +171,17 @@ def _write_replace(name: str, data: bytes, dfd: int, existing: os.stat_result | 
 def sweep_stale_temps(name: str, dfd: int, *, now: float | None = None) -> list[str]:
     """Remove the temporary files that dead writers of `name` left in the folder `dfd`; returns their names.
 
-    Only names of this writer's exact pattern for `name` (no other file's temp files can match), only
-    regular files of this user with one link, only unlocked and old enough (see the module doc), and all
-    through `dfd`, never a path. Any doubt (a file that changes while looked at) keeps the file.
+    Only names `temp_name` made for `name` (the tag checked: a user's file that looks alike is not one),
+    only regular files of this user with one link, only unlocked and old enough (see the module doc), and
+    all through `dfd`, never a path. Any doubt (a file that changes while looked at) keeps the file.
     """
-    pattern = re.compile(re.escape(f".{name}.") + f"[0-9a-f]{{{_HEX_CHARS}}}" + re.escape(".tmp"))
+    pattern = re.compile(
+        re.escape(f".{name}.") + f"([0-9a-f]{{{_NONCE_HEX}}})([0-9a-f]{{{_TAG_HEX}}})" + re.escape(".tmp")
+    )
     try:
         with os.scandir(dfd) as entries:
-            found = [entry.name for entry in entries if pattern.fullmatch(entry.name)]
+            matched = (pattern.fullmatch(entry.name) for entry in entries)
+            found = [m.string for m in matched if m is not None and _tag(name, m.group(1)) == m.group(2)]
     except OSError:
         return []
     when = time.time() if now is None else now
