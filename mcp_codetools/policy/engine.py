@@ -48,6 +48,10 @@ PROTECTED_PATHS: tuple[str, ...] = (
     ".idea",
     ".mcp.json",
     "mcp-codetools.toml",
+    ".envrc",
+    ".husky",
+    ".pre-commit-config.yaml",
+    ".devcontainer",
     ".bashrc",
     ".bash_profile",
     ".bash_login",
@@ -60,7 +64,12 @@ PROTECTED_PATHS: tuple[str, ...] = (
     ".gitconfig",
     ".config/git",
 )
-"""Writes here change how tools, editors or shells behave later: asked about by default (denied in plan mode)."""
+"""Writes here change how tools, editors or shells behave later: asked about by default (denied in plan mode).
+
+Each is run or loaded by a program on its own, without the user asking for that file: direnv runs `.envrc`
+on `cd`, git runs `.husky/` (its `core.hooksPath`) and what `.pre-commit-config.yaml` names at a commit,
+an editor runs `.devcontainer/`'s `initializeCommand` on the host when the folder is opened.
+"""
 
 MAX_TREE_ENTRIES = 20_000
 """Entries looked at under a folder a command reads whole (`grep -r`) before it counts as reaching a denied path."""
