@@ -25,8 +25,8 @@ from pydantic import ValidationError
 
 from mcp_codetools.settings.model import PLACES, LoadedSettings, Settings, setting_value
 from mcp_codetools.settings.printing import shown
-from mcp_codetools.settings.sources import USER_ONLY, ConfigError, config_files, env_values, file_values, read_toml
-from mcp_codetools.settings.tightening import TIGHTENING
+from mcp_codetools.settings.sources import ConfigError, config_files, env_values, file_values, read_toml
+from mcp_codetools.settings.tightening import TIGHTENING, project_may_set
 
 logger = logging.getLogger(__name__)
 
@@ -64,9 +64,11 @@ def load_settings(
                 files.append(path)
                 found = file_values(table, path)
                 if project:
-                    for name in USER_ONLY & found.keys():
+                    for name in [name for name in found if not project_may_set(name)]:
                         where = found.pop(name)[1]
-                        ignored.append(f"{where} ignored: it names a program to run, so only the user's config sets it")
+                        ignored.append(
+                            f"{where} ignored: it names a program or an image to run, so only the user's config sets it"
+                        )
                     found = _tightened_only(base, values, sources, found, ignored)
                 _take(base, values, sources, found)
     for note in ignored:
@@ -178,7 +180,10 @@ def _tightened_only(
             continue
         current = values.get(name, setting_value(base, name))
         proposed = setting_value(checked, name)
-        value, why = TIGHTENING[name](current, proposed, base.roots)
+        try:
+            value, why = TIGHTENING[name](current, proposed, base.roots)
+        except (TypeError, ValueError) as exc:  # cannot tell whether it is tighter: not the project's to set
+            value, why = current, f"it cannot be compared with {shown(current)}: {exc}"
         if why is not None:
             ignored.append(
                 f"{where} = {shown(proposed)} ignored ({why}): a project file may only tighten this setting; "

@@ -47,8 +47,6 @@ class Place:
     key: str = ""
     env: str = ""
     flag: str | None = None
-    user_only: bool = False
-    """It names a program to run: a project file (which the model can write) may not set it."""
 
 
 @pydantic_dataclass(frozen=True, config=ConfigDict(extra="forbid"))
@@ -259,7 +257,7 @@ class Settings:
             "for them); used when the program is on the PATH. "
             "Read from the user's config only: a project file cannot name a program to run."
         ),
-        Place("lsp", user_only=True),
+        Place("lsp"),
     ] = field(default_factory=dict)
     history_max_bytes: Annotated[
         int,
@@ -423,7 +421,7 @@ def _resolved(name: str, place: Place) -> Place:
     leaf = name.rpartition(".")[2]
     key = place.key or (leaf if "." in name else leaf.removeprefix(place.section + "_"))
     env = place.env or ENV_PREFIX + name.replace(".", "_").upper()
-    return Place(place.section, key, env, place.flag, place.user_only)
+    return Place(place.section, key, env, place.flag)
 
 
 _FIELDS = _setting_fields(Settings)

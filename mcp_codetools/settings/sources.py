@@ -22,8 +22,6 @@ POLICY_SECTIONS = frozenset({"permissions", "hooks"})
 """Tables in the same files that `policy/loading.py` reads and checks."""
 
 _BY_KEY = {(p.section, p.key): name for name, p in PLACES.items()}
-USER_ONLY = frozenset(name for name, place in PLACES.items() if place.user_only)
-"""Settings that name a program to run: a project file (which the model can write) may not set them."""
 
 
 class ConfigError(ValueError):
@@ -50,7 +48,7 @@ class ConfigFile(NamedTuple):
     path: Path
     required: bool
     project: bool
-    """Inside a root the model can write: it may only tighten (`TIGHTENING`, and the policy's own rules)."""
+    """Inside a root the model can write: it may only do what `PROJECT_MAY` says (and the policy's own rules)."""
 
 
 def config_files(
