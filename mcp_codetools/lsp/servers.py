@@ -18,7 +18,7 @@ import os
 import shutil
 import site
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,6 +116,25 @@ def available(table: Mapping[str, LanguageServerEntry] | None = None) -> list[Se
     if not any(spec.name == "python" for spec in specs) and (builtin := python_server()) is not None:
         specs.append(builtin)
     return specs
+
+
+def program_in(spec: ServerSpec, roots: Sequence[Path]) -> Path | None:
+    """The server's program when a root holds it (found on a PATH that reaches into a project, or named there).
+
+    Such a program is the project's, which a sandboxed command may have replaced: it is never started as a
+    language server. The built-in server's interpreter is the one this server runs on, not the project's.
+    """
+    if spec.command[0] == sys.executable:
+        return None
+    found = shutil.which(spec.command[0])
+    if found is None:
+        return None
+    # The link as found counts as well as its target: a `.venv/bin` link to a system program can be replaced.
+    link = Path(os.path.realpath(os.path.dirname(os.path.abspath(found)))) / os.path.basename(found)
+    for candidate in (link, Path(os.path.realpath(found))):
+        if any(candidate == root or candidate.is_relative_to(root) for root in roots):
+            return candidate
+    return None
 
 
 def for_file(specs: list[ServerSpec], path: Path) -> ServerSpec | None:

@@ -26,7 +26,7 @@ from typing import Any
 import anyio
 
 from mcp_codetools.files.scratch import make_scratch_dir
-from mcp_codetools.lsp.servers import ServerSpec, for_file
+from mcp_codetools.lsp.servers import ServerSpec, for_file, program_in
 from mcp_codetools.lsp.wire import Connection, ServerGone
 from mcp_codetools.shell.spawning import command_env
 
@@ -236,6 +236,7 @@ class LanguageServers:
                     f"The {spec.name} language server stopped {len(recent)} times in the last "
                     f"{int(START_WINDOW_S // 60)} minutes and is not started again yet. Use Grep and Read meanwhile."
                 )
+            refuse_project_program(spec, [root])
             self._starts[key] = [*recent, time.monotonic()]
             client = await self._start(spec, root)
             self._clients[key] = client
@@ -301,6 +302,21 @@ class LanguageServers:
         if self._home is not None:
             shutil.rmtree(self._home, ignore_errors=True)
             self._home = None
+
+
+def refuse_project_program(spec: ServerSpec, roots: Sequence[Path]) -> None:
+    """Refuse to start a server whose program a root holds (see `program_in`).
+
+    Raises:
+        LanguageServerUnavailable: it does, saying which program and what to do.
+    """
+    program = program_in(spec, roots)
+    if program is not None:
+        raise LanguageServerUnavailable(
+            f"The {spec.name} language server's program is {program}, inside a project folder: a project's own "
+            "program is not started as a language server (a command may have changed it). Install the server "
+            "outside the roots, or name it by an absolute path there in the user config's [lsp.servers]."
+        )
 
 
 def _initialize_params(spec: ServerSpec, root: Path) -> dict[str, Any]:

@@ -22,7 +22,13 @@ from mcp_codetools.files.text import BinaryContentError, detect
 from mcp_codetools.lsp.render import Hidden, Renderer
 from mcp_codetools.lsp.servers import available
 from mcp_codetools.lsp.wire import ServerError, ServerGone
-from mcp_codetools.lsp.workspace import MAX_DOCUMENT_BYTES, Client, LanguageServerUnavailable, file_uri
+from mcp_codetools.lsp.workspace import (
+    MAX_DOCUMENT_BYTES,
+    Client,
+    LanguageServerUnavailable,
+    file_uri,
+    refuse_project_program,
+)
 from mcp_codetools.policy.engine import CallFacts
 from mcp_codetools.policy.hiding import Hider
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
@@ -103,8 +109,13 @@ class LSPTool(Tool[LSPInput, _Target]):
                 f"{args.operation} needs the symbol's position: line and character (1-based, as Read numbers lines)."
             )
         servers = ctx.session.language_servers
-        if servers.spec_for(path) is None:
+        spec = servers.spec_for(path)
+        if spec is None:
             raise ExecutionError(servers.no_server_message(path))
+        try:
+            refuse_project_program(spec, ctx.session.workspace.roots)
+        except LanguageServerUnavailable as exc:
+            raise ExecutionError(str(exc)) from None
         root = next((r for r in ctx.session.workspace.roots if is_within(path, r)), ctx.session.workspace.roots[0])
         return _Target(root, _document_text(path, ctx))
 

@@ -8,6 +8,7 @@ environment, without the excluded variables, in a working folder outside the roo
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from collections.abc import Iterator
@@ -154,3 +155,28 @@ def test_doctor_starts_language_servers_as_a_session_does(
     facts = json.loads(report.read_text(encoding="utf-8"))
     assert "DB_PASSWORD" not in facts["env"]
     assert "mcp-codetools-doctor-lsp-" not in facts["cwd"]  # doctor's sample project is not the working folder
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a shell script stands for the server's program")
+async def test_a_server_program_that_a_root_holds_is_never_started(
+    pipeline: Pipeline, root: Path, marker: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = root / ".venv" / "bin"  # an activated project venv puts its bin first on the PATH
+    folder.mkdir(parents=True)
+    program = folder / "project-lsp"
+    program.write_text(f"#!/bin/sh\necho ran > {shlex.quote(str(marker))}\n", encoding="utf-8")
+    program.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")
+    module = root / "mod.py"
+    module.write_text("X = 1\n", encoding="utf-8")
+    servers = {"python": {"command": ["project-lsp"], "extensions": [".py"]}}
+    session = CodeSession(Settings(roots=(root,), lsp_servers=servers))  # type: ignore[arg-type]
+    try:
+        with anyio.fail_after(20):
+            out = await Caller(pipeline, session).fails(
+                "LSP", {"operation": "documentSymbol", "file_path": str(module)}
+            )
+    finally:
+        await session.aclose()
+    assert f"program is {program}, inside a project folder" in out.text
+    assert not marker.exists(), "a program from the project ran as a language server"
