@@ -190,7 +190,10 @@ def server_command() -> list[str]:
 
 
 def _language_servers(loaded: LoadedSettings | None) -> None:
-    """Each language server that can run here, started once in a scratch folder: start time and memory."""
+    """Each language server that can run here, started once in a scratch folder: start time and memory.
+
+    Started as a session starts them (the same environment as Bash, a private working folder).
+    """
     from mcp_codetools.lsp.servers import available
     from mcp_codetools.lsp.workspace import LanguageServers, LanguageServerUnavailable
 
@@ -200,13 +203,13 @@ def _language_servers(loaded: LoadedSettings | None) -> None:
         return
 
     async def probe(workdir: Path) -> None:
-        servers = LanguageServers(specs)
+        exclude = loaded.settings.bash_env_exclude if loaded is not None else frozenset[str]()
+        servers = LanguageServers(specs, env_exclude=exclude)
         try:
             for spec in specs:
-                sample = workdir / f"sample{sorted(spec.extensions)[0]}"
                 try:
-                    with anyio.fail_after(30):
-                        client = await servers.client(sample, workdir)
+                    with anyio.fail_after(30):  # by spec: a configured server may serve the built-in one's files
+                        client = await servers.client_of(spec, workdir)
                 except (LanguageServerUnavailable, TimeoutError) as exc:
                     print(f"  lsp          {spec.name} ({spec.command[0]}): does not start: {exc}")
                     continue

@@ -121,7 +121,9 @@ class CodeSession:
     def language_servers(self) -> LanguageServers:
         """The session's language servers (each started on first use); they stop when the session ends."""
         if self._language_servers is None:
-            self._language_servers = LanguageServers(available(self.settings.lsp_servers))
+            self._language_servers = LanguageServers(
+                available(self.settings.lsp_servers), env_exclude=self.settings.bash_env_exclude
+            )
             self.on_close(self._language_servers.aclose)
         return self._language_servers
 

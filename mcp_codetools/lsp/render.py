@@ -1,11 +1,14 @@
 """Language server answers as text for the model: `path:line:col` with the line, grouped by file, capped.
 
 A location outside the workspace (the standard library, site-packages) is given by its path alone: its
-content is not the workspace's to show. Lines are read through the caller's confined reader.
+content is not the workspace's to show. Lines are read through the caller's confined reader. A location in
+a file the caller hides (a Read deny rule covers it) is left out before counting, without a word, as Grep
+and Glob leave such files out.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,8 @@ SYMBOL_KINDS = (
 
 LineReader = Callable[[Path], "list[str] | None"]
 """The lines of a file inside the roots (None outside them, or when it cannot be read)."""
+Hidden = Callable[[Path], bool]
+"""Whether a file (absolute, symlinks resolved) may not be shown at all."""
 
 
 def kind_name(kind: Any) -> str:
@@ -34,11 +39,30 @@ def kind_name(kind: Any) -> str:
 class Renderer:
     """Turns positions into `path:line:col` text; converts columns from the server's units (UTF-16 or code points)."""
 
-    def __init__(self, lines_of: LineReader, shown: Callable[[Path], str], utf16: bool) -> None:
+    def __init__(
+        self, lines_of: LineReader, shown: Callable[[Path], str], utf16: bool, hidden: Hidden | None = None
+    ) -> None:
         self._lines_of = lines_of
         self._shown = shown
         self._utf16 = utf16
+        self._hidden = hidden
         self._cache: dict[Path, list[str] | None] = {}
+        self._visible: dict[str, bool] = {}
+
+    @property
+    def hides_files(self) -> bool:
+        """Whether some files may not be shown (else every location is)."""
+        return self._hidden is not None
+
+    def visible(self, uri: Any) -> bool:
+        """Whether a location in the document at `uri` may be shown (not a file the caller hides)."""
+        if self._hidden is None:
+            return True
+        key = str(uri or "")
+        if key not in self._visible:
+            path = uri_path(key)
+            self._visible[key] = path is None or not self._hidden(Path(os.path.realpath(path)))
+        return self._visible[key]
 
     def lines(self, path: Path) -> list[str] | None:
         """The file's lines, read once per answer."""
@@ -75,7 +99,7 @@ class Renderer:
         for item in items:
             uri = item.get("targetUri") or item.get("uri")
             where = item.get("targetSelectionRange") or item.get("targetRange") or item.get("range") or {}
-            if uri:
+            if uri and self.visible(uri):
                 spots.append((uri, where.get("start") or {}))
         if not spots:
             return f"No {noun} found."
@@ -124,6 +148,8 @@ class Renderer:
             for symbol in symbols:
                 if len(rows) >= MAX_SYMBOLS:
                     return
+                if "location" in symbol and not self.visible((symbol.get("location") or {}).get("uri")):
+                    continue
                 where = (symbol.get("selectionRange") or symbol.get("range") or {}).get("start")
                 if where is None:
                     where = ((symbol.get("location") or {}).get("range") or {}).get("start") or {}
@@ -146,7 +172,7 @@ class Renderer:
 
     def workspace_symbols(self, result: Any, query: str) -> str:
         """Symbols matching a query: `path:line:col Kind name (in container)`."""
-        items = list(result or [])
+        items = [s for s in result or [] if self.visible((s.get("location") or {}).get("uri"))]
         rows = []
         for symbol in items[:MAX_LOCATIONS]:
             location = symbol.get("location") or {}
@@ -164,7 +190,7 @@ class Renderer:
     def call_items(self, items: Any) -> str:
         """Call hierarchy items: `Kind name at path:line:col`."""
         rows = []
-        for item in list(items or [])[:MAX_LOCATIONS]:
+        for item in [i for i in items or [] if self.visible(i.get("uri"))][:MAX_LOCATIONS]:
             start = (item.get("selectionRange") or item.get("range") or {}).get("start") or {}
             _, place, _ = self.place(str(item.get("uri", "")), start)
             rows.append(f"{kind_name(item.get('kind'))} {item.get('name')} at {place}")
@@ -173,8 +199,9 @@ class Renderer:
     def calls(self, result: Any, direction: str) -> str:
         """Incoming (`from`) or outgoing (`to`) calls, each with where the calls are made."""
         key = "from" if direction == "incoming" else "to"
+        result = [e for e in result or [] if self.visible((e.get(key) or {}).get("uri"))]
         rows = []
-        for entry in list(result or [])[:MAX_LOCATIONS]:
+        for entry in result[:MAX_LOCATIONS]:
             item = entry.get(key) or {}
             start = (item.get("selectionRange") or item.get("range") or {}).get("start") or {}
             _, place, _ = self.place(str(item.get("uri", "")), start)

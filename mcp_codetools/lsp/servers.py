@@ -3,18 +3,27 @@
 Python is served out of the box by jedi-language-server, a dependency: it is pure Python, starts in a
 fraction of a second and answers definitions, references, hovers and symbols from the source alone.
 Others are configured by the user (`[lsp.servers.NAME]`) and used when their program is on the PATH.
+
+A server reads the project; it never runs the project's code. The built-in one starts isolated (`-I`: no
+working folder or script folder on its import path, no `PYTHON*` variables, no user site), so a root's
+`jedi.py` or `pygls/` is never imported in place of the package; jedi's own helper process is told the
+same through `PYTHONSAFEPATH` and `PYTHONNOUSERSITE`. A server named `python` never learns of an activated
+environment (jedi would run its interpreter): the venv's packages are read from its folder (venvs.py).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
+import site
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcp_codetools.lsp.venvs import ACTIVE_VARIABLES, extra_paths
 from mcp_codetools.settings import LanguageServerEntry
 
 LANGUAGE_IDS = {
@@ -47,26 +56,40 @@ class ServerSpec:
     diagnostics: bool = True
     """Whether edits wait for its diagnostics (not worth it when it only repeats the syntax check)."""
 
+    @property
+    def is_python(self) -> bool:
+        """Whether this server stands for Python (the built-in one, or a table named python replacing it)."""
+        return self.name == "python"
+
+    def environment(self, base: dict[str, str]) -> dict[str, str]:
+        """The server's environment made from Bash's (`base`): a Python server never sees an active venv."""
+        if not self.is_python:
+            return base
+        env = {name: value for name, value in base.items() if name not in ACTIVE_VARIABLES}
+        env.update(PYTHONSAFEPATH="1", PYTHONNOUSERSITE="1")
+        return env
+
     def language_id(self, path: Path) -> str:
         """The LSP language id of a file this server serves."""
         return LANGUAGE_IDS.get(path.suffix.lower(), path.suffix.lower().lstrip(".") or "plaintext")
 
     def options_for(self, root: Path) -> dict[str, Any]:
-        """Initialization options for a workspace root (Python: the project's own virtual environment)."""
+        """Initialization options for a workspace root (Python: the packages of the project's own venv)."""
         options = dict(self.initialization_options)
-        if self.name == "python":
-            venv = next(
-                (root / d / "bin" / "python" for d in (".venv", "venv") if (root / d / "bin" / "python").exists()), None
-            )
-            if venv is not None:
-                options.setdefault("workspace", {"environmentPath": str(venv)})
+        if self.is_python and (paths := extra_paths(root)):
+            options.setdefault("workspace", {"extraPaths": paths})
         return options
 
 
 def python_server() -> ServerSpec | None:
     """jedi-language-server run by this Python (None when it is not installed)."""
-    if importlib.util.find_spec("jedi_language_server") is not None:
-        command: tuple[str, ...] = (sys.executable, "-c", "from jedi_language_server.cli import cli; cli()")
+    found_spec = importlib.util.find_spec("jedi_language_server")
+    if found_spec is not None:
+        # -I is -E -P -s; a package installed in the user's site needs that site, so there only -E -P.
+        user_site = site.getusersitepackages()
+        origin = found_spec.origin or ""
+        flags = ("-E", "-P") if user_site and origin.startswith(user_site + os.sep) else ("-I",)
+        command: tuple[str, ...] = (sys.executable, *flags, "-c", "from jedi_language_server.cli import cli; cli()")
     elif (found := shutil.which("jedi-language-server")) is not None:
         command = (found,)
     else:
@@ -93,6 +116,25 @@ def available(table: Mapping[str, LanguageServerEntry] | None = None) -> list[Se
     if not any(spec.name == "python" for spec in specs) and (builtin := python_server()) is not None:
         specs.append(builtin)
     return specs
+
+
+def program_in(spec: ServerSpec, roots: Sequence[Path]) -> Path | None:
+    """The server's program when a root holds it (found on a PATH that reaches into a project, or named there).
+
+    Such a program is the project's, which a sandboxed command may have replaced: it is never started as a
+    language server. The built-in server's interpreter is the one this server runs on, not the project's.
+    """
+    if spec.command[0] == sys.executable:
+        return None
+    found = shutil.which(spec.command[0])
+    if found is None:
+        return None
+    # The link as found counts as well as its target: a `.venv/bin` link to a system program can be replaced.
+    link = Path(os.path.realpath(os.path.dirname(os.path.abspath(found)))) / os.path.basename(found)
+    for candidate in (link, Path(os.path.realpath(found))):
+        if any(candidate == root or candidate.is_relative_to(root) for root in roots):
+            return candidate
+    return None
 
 
 def for_file(specs: list[ServerSpec], path: Path) -> ServerSpec | None:

@@ -4,6 +4,10 @@ Each server sees a document as the session last read or wrote it: before a reque
 `didOpen`, or `didChange` when its content changed since. Diagnostics are never stale: after an edit the
 answer is read only from a `publishDiagnostics` for the version just sent. A server that crashes is started
 again on the next call, a bounded number of times; all of them stop with the session.
+
+A server runs as a Bash command would: with Bash's environment (the `bash_env_exclude` names and the
+server's own secrets left out), and in a private empty folder of its own rather than at a root, so
+nothing of the project sits in its working folder (see servers.py for the Python server's import path).
 """
 
 from __future__ import annotations
@@ -11,17 +15,20 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import shutil
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from mcp_codetools.lsp.servers import ServerSpec, for_file
+from mcp_codetools.files.scratch import make_scratch_dir
+from mcp_codetools.lsp.servers import ServerSpec, for_file, program_in
 from mcp_codetools.lsp.wire import Connection, ServerGone
+from mcp_codetools.shell.spawning import command_env
 
 logger = logging.getLogger(__name__)
 
@@ -162,9 +169,14 @@ class Client:
 class LanguageServers:
     """The language servers of one session."""
 
-    def __init__(self, specs: Sequence[ServerSpec], *, start_timeout_s: float = 20.0) -> None:
+    def __init__(
+        self, specs: Sequence[ServerSpec], *, env_exclude: Collection[str] = (), start_timeout_s: float = 20.0
+    ) -> None:
         self.specs = list(specs)
+        self.env_exclude = frozenset(env_exclude)
+        """Variables the servers do not see, as Bash commands do not (the `bash_env_exclude` setting)."""
         self.start_timeout_s = start_timeout_s
+        self._home: Path | None = None
         self._clients: dict[tuple[str, Path], Client] = {}
         self._starting: dict[tuple[str, Path], anyio.Lock] = {}
         self._starts: dict[tuple[str, Path], list[float]] = {}
@@ -197,6 +209,14 @@ class LanguageServers:
         spec = self.spec_for(path)
         if spec is None:
             raise LanguageServerUnavailable(self.no_server_message(path))
+        return await self.client_of(spec, root)
+
+    async def client_of(self, spec: ServerSpec, root: Path) -> Client:
+        """The running `spec` server for `root`, started (or restarted) when needed (see `client`).
+
+        Raises:
+            LanguageServerUnavailable: it cannot be started, or stopped too often of late.
+        """
         key = (spec.name, root)
         lock = self._starting.setdefault(key, anyio.Lock())
         async with lock:
@@ -216,6 +236,7 @@ class LanguageServers:
                     f"The {spec.name} language server stopped {len(recent)} times in the last "
                     f"{int(START_WINDOW_S // 60)} minutes and is not started again yet. Use Grep and Read meanwhile."
                 )
+            refuse_project_program(spec, [root])
             self._starts[key] = [*recent, time.monotonic()]
             client = await self._start(spec, root)
             self._clients[key] = client
@@ -230,7 +251,8 @@ class LanguageServers:
                 holder[0].on_notification(method, params)
 
         try:
-            conn = await Connection.start(spec.command, root, route, env=_server_env())
+            env = spec.environment(command_env(read_only=True, exclude=self.env_exclude))
+            conn = await Connection.start(spec.command, self._workdir(), route, env=env)
         except OSError as exc:
             raise LanguageServerUnavailable(
                 f"Could not start the {spec.name} language server ({spec.command[0]}): {exc.strerror or exc}."
@@ -249,6 +271,12 @@ class LanguageServers:
         holder.append(client)
         logger.info("language server %s started for %s in %.0f ms", spec.name, root, client.started_ms)
         return client
+
+    def _workdir(self) -> Path:
+        """The servers' working folder: private, empty, outside the roots (removed with them)."""
+        if self._home is None:
+            self._home = make_scratch_dir()
+        return self._home
 
     def status(self) -> list[dict[str, Any]]:
         """Each running server: name, root, start time and resident memory (for doctor and logs)."""
@@ -271,6 +299,24 @@ class LanguageServers:
         clients, self._clients = list(self._clients.values()), {}
         for client in clients:
             await client.conn.close()
+        if self._home is not None:
+            shutil.rmtree(self._home, ignore_errors=True)
+            self._home = None
+
+
+def refuse_project_program(spec: ServerSpec, roots: Sequence[Path]) -> None:
+    """Refuse to start a server whose program a root holds (see `program_in`).
+
+    Raises:
+        LanguageServerUnavailable: it does, saying which program and what to do.
+    """
+    program = program_in(spec, roots)
+    if program is not None:
+        raise LanguageServerUnavailable(
+            f"The {spec.name} language server's program is {program}, inside a project folder: a project's own "
+            "program is not started as a language server (a command may have changed it). Install the server "
+            "outside the roots, or name it by an absolute path there in the user config's [lsp.servers]."
+        )
 
 
 def _initialize_params(spec: ServerSpec, root: Path) -> dict[str, Any]:
@@ -297,13 +343,6 @@ def _initialize_params(spec: ServerSpec, root: Path) -> dict[str, Any]:
             "workspace": {"symbol": {}, "workspaceFolders": True, "configuration": True},
         },
     }
-
-
-def _server_env() -> dict[str, str]:
-    """The server's environment: ours, less anything that looks like a secret (it runs project code paths)."""
-    from mcp_codetools.shell.spawning import is_secret
-
-    return {name: value for name, value in os.environ.items() if not is_secret(name)}
 
 
 def _rss_mib(pid: int) -> float | None:

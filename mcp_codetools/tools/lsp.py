@@ -1,4 +1,9 @@
-"""LSP: code intelligence from a language server — definitions, references, hovers, symbols, call hierarchy."""
+"""LSP: code intelligence from a language server — definitions, references, hovers, symbols, call hierarchy.
+
+It reads files as Read does, so Read's deny rules hold for it: the file it is asked about, and every file an
+answer would name (a location there is left out, as Grep and Glob leave such files out, and a hover on a
+name defined there is refused, since it would show that file's text).
+"""
 
 from __future__ import annotations
 
@@ -10,14 +15,22 @@ from typing import Any, Literal
 from pydantic import Field
 from typing_extensions import override
 
-from mcp_codetools.errors import ExecutionError, InvalidInputError, ToolError
+from mcp_codetools.errors import ExecutionError, InvalidInputError, PermissionDeniedError, ToolError
 from mcp_codetools.files.editing import read_whole
 from mcp_codetools.files.paths import is_within
 from mcp_codetools.files.text import BinaryContentError, detect
-from mcp_codetools.lsp.render import Renderer
+from mcp_codetools.lsp.render import Hidden, Renderer
 from mcp_codetools.lsp.servers import available
 from mcp_codetools.lsp.wire import ServerError, ServerGone
-from mcp_codetools.lsp.workspace import MAX_DOCUMENT_BYTES, Client, LanguageServerUnavailable, file_uri
+from mcp_codetools.lsp.workspace import (
+    MAX_DOCUMENT_BYTES,
+    Client,
+    LanguageServerUnavailable,
+    file_uri,
+    refuse_project_program,
+)
+from mcp_codetools.policy.engine import CallFacts
+from mcp_codetools.policy.hiding import Hider
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
 Operation = Literal[
@@ -88,6 +101,7 @@ class LSPTool(Tool[LSPInput, _Target]):
     @override
     async def validate_input(self, args: LSPInput, ctx: CallContext) -> _Target:
         path = ctx.paths["file_path"]
+        _refuse_what_read_may_not(path, ctx)
         if args.operation == "workspaceSymbol" and not (args.query and args.query.strip()):
             raise InvalidInputError("workspaceSymbol needs a query: the symbol's name or part of it.")
         if args.operation not in _WHOLE_FILE and (args.line is None or args.character is None):
@@ -95,8 +109,13 @@ class LSPTool(Tool[LSPInput, _Target]):
                 f"{args.operation} needs the symbol's position: line and character (1-based, as Read numbers lines)."
             )
         servers = ctx.session.language_servers
-        if servers.spec_for(path) is None:
+        spec = servers.spec_for(path)
+        if spec is None:
             raise ExecutionError(servers.no_server_message(path))
+        try:
+            refuse_project_program(spec, ctx.session.workspace.roots)
+        except LanguageServerUnavailable as exc:
+            raise ExecutionError(str(exc)) from None
         root = next((r for r in ctx.session.workspace.roots if is_within(path, r)), ctx.session.workspace.roots[0])
         return _Target(root, _document_text(path, ctx))
 
@@ -131,6 +150,29 @@ class LSPTool(Tool[LSPInput, _Target]):
         return ToolOutput(text, meta={"operation": args.operation, "server": client.spec.name})
 
 
+def _refuse_what_read_may_not(path: Path, ctx: CallContext) -> None:
+    """Read's deny rules cover this tool's file too (the policy keeps rule families by tool name).
+
+    Raises:
+        PermissionDeniedError: a deny rule covers reading `path`.
+    """
+    if ctx.policy is None:
+        return
+    decision = ctx.policy.decide(CallFacts("Read", True, read_paths=(path,), cwd=ctx.session.cwd))
+    if decision.behaviour == "deny":
+        raise PermissionDeniedError(
+            f"LSP reads {path} as Read would, and reading it is {decision.reason}. Ask about another file."
+        )
+
+
+def _hidden(ctx: CallContext) -> Hidden | None:
+    """Whether a file may appear in an answer: not when a deny rule hides it from Read (or from this tool)."""
+    hiders = [h for h in (ctx.hidden, Hider.for_tool(ctx.policy, "Read") if ctx.policy else None) if h is not None]
+    if not hiders:
+        return None
+    return lambda path: any(hider(str(path)) for hider in hiders)
+
+
 def _document_text(path: Path, ctx: CallContext) -> str:
     data, st = read_whole(path, ctx.session.workspace)
     if st.st_size > MAX_DOCUMENT_BYTES:
@@ -162,7 +204,7 @@ def _renderer(ctx: CallContext, client: Client) -> Renderer:
                 return os.path.relpath(path, ctx.session.cwd) if is_within(path, ctx.session.cwd) else str(path)
         return str(path)
 
-    return Renderer(lines_of, shown, client.utf16)
+    return Renderer(lines_of, shown, client.utf16, _hidden(ctx))
 
 
 def _position(args: LSPInput, text: str, client: Client) -> dict[str, int]:
@@ -194,6 +236,15 @@ async def _ask(client: Client, args: LSPInput, path: Path, text: str, renderer: 
         params = {**at, "context": {"includeDeclaration": True}}
         return renderer.locations(await request("textDocument/references", params, timeout_s), "references")
     if args.operation == "hover":
+        if renderer.hides_files:
+            # A hover shows the definition's signature and docstring: never those of a hidden file.
+            defined = await request("textDocument/definition", at, timeout_s)
+            for item in [defined] if isinstance(defined, dict) else list(defined or []):
+                if not renderer.visible(item.get("targetUri") or item.get("uri")):
+                    raise PermissionDeniedError(
+                        "The name at this position is defined in a file a deny rule keeps from Read, so its "
+                        "hover is not shown."
+                    )
         return renderer.hover(await request("textDocument/hover", at, timeout_s))
     items = await request("textDocument/prepareCallHierarchy", at, timeout_s)
     if args.operation == "prepareCallHierarchy" or not items:

@@ -1,6 +1,9 @@
 """A small language server for tests: every operation, predictable answers, and faults on demand.
 
-Run as `python fake_server.py [OUTSIDE_PATH]`. Documents are kept as sent. Answers:
+Run as `python fake_server.py [OUTSIDE_PATH [REPORT_PATH]]`. Documents are kept as sent; the `.py` files under
+the root are read at `initialize`, as a server indexes its workspace, and an open document replaces its file.
+With REPORT_PATH, `initialize` writes there what the server was started with: its environment's names, its
+working directory and its `sys.path`. Answers:
 - a diagnostic (error) on every line containing `BAD`, published with the document's version;
 - definition/implementation: the first `def NAME` or `class NAME` line of any open document for the word at
   the position; the word `outside` points at OUTSIDE_PATH line 1 instead;
@@ -12,6 +15,7 @@ Faults: a document containing `CRASH` makes the server exit; `HANG` makes hover 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -19,8 +23,28 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 docs: dict[str, str] = {}
+disk: dict[str, str] = {}
 OUTSIDE = sys.argv[1] if len(sys.argv) > 1 else "/nonexistent/outside.py"
+REPORT = sys.argv[2] if len(sys.argv) > 2 else None
 DEFS = re.compile(r"^(\s*)(def|class)\s+(\w+)")
+
+
+def known() -> dict[str, str]:
+    """Every document the server knows: the files it indexed, as last sent where the client opened them."""
+    return {**disk, **docs}
+
+
+def index(root_uri: str | None) -> None:
+    if not root_uri:
+        return
+    for path in sorted(Path(unquote(urlparse(root_uri).path)).rglob("*.py")):
+        disk[path.as_uri()] = path.read_text(encoding="utf-8", errors="replace")
+
+
+def report() -> None:
+    if REPORT is not None:
+        facts = {"env": sorted(os.environ), "cwd": os.getcwd(), "sys_path": sys.path}
+        Path(REPORT).write_text(json.dumps(facts), encoding="utf-8")
 
 
 def send(message: dict[str, Any]) -> None:
@@ -59,7 +83,7 @@ def definitions(name: str) -> list[dict[str, Any]]:
     if name == "outside":
         return [{"uri": Path(OUTSIDE).as_uri(), "range": rng(0, 0, 1)}]
     found = []
-    for uri, text in docs.items():
+    for uri, text in known().items():
         for n, line in enumerate(text.split("\n")):
             m = DEFS.match(line)
             if m and m.group(3) == name:
@@ -69,7 +93,7 @@ def definitions(name: str) -> list[dict[str, Any]]:
 
 def symbols(uri: str) -> list[dict[str, Any]]:
     out = []
-    for n, line in enumerate(docs.get(uri, "").split("\n")):
+    for n, line in enumerate(known().get(uri, "").split("\n")):
         m = DEFS.match(line)
         if m:
             kind = 5 if m.group(2) == "class" else 12
@@ -87,7 +111,7 @@ def item_for(uri: str, name: str) -> dict[str, Any] | None:
 
 def enclosing(uri: str, line_no: int) -> str | None:
     name = None
-    for n, line in enumerate(docs.get(uri, "").split("\n")):
+    for n, line in enumerate(known().get(uri, "").split("\n")):
         if n > line_no:
             break
         m = DEFS.match(line)
@@ -113,6 +137,8 @@ def publish(uri: str, version: int) -> None:
 
 def answer(method: str, params: dict[str, Any]) -> Any:
     if method == "initialize":
+        index(params.get("rootUri"))
+        report()
         providers = [
             "definition",
             "references",
@@ -134,7 +160,7 @@ def answer(method: str, params: dict[str, Any]) -> Any:
         name = word_at(doc, pos)
         return [
             {"uri": uri, "range": rng(n, m.start(), len(name))}
-            for uri, text in docs.items()
+            for uri, text in known().items()
             for n, line in enumerate(text.split("\n"))
             for m in re.finditer(rf"\b{re.escape(name)}\b", line)
         ]
@@ -145,7 +171,7 @@ def answer(method: str, params: dict[str, Any]) -> Any:
     if method == "textDocument/documentSymbol":
         return symbols(doc)
     if method == "workspace/symbol":
-        return [s for uri in docs for s in symbols(uri) if params["query"].lower() in s["name"].lower()]
+        return [s for uri in known() for s in symbols(uri) if params["query"].lower() in s["name"].lower()]
     if method == "textDocument/prepareCallHierarchy":
         name = enclosing(doc, pos["line"])
         item = item_for(doc, name) if name else None
@@ -153,7 +179,7 @@ def answer(method: str, params: dict[str, Any]) -> Any:
     if method in ("callHierarchy/incomingCalls", "callHierarchy/outgoingCalls"):
         target = params["item"]["name"]
         calls = []
-        for uri, text in docs.items():
+        for uri, text in known().items():
             for n, line in enumerate(text.split("\n")):
                 if DEFS.match(line):
                     continue
@@ -201,5 +227,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    _ = unquote, urlparse
     main()
