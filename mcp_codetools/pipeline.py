@@ -33,7 +33,7 @@ from mcp_codetools.errors import ErrorCode, InvalidInputError, ToolError
 from mcp_codetools.policy.gate import AnswerNeeded, Asker, PermissionGate
 from mcp_codetools.policy.hiding import Hider
 from mcp_codetools.session import CodeSession
-from mcp_codetools.tools.base import CallContext, ProgressFn, Tool, ToolInput, ToolOutput
+from mcp_codetools.tools.base import CallContext, ProgressFn, Tool, ToolInput, ToolOutput, rule_families
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,8 @@ class Pipeline:
 
     def __init__(self, tools: Sequence[Tool[Any]], gate: PermissionGate | None = None) -> None:
         self.tools: dict[str, Tool[Any]] = {tool.name: tool for tool in tools}
-        self.gate = gate
+        # The policy sits below the tools, so it learns here which tools its rule families cover.
+        self.gate = gate.for_tools(rule_families(tools)) if gate is not None else None
         """Rules, modes and hooks (`policy/`); None: path confinement is the whole permission step."""
 
     async def run(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -13,6 +14,7 @@ from mcp_codetools.pipeline import Pipeline, format_validation_error
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools import default_tools
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
+from tests.declared import every_tool
 from tests.gates import Gates
 
 pytestmark = pytest.mark.anyio
@@ -137,15 +139,32 @@ async def test_progress_values_only_increase() -> None:
     assert sent == [5.0, 6.0, 7.0, 10.0]
 
 
+def _with_a_surrogate(tool: Tool[Any], root: Path) -> tuple[str, dict[str, Any]]:
+    """Valid arguments for `tool` but one free-text field (a plain string, not a choice) holding a lone surrogate."""
+    schema = tool.input_schema()
+    properties: dict[str, Any] = schema["properties"]
+    arguments: dict[str, Any] = {}
+    for name in schema.get("required", []):
+        prop = properties[name]
+        kinds = {prop.get("type")} | {option.get("type") for option in prop.get("anyOf", [])}
+        arguments[name] = prop["enum"][0] if "enum" in prop else 1 if "integer" in kinds else str(root / "w.txt")
+    free_text = [
+        name
+        for name, prop in properties.items()
+        if "enum" not in prop and "string" in {prop.get("type")} | {o.get("type") for o in prop.get("anyOf", [])}
+    ]
+    assert free_text, f"{tool.name} has no string field"
+    field = next((name for name in free_text if name in arguments), free_text[0])
+    return field, {**arguments, field: "a\ud800b"}
+
+
 async def test_unpaired_surrogates_are_refused_for_every_tool(session: CodeSession, root: Path) -> None:
-    pipe = Pipeline(default_tools())
-    cases = {
-        "Read": {"file_path": "a\ud800b"},
-        "Write": {"file_path": str(root / "w.txt"), "content": "bad \ud800"},
-        "Edit": {"file_path": str(root / "w.txt"), "old_string": "\udfff", "new_string": "x"},
-    }
-    for name, arguments in cases.items():
-        out = await pipe.run(session, name, arguments)
-        assert out.is_error and out.meta["errorCode"] == "invalid_input", (name, out.text)
-        assert "unpaired surrogate" in out.text
+    tools = every_tool()
+    pipe = Pipeline(tools)
+    assert {tool.name for tool in tools} >= {tool.name for tool in default_tools()}
+    for tool in tools:
+        field, arguments = _with_a_surrogate(tool, root)
+        out = await pipe.run(session, tool.name, arguments)
+        assert out.is_error and out.meta["errorCode"] == "invalid_input", (tool.name, field, out.text)
+        assert "unpaired surrogate" in out.text, (tool.name, field, out.text)
     assert not (root / "w.txt").exists()

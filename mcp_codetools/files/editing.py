@@ -1,4 +1,4 @@
-"""Load, check, commit: the one sequence every writing tool (Edit, Write, MultiEdit, NotebookEdit) goes through.
+"""Load, check, commit: the one sequence every writing tool goes through (FileHistory's restore included).
 
 A file is loaded whole with its text format (`load_checked`, in validate_input); the read ledger must show
 the model saw it as it is now (judged by content, so a touched-but-unchanged file passes). `commit_write`
@@ -39,7 +39,7 @@ from mcp_codetools.files.paths import Workspace
 from mcp_codetools.files.refusals import unreadable_error
 from mcp_codetools.files.stamps import FileStamp, digest_bytes
 from mcp_codetools.files.text import BinaryContentError, TextFormat, detect
-from mcp_codetools.files.writes import encode_content, ensure_parent, refuse_read_only, write_atomic
+from mcp_codetools.files.writes import encode_content, ensure_parent, refuse_read_only, remove_file, write_atomic
 
 MAX_EDIT_BYTES = 1024 * 1024 * 1024
 
@@ -245,18 +245,20 @@ def load_checked(path: Path, workspace: Workspace, ledger: ReadLedger, hard_link
 
 async def commit_write(
     path: Path,
-    data: bytes,
+    data: bytes | None,
     loaded: Loaded | None,
     *,
     workspace: Workspace,
     history: FileHistory,
     ledger: ReadLedger,
     made_by: str,
-) -> FileStamp:
+) -> FileStamp | None:
     """Write `data` over the file `loaded` (None: create it), the one way every writing tool writes.
 
     Refuse a read-only file, look again, write crash-safely, then record what the write replaced in the
     history and the new stamp in the ledger. Nothing is recorded for a write that did not happen.
+    `data` None removes the file `loaded` instead (a restore of the time before it existed), by the same steps;
+    the ledger then forgets it, and None is returned.
 
     The last look and the write run in a worker thread (writing and syncing 20 MB takes ~90 ms, too long to
     hold every other session), in one piece under `COMMITS`, so no other write of this server comes between
@@ -278,7 +280,10 @@ async def commit_write(
         history.remember(path, before, made_by=f"{made_by} (failed part-way; the file may be half written)")
         raise failed.error from failed.error.__cause__
     history.remember(path, before, made_by=made_by)
-    ledger.record_write(path, stamp)
+    if stamp is None:
+        ledger.forget(path)
+    else:
+        ledger.record_write(path, stamp)
     return stamp
 
 
@@ -290,14 +295,19 @@ class _WrittenPartWay(Exception):
         self.error = error
 
 
-def _look_again_and_write(path: Path, data: bytes, loaded: Loaded | None, workspace: Workspace) -> FileStamp:
+def _look_again_and_write(
+    path: Path, data: bytes | None, loaded: Loaded | None, workspace: Workspace
+) -> FileStamp | None:
     with COMMITS:
         if loaded is None:
-            if os.path.lexists(path):
+            if os.path.lexists(path) or data is None:
                 raise FileChangedError(UNEXPECTEDLY_MODIFIED)
             return write_atomic(path, data, workspace, None)
         refuse_read_only(loaded.st, path)
         recheck_unchanged(path, loaded)
+        if data is None:
+            remove_file(path, workspace)
+            return None
         try:
             return write_atomic(path, data, workspace, loaded.st)
         except Exception as exc:

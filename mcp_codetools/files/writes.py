@@ -137,6 +137,24 @@ def write_atomic(path: Path, data: bytes, workspace: Workspace, existing: os.sta
     return FileStamp(st.st_mtime_ns, st.st_size, digest_bytes(data), st.st_ctime_ns)
 
 
+def remove_file(path: Path, workspace: Workspace) -> None:
+    """Remove the file at `path` through a descriptor of its folder checked inside the roots.
+
+    A folder on the way swapped for a symlink cannot carry the removal outside them.
+
+    Raises:
+        ExecutionError: it could not be removed.
+    """
+    dfd = open_parent_dir(path, workspace, str(path))
+    try:
+        with os_errors("write", path):
+            os.unlink(path.name, dir_fd=dfd)
+        with contextlib.suppress(OSError):
+            os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:

@@ -26,10 +26,9 @@ from typing import Literal, TypeVar
 
 from mcp_codetools.policy.commands import CommandParts, SimpleCommand, split_command
 from mcp_codetools.policy.rules import (
-    EDIT_TOOLS,
-    RULE_FAMILIES,
     Behaviour,
     Rule,
+    RuleFamilies,
     command_regex,
     literal_prefix,
     path_regex,
@@ -120,7 +119,8 @@ class _BashView:
 class _RuleIndex:
     """One behaviour's rules, grouped so a call is matched with a few combined regexes rather than rule by rule."""
 
-    def __init__(self, rules: Sequence[Rule], roots: Sequence[str]) -> None:
+    def __init__(self, rules: Sequence[Rule], roots: Sequence[str], families: RuleFamilies) -> None:
+        self.families = families
         self.whole = [r for r in rules if r.specifier is None]
         bash = [r for r in rules if r.command_body is not None and r.tool == "Bash"]
         self.bash_rules = bash
@@ -147,7 +147,7 @@ class _RuleIndex:
     ) -> tuple[Rule, str] | None:
         """The first rule that matches some part of the call, with that part ("" for the whole call)."""
         for rule in self.whole:
-            if rule.covers_tool(tool):
+            if rule.covers_tool(tool, self.families):
                 return rule, ""
         if raw is not None and self.bash is not None:
             for command in commands:
@@ -159,7 +159,7 @@ class _RuleIndex:
                 return next(r for r in self.bash_rules if r.matches_command(raw)), raw
         bash_reads = bash.reads if bash is not None else []
         for rule_tool, bases, pattern, group in self.paths:
-            covers = tool == rule_tool or tool in RULE_FAMILIES.get(rule_tool, ())
+            covers = self.families.covers(rule_tool, tool)
             # A Read or Edit rule also guards the files any other tool writes (Bash's redirections are Edits),
             # and a Read rule the files Bash's recognised commands read.
             candidates = (reads + writes) if covers else writes if rule_tool in ("Read", "Edit") else []
@@ -234,7 +234,7 @@ class _RuleIndex:
     def hit_path(self, tool: str, path: str) -> Rule | None:
         """The first path rule covering a read of `path` by `tool` (rules without a path are not asked)."""
         for rule_tool, bases, pattern, group in self.paths:
-            if tool == rule_tool or tool in RULE_FAMILIES.get(rule_tool, ()):
+            if self.families.covers(rule_tool, tool):
                 for base in bases:
                     rel = relative(path, base)
                     if rel is not None and pattern.match(rel):
@@ -245,10 +245,10 @@ class _RuleIndex:
         return self.bash is not None and all(self.bash.match(c.text) for c in commands)
 
     def allows_path(self, tool: str, path: str) -> bool:
-        if any(r.covers_tool(tool) for r in self.whole):
+        if any(r.covers_tool(tool, self.families) for r in self.whole):
             return True
         for rule_tool, bases, pattern, _ in self.paths:
-            if tool == rule_tool or tool in RULE_FAMILIES.get(rule_tool, ()):
+            if self.families.covers(rule_tool, tool):
                 for base in bases:
                     rel = relative(path, base)
                     if rel is not None and pattern.match(rel):
@@ -330,6 +330,12 @@ class Policy:
     ask_unmatched: bool = False
     extra_protected_files: tuple[Path, ...] = field(default=())
     """Config files the policy was read from: writing them is asked about like a protected path."""
+    families: RuleFamilies = RuleFamilies()
+    """Which tools `Read(...)` and `Edit(...)` rules cover, as the tools declare it (`with_families`)."""
+
+    def with_families(self, families: RuleFamilies) -> Policy:
+        """The same policy judging the tools whose families are `families` (the pipeline's tools)."""
+        return self if families == self.families else dataclasses.replace(self, families=families)
 
     def with_roots(self, roots: tuple[Path, ...]) -> Policy:
         """The same policy for a session serving `roots` (the configured ones and any the client added).
@@ -342,7 +348,12 @@ class Policy:
     @functools.cached_property
     def _index(self) -> tuple[_RuleIndex, _RuleIndex, _RuleIndex]:
         roots = [str(r) for r in self.roots]
-        return _RuleIndex(self.deny, roots), _RuleIndex(self.ask, roots), _RuleIndex(self.allow, roots)
+        families = self.families
+        return (
+            _RuleIndex(self.deny, roots, families),
+            _RuleIndex(self.ask, roots, families),
+            _RuleIndex(self.allow, roots, families),
+        )
 
     @functools.cached_property
     def _protected_pattern(self) -> re.Pattern[str]:
@@ -432,9 +443,9 @@ class Policy:
                     return Decision("allow", "allowed by rules")
         elif (reads or writes) and all(allow.allows_path(facts.tool, p) for p in reads + writes):
             return Decision("allow", "allowed by rules")
-        elif any(r.covers_tool(facts.tool) for r in allow.whole):
+        elif any(r.covers_tool(facts.tool, self.families) for r in allow.whole):
             return Decision("allow", "allowed by rules")
-        if self.mode == "acceptEdits" and facts.tool in EDIT_TOOLS and self._inside_roots(writes):
+        if self.mode == "acceptEdits" and facts.tool in self.families.edit and self._inside_roots(writes):
             return Decision("allow", f"acceptEdits mode ({self.mode_source})")
         subject = facts.command if facts.command is not None else ", ".join(writes)
         return Decision(
@@ -494,7 +505,12 @@ class Policy:
 
     def _accepted_edit(self, rule: Rule, tool: str, writes: list[str]) -> bool:
         """acceptEdits answers ask rules about file edits inside the roots (not protected paths)."""
-        return self.mode == "acceptEdits" and tool in EDIT_TOOLS and rule.tool != "Bash" and self._inside_roots(writes)
+        return (
+            self.mode == "acceptEdits"
+            and tool in self.families.edit
+            and rule.tool != "Bash"
+            and self._inside_roots(writes)
+        )
 
     def _protected(self, writes: list[str]) -> str | None:
         pattern = self._protected_pattern

@@ -25,7 +25,7 @@ from typing import Any
 from mcp_codetools.errors import PermissionDeniedError
 from mcp_codetools.policy.engine import CallFacts, Decision, Policy
 from mcp_codetools.policy.hooks import HookOutcome, Hooks
-from mcp_codetools.policy.rules import Behaviour
+from mcp_codetools.policy.rules import Behaviour, RuleFamilies
 
 logger = logging.getLogger(__name__)
 
@@ -179,6 +179,12 @@ class PermissionGate:
     unanswered: Behaviour = "deny"
     sandboxed_bash: bool = False
     _by_roots: dict[tuple[Path, ...], Policy] = field(default_factory=dict, repr=False, compare=False)
+
+    def for_tools(self, families: RuleFamilies) -> PermissionGate:
+        """This gate judging tools whose rule families are `families` (the pipeline's tools, as they declare them)."""
+        if families == self.policy.families:
+            return self
+        return PermissionGate(self.policy.with_families(families), self.hooks, self.unanswered, self.sandboxed_bash)
 
     def policy_for(self, roots: tuple[Path, ...] | None) -> Policy:
         """The policy anchored at the roots a session serves now (compiled once per set of roots)."""

@@ -33,7 +33,7 @@ class Hider:
 
     def __init__(self, policy: Policy, tool: str) -> None:
         roots = [str(root) for root in policy.roots]
-        self.rules = [rule for rule in policy.deny if rule.is_path_rule and rule.covers_tool(tool)]
+        self.rules = [rule for rule in policy.deny if rule.is_path_rule and rule.covers_tool(tool, policy.families)]
         self.roots = roots
         by_base: dict[str, list[str]] = {}
         literals: set[str] = set()

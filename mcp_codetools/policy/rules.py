@@ -1,6 +1,7 @@
 """Permission rules in Claude Code's syntax: `Tool` or `Tool(specifier)`.
 
-Path specifiers (Read, Edit and the tools they cover) are gitignore-style globs with anchors:
+A specifier is a path pattern for every tool but Bash, whose specifier is a command pattern. Path
+specifiers are gitignore-style globs with anchors:
 
 - `//abs/path`: an absolute path on this machine;
 - `~/path`: under the home folder;
@@ -11,7 +12,12 @@ Path specifiers (Read, Edit and the tools they cover) are gitignore-style globs 
 A pattern that matches a folder covers everything under it. Bash specifiers match a simple command's
 words joined by single spaces: `*` matches any text, a trailing ` *` also matches the bare command
 (`Bash(ls *)` matches `ls` and `ls -la`, not `lsof`), and the legacy `Bash(npm run test:*)` means
-`Bash(npm run test *)`. Any other tool matches by name only.
+`Bash(npm run test *)`. A rule without a specifier matches the whole tool.
+
+A `Read(...)` rule covers every tool that reads the files its path fields name, an `Edit(...)` rule every tool
+that writes them (`RuleFamilies`). Which tools those are, each tool declares (`tools/base.py`); the policy sits
+below the tools, so the families are handed to it: the pipeline, where tools and the permission step meet,
+gives the policy the families of the tools it runs.
 """
 
 from __future__ import annotations
@@ -27,8 +33,6 @@ from typing import Literal
 Behaviour = Literal["allow", "deny", "ask"]
 Anchor = Literal["absolute", "home", "settings", "root"]
 
-READ_TOOLS = frozenset({"Read", "Grep", "Glob"})
-EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit", "FileHistory"})
 TOOL_NAMES: tuple[str, ...] = (
     "Read",
     "Edit",
@@ -44,8 +48,29 @@ TOOL_NAMES: tuple[str, ...] = (
     "LSP",
 )
 """Every tool a rule may name (kept here, below the tools; a test checks it against the tools' classes)."""
-RULE_FAMILIES: dict[str, frozenset[str]] = {"Read": READ_TOOLS, "Edit": EDIT_TOOLS}
-"""A `Read(...)` rule covers every tool that reads files; an `Edit(...)` rule every tool that writes them."""
+COMMAND_TOOL = "Bash"
+"""The tool whose rules name commands, not paths."""
+
+
+@dataclass(frozen=True, slots=True)
+class RuleFamilies:
+    """The tools a `Read(...)` and an `Edit(...)` rule cover besides their namesakes, as the tools declare them.
+
+    The default knows no tool but the namesakes: a policy judges other tools' calls only once it is given
+    their families (`tools.base.rule_families`, handed over by the pipeline).
+    """
+
+    read: frozenset[str] = frozenset({"Read"})
+    """Tools that read the files their path fields name."""
+    edit: frozenset[str] = frozenset({"Edit"})
+    """Tools that write the files their path fields name."""
+
+    def covers(self, rule_tool: str, tool: str) -> bool:
+        """Whether a rule naming `rule_tool` applies to a call of `tool` (`Edit` covers Write, `Read` covers Grep)."""
+        if tool == rule_tool:
+            return True
+        return tool in (self.read if rule_tool == "Read" else self.edit if rule_tool == "Edit" else ())
+
 
 _RULE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.S)
 
@@ -77,9 +102,9 @@ class Rule:
         """Whether the rule names paths (`Edit(src/**)`) rather than a command or a whole tool."""
         return self.path_body is not None
 
-    def covers_tool(self, tool_name: str) -> bool:
+    def covers_tool(self, tool_name: str, families: RuleFamilies) -> bool:
         """Whether the rule applies to `tool_name`, directly or through its family (`Edit` covers Write)."""
-        return tool_name == self.tool or tool_name in RULE_FAMILIES.get(self.tool, ())
+        return families.covers(self.tool, tool_name)
 
     def bases(self, roots: Iterable[str]) -> list[str]:
         """The folders (as strings) this rule's path pattern is relative to."""
@@ -144,7 +169,7 @@ def parse_rule(text: str, behaviour: Behaviour, *, source: str, base: Path) -> R
     shown = text.strip()
     if spec is None:
         return Rule(shown, behaviour, tool, None, source, base)
-    if tool in RULE_FAMILIES or tool in READ_TOOLS or tool in EDIT_TOOLS:
+    if tool != COMMAND_TOOL:
         anchor, pattern = _anchor_of(spec)
         return Rule(shown, behaviour, tool, spec, source, base, path_body=_glob_body(pattern), anchor=anchor)
     return Rule(shown, behaviour, tool, spec, source, base, command_body=_command_body(spec))

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from mcp_codetools.policy.engine import Policy
 from mcp_codetools.policy.hiding import Hider
-from mcp_codetools.policy.rules import EDIT_TOOLS, Rule, _anchor_of
+from mcp_codetools.policy.rules import Rule, _anchor_of
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +67,8 @@ def sandbox_paths(policy: Policy, writable: Sequence[Path]) -> SandboxPaths:
     absent = tuple(p for p in read_only if p.name == "commondir" and not os.path.lexists(p))
     read_only = [p for p in read_only if p not in absent]
     readers = [h for h in (Hider.for_tool(policy, "Read"),) if h is not None]
-    editors = [h for h in (Hider.for_tool(policy, tool) for tool in sorted(EDIT_TOOLS)) if h is not None]
+    writers = sorted({"Edit", *policy.families.edit})
+    editors = [h for h in (Hider.for_tool(policy, tool) for tool in writers) if h is not None]
     if not readers and not editors:
         return SandboxPaths((), tuple(read_only), absent)
     walk = _Walk(

@@ -10,7 +10,7 @@ What `validate_input` loaded to decide (a file's bytes and stat, where a string 
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, cast
@@ -22,6 +22,7 @@ from typing_extensions import TypeVar, override
 from mcp_codetools.policy.engine import CallFacts, Policy
 from mcp_codetools.policy.gate import Asker
 from mcp_codetools.policy.hiding import Hider
+from mcp_codetools.policy.rules import RuleFamilies
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import Settings, default_settings, fill, fill_all
 
@@ -36,10 +37,11 @@ class ToolInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
 
-    @field_validator("*", mode="after")
+    @field_validator("*", mode="before")
     @classmethod
     def _valid_unicode(cls, value: Any) -> Any:
-        # JSON can carry lone surrogates (\ud800); no file name, file content or command can.
+        # JSON can carry lone surrogates (\ud800); no file name, file content or command can. Before the type's
+        # own checks, which refuse them in a constrained string (`min_length`) with a message that says less.
         if isinstance(value, str) and not value.isascii() and _SURROGATE.search(value):
             raise PydanticCustomError("surrogate", "it contains an unpaired surrogate, which is not valid Unicode text")
         return value
@@ -113,6 +115,30 @@ class Tool(Generic[InputT, PreparedT]):
     path_fields: ClassVar[tuple[str, ...]] = ()
     """Input fields holding paths: the pipeline resolves and confines them before state checks."""
 
+    # What the tool touches. The rule families, the protocol's handles and the tests' tool lists are derived
+    # from these (`rule_families`, `protocol/server.py`), so a new tool is covered the day it lands.
+    reads_files: ClassVar[bool]
+    """It reads the files its path fields name: a `Read(...)` rule covers it (the Read family)."""
+    writes_files: ClassVar[bool]
+    """It writes the files its path fields name: an `Edit(...)` rule covers it (the Edit family), and it
+    writes only through `files.editing.commit_write`."""
+    runs_programs: ClassVar[bool] = False
+    """It starts programs that are not this server's (Bash's commands); their files are judged by what it runs."""
+    job_arg: ClassVar[str | None] = None
+    """The input field naming a background job of the state (BashOutput's `bash_id`), if any."""
+    keeps_state: ClassVar[bool] = True
+    """It reads or leaves something in the session (the read ledger, the working directory, jobs, history);
+    False: a call needs nothing kept and keeps nothing, so it takes no state handle."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Undeclared file access fails closed: a tool with path fields counts as reading what they name, and
+        # writing it too unless its hint says read-only, so it is in a rule family before anyone lists it.
+        if not hasattr(cls, "reads_files"):
+            cls.reads_files = bool(cls.path_fields) and cls.read_only
+        if not hasattr(cls, "writes_files"):
+            cls.writes_files = bool(cls.path_fields) and not cls.read_only
+
     async def classify(self, args: InputT) -> None:
         """Do the work the sync questions below need that is too slow for the event loop (by default none).
 
@@ -177,6 +203,9 @@ class SearchTool(Tool[InputT, PreparedT]):
     idempotent = True
     open_world = False
     path_fields = ("path",)
+    reads_files = True
+    writes_files = False
+    keeps_state = False
 
     @override
     def is_concurrency_safe(self, args: InputT) -> bool:
@@ -185,3 +214,12 @@ class SearchTool(Tool[InputT, PreparedT]):
     @override
     def default_path(self, field_name: str, session: CodeSession) -> str | None:
         return str(session.cwd)
+
+
+def rule_families(tools: Iterable[Tool[Any]]) -> RuleFamilies:
+    """The tools each rule family covers, from what each tool declares it touches."""
+    tools = list(tools)
+    return RuleFamilies(
+        read=frozenset(tool.name for tool in tools if tool.reads_files),
+        edit=frozenset(tool.name for tool in tools if tool.writes_files),
+    )

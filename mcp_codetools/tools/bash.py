@@ -96,6 +96,9 @@ class BashTool(Tool[BashInput]):
     destructive = True
     idempotent = False
     open_world = True
+    reads_files = False  # what its commands read and write is judged from the command (policy/commands.py)
+    writes_files = False
+    runs_programs = True
 
     @override
     async def classify(self, args: BashInput) -> None:

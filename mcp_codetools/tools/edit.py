@@ -66,6 +66,8 @@ class EditTool(Tool[EditInput, Replacement | None]):
     destructive = True
     idempotent = False
     path_fields = ("file_path",)
+    reads_files = False
+    writes_files = True
 
     @override
     async def validate_input(self, args: EditInput, ctx: CallContext) -> Replacement | None:

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import anyio.to_thread
 from pydantic import Field
 from typing_extensions import override
 
-from mcp_codetools.errors import ExecutionError, FileChangedError, InvalidInputError, PermissionDeniedError, os_errors
-from mcp_codetools.files.editing import COMMITS, HARD_LINKS_WRITE_THROUGH, read_whole
+from mcp_codetools.errors import ExecutionError, FileChangedError, InvalidInputError
+from mcp_codetools.files.editing import Loaded, commit_write, read_whole, refuse_hard_links
 from mcp_codetools.files.history import HistoryEntry
-from mcp_codetools.files.opening import open_parent_dir
+from mcp_codetools.files.paths import Workspace
 from mcp_codetools.files.stamps import FileStamp, digest_bytes
-from mcp_codetools.files.writes import ensure_parent, write_atomic
+from mcp_codetools.files.text import BinaryContentError, TextFormat, detect
+from mcp_codetools.files.writes import ensure_parent
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
 
@@ -27,7 +30,17 @@ class FileHistoryInput(ToolInput):  # noqa: D101  (no docstring: pydantic would 
     force: bool = Field(default=False, description="restore even if the file changed outside this session.")
 
 
-class FileHistoryTool(Tool[FileHistoryInput, None]):
+@dataclass(frozen=True, slots=True)
+class _Restore:
+    """A restore as validate_input checked it: the version's bytes (None: remove) and the file now (None: absent)."""
+
+    path: Path
+    number: int
+    content: bytes | None
+    current: Loaded | None
+
+
+class FileHistoryTool(Tool[FileHistoryInput, _Restore | None]):
     """FileHistory: list the versions this session's writes replaced, or put one back."""
 
     name = "FileHistory"
@@ -42,6 +55,8 @@ class FileHistoryTool(Tool[FileHistoryInput, None]):
     destructive = True
     idempotent = False
     path_fields = ("file_path",)
+    reads_files = False
+    writes_files = True
 
     @override
     def is_read_only(self, args: FileHistoryInput) -> bool:
@@ -52,13 +67,41 @@ class FileHistoryTool(Tool[FileHistoryInput, None]):
         return args.action == "list"
 
     @override
-    async def call(self, args: FileHistoryInput, ctx: CallContext, prepared: None) -> ToolOutput:
-        path = ctx.paths.get("file_path")
+    async def validate_input(self, args: FileHistoryInput, ctx: CallContext) -> _Restore | None:
+        """For a restore: the version's content, and the file as it is now, checked as Edit checks it."""
         if args.action == "list":
-            return _list(ctx.session, path)
+            return None
+        path = ctx.paths.get("file_path")
         if path is None or args.version is None:
             raise InvalidInputError("restore needs file_path and version (see action=list for the versions).")
-        return _restore(ctx.session, path, args.version, args.force)
+        session = ctx.session
+        history = session.history
+        number = args.version
+        entry = next((e for e in history.entries(path) if e.number == number), None)
+        if entry is None:
+            kept = ", ".join(str(e.number) for e in history.entries(path)) or "none"
+            raise InvalidInputError(
+                f"{path} has no version {number} in this session's history (versions kept: {kept})."
+            )
+        try:
+            content = history.content(entry)
+        except LookupError as exc:
+            raise ExecutionError(f"Cannot restore version {number} of {path}: {exc}.") from exc
+        current = await anyio.to_thread.run_sync(_load_current, path, session.workspace)
+        if not args.force and not _known(session, path, current):
+            raise FileChangedError(
+                f"{path} changed outside this session since its last Read or write, so restoring version {number} "
+                "would overwrite changes nobody here has seen. Read it to look first, or pass force=true."
+            )
+        if current is not None:
+            refuse_hard_links(path, current, session.settings.hard_links)
+        return _Restore(path, number, content, current)
+
+    @override
+    async def call(self, args: FileHistoryInput, ctx: CallContext, prepared: _Restore | None) -> ToolOutput:
+        if prepared is None:
+            return _list(ctx.session, ctx.paths.get("file_path"))
+        return await _restore(ctx.session, prepared)
 
 
 def _clock(at: float) -> str:
@@ -109,57 +152,36 @@ def _list(session: CodeSession, path: Path | None) -> ToolOutput:
     )
 
 
-def _restore(session: CodeSession, path: Path, number: int, force: bool) -> ToolOutput:
-    history = session.history
-    entry = next((e for e in history.entries(path) if e.number == number), None)
-    if entry is None:
-        kept = ", ".join(str(e.number) for e in history.entries(path)) or "none"
-        raise InvalidInputError(f"{path} has no version {number} in this session's history (versions kept: {kept}).")
-    try:
-        content = history.content(entry)
-    except LookupError as exc:
-        raise ExecutionError(f"Cannot restore version {number} of {path}: {exc}.") from exc
-    # The writing tools look again and write in a worker thread under COMMITS: held from this look to the
-    # write, so none of their writes lands between (blocking the loop for at most one write in progress).
-    with COMMITS:
-        return _put_back(session, path, number, content, force)
+def _known(session: CodeSession, path: Path, current: Loaded | None) -> bool:
+    """Whether the file is as this session last saw or left it (Read, or one of our writes)."""
+    record = session.ledger.get(path)
+    if current is None:
+        return record is None
+    if record is None:
+        return False
+    st = current.st
+    return record.stamp.same_file_state(FileStamp(st.st_mtime_ns, st.st_size, digest_bytes(current.data)))
 
 
-def _put_back(session: CodeSession, path: Path, number: int, content: bytes | None, force: bool) -> ToolOutput:
-    history = session.history
-    current, st = _current(session, path)
-    if not force and not _known(session, path, current, st):
-        raise FileChangedError(
-            f"{path} changed outside this session since its last Read or write, so restoring version {number} "
-            "would overwrite changes nobody here has seen. Read it to look first, or pass force=true."
-        )
-    if st is not None and st.st_nlink > 1 and session.settings.hard_links != HARD_LINKS_WRITE_THROUGH:
-        raise PermissionDeniedError(
-            f"Refused: {path} has {st.st_nlink} hard links, so it also has other names, which may lie outside the "
-            "workspace roots. It was left unchanged (the server's hard_links setting decides this)."
-        )
-    if current == content:
+async def _restore(session: CodeSession, restore: _Restore) -> ToolOutput:
+    """Put a version back through the one commit sequence of every writing tool (`editing.commit_write`)."""
+    path, number, content, current = restore.path, restore.number, restore.content, restore.current
+    if (current.data if current is not None else None) == content:
         return ToolOutput(f"{path} already holds version {number}; nothing was written.", meta={"path": str(path)})
-    made_by = f"FileHistory restore of version {number}"
-    # What the restore replaces is recorded once the restore is done, so a failed one leaves no version.
+    if content is not None and current is None:
+        ensure_parent(path, session.workspace)
+    await commit_write(
+        path,
+        content,
+        current,
+        workspace=session.workspace,
+        history=session.history,
+        ledger=session.ledger,
+        made_by=f"FileHistory restore of version {number}",
+    )
     if content is None:
-        # Through a descriptor of the folder checked inside the roots, like every write: a folder on the
-        # way swapped for a symlink cannot carry the removal outside them.
-        dfd = open_parent_dir(path, session.workspace, str(path))
-        try:
-            with os_errors("write", path):
-                os.unlink(path.name, dir_fd=dfd)
-        finally:
-            os.close(dfd)
-        history.remember(path, current, made_by=made_by)
-        session.ledger.forget(path)
         done = f"Restored version {number} of {path}: the file did not exist then, so it was removed."
     else:
-        if st is None:
-            ensure_parent(path, session.workspace)
-        stamp = write_atomic(path, content, session.workspace, st)
-        history.remember(path, current, made_by=made_by)
-        session.ledger.record_write(path, stamp)
         done = f"Restored version {number} of {path} ({len(content):,} bytes)."
     return ToolOutput(
         done + " The version it replaced was recorded; list the history to undo this restore.",
@@ -167,17 +189,13 @@ def _put_back(session: CodeSession, path: Path, number: int, content: bytes | No
     )
 
 
-def _current(session: CodeSession, path: Path) -> tuple[bytes | None, os.stat_result | None]:
+def _load_current(path: Path, workspace: Workspace) -> Loaded | None:
+    """The file as it is now, whatever its content (a restore puts bytes back, text or not); None: absent."""
     if not os.path.lexists(path):
-        return None, None
-    return read_whole(path, session.workspace)
-
-
-def _known(session: CodeSession, path: Path, current: bytes | None, st: os.stat_result | None) -> bool:
-    """Whether the file is as this session last saw or left it (Read, or one of our writes)."""
-    record = session.ledger.get(path)
-    if current is None or st is None:
-        return record is None
-    if record is None:
-        return False
-    return record.stamp.same_file_state(FileStamp(st.st_mtime_ns, st.st_size, digest_bytes(current)))
+        return None
+    data, st = read_whole(path, workspace)
+    try:
+        fmt = detect(data)
+    except BinaryContentError:
+        fmt = TextFormat("latin-1")  # never used: a restore writes the version's bytes as they were kept
+    return Loaded(data, st, fmt, workspace)

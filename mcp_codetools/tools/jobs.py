@@ -59,6 +59,9 @@ class BashOutputTool(Tool[BashOutputInput]):
     read_only = True
     destructive = False
     idempotent = False
+    reads_files = False
+    writes_files = False
+    job_arg = "bash_id"
 
     @override
     def is_concurrency_safe(self, args: BashOutputInput) -> bool:
@@ -144,6 +147,9 @@ class KillShellTool(Tool[KillShellInput]):
     read_only = False
     destructive = True
     idempotent = False
+    reads_files = False
+    writes_files = False
+    job_arg = "shell_id"
 
     @override
     async def call(self, args: KillShellInput, ctx: CallContext, prepared: None) -> ToolOutput:

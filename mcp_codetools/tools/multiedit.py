@@ -55,6 +55,8 @@ class MultiEditTool(Tool[MultiEditInput, _Prepared]):
     destructive = True
     idempotent = False
     path_fields = ("file_path",)
+    reads_files = False
+    writes_files = True
 
     @override
     def input_schema(self) -> dict[str, Any]:

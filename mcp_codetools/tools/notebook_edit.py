@@ -52,6 +52,8 @@ class NotebookEditTool(Tool[NotebookEditInput, _Prepared]):
     destructive = True
     idempotent = False
     path_fields = ("notebook_path",)
+    reads_files = False
+    writes_files = True
 
     @override
     async def validate_input(self, args: NotebookEditInput, ctx: CallContext) -> _Prepared:

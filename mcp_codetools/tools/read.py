@@ -56,6 +56,8 @@ class ReadTool(Tool[ReadInput]):
     destructive = False
     idempotent = True
     path_fields = ("file_path",)
+    reads_files = True
+    writes_files = False
 
     @override
     def is_concurrency_safe(self, args: ReadInput) -> bool:

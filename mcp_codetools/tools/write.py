@@ -40,6 +40,8 @@ class WriteTool(Tool[WriteInput, Loaded | None]):
     destructive = True
     idempotent = True
     path_fields = ("file_path",)
+    reads_files = False
+    writes_files = True
 
     @override
     async def validate_input(self, args: WriteInput, ctx: CallContext) -> Loaded | None:

@@ -11,6 +11,7 @@ from mcp_codetools.policy.engine import Policy
 from mcp_codetools.policy.hiding import Hider
 from mcp_codetools.policy.rules import parse_rule
 from mcp_codetools.search.process import rg_executable
+from tests.declared import FAMILIES, READERS
 
 RULES = [
     "Read(.env)",
@@ -79,10 +80,10 @@ def tree(tmp_path: Path) -> Path:
 
 def policy_over(root: Path) -> Policy:
     rules = [parse_rule(text, "deny", source="test", base=root) for text in RULES]
-    return Policy(roots=(root,), deny=tuple(rules))
+    return Policy(roots=(root,), deny=tuple(rules), families=FAMILIES)
 
 
-@pytest.mark.parametrize("tool", ["Grep", "Glob", "Read"])
+@pytest.mark.parametrize("tool", READERS)
 def test_the_hider_answers_as_the_policy_does(tree: Path, tool: str) -> None:
     policy = policy_over(tree)
     hider = Hider.for_tool(policy, tool)
@@ -96,9 +97,9 @@ def test_the_hider_answers_as_the_policy_does(tree: Path, tool: str) -> None:
 def test_each_rule_alone_hides_what_the_policy_hides(rule: str) -> None:
     # One rule at a time, under a short root: the literal pre-check alone decides most paths here.
     root = Path("/w")
-    policy = Policy(roots=(root,), deny=(parse_rule(rule, "deny", source="test", base=root),))
+    policy = Policy(roots=(root,), deny=(parse_rule(rule, "deny", source="test", base=root),), families=FAMILIES)
     paths = [f"/w/{rel}" for rel in FILES]
-    for tool in ("Grep", "Glob"):
+    for tool in READERS:
         hider = Hider.for_tool(policy, tool)
         hides = [policy.hides(tool, p) for p in paths]
         assert (hider is None and not any(hides)) or [hider(p) for p in paths] == hides, (rule, tool)
@@ -106,8 +107,8 @@ def test_each_rule_alone_hides_what_the_policy_hides(rule: str) -> None:
 
 def test_no_path_rule_for_the_tool_means_no_hider(tree: Path) -> None:
     rules = [parse_rule(text, "deny", source="test", base=tree) for text in ("Bash(rm *)", "Edit(*.py)", "WebFetch")]
-    assert Hider.for_tool(Policy(roots=(tree,), deny=tuple(rules)), "Grep") is None
-    assert Hider.for_tool(Policy(roots=(tree,)), "Glob") is None
+    assert Hider.for_tool(Policy(roots=(tree,), deny=tuple(rules), families=FAMILIES), "Grep") is None
+    assert Hider.for_tool(Policy(roots=(tree,), families=FAMILIES), "Glob") is None
 
 
 def listing(folder: Path, globs: list[str]) -> set[str]:

@@ -227,10 +227,9 @@ def test_every_problem_of_a_file_is_reported_at_once(root: Path) -> None:
 
 def test_a_rule_for_each_tool_of_the_server_is_ok(root: Path) -> None:
     from mcp_codetools.policy.rules import TOOL_NAMES
-    from mcp_codetools.tools import default_tools
-    from mcp_codetools.tools.lsp import LSPTool
+    from tests.declared import every_tool
 
-    assert set(TOOL_NAMES) == {tool.name for tool in default_tools()} | {LSPTool().name}, "LSP: when one can run"
+    assert set(TOOL_NAMES) == {tool.name for tool in every_tool()}
     path = root / "ok.toml"
     path.write_text("[permissions]\ndeny = [" + ", ".join(f'"{name}"' for name in TOOL_NAMES) + "]\n")
     assert check_policy_file(path) == []

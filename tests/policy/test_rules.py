@@ -9,6 +9,7 @@ import pytest
 
 from mcp_codetools.policy.engine import CallFacts, Mode, Policy
 from mcp_codetools.policy.rules import RuleSyntaxError, parse_rule
+from tests.declared import FAMILIES
 
 ROOT = Path("/ws/proj")
 OTHER_ROOT = Path("/ws/other")
@@ -181,6 +182,7 @@ def policy_for(case: Case) -> Policy:
         mode=case.mode,
         mode_source="test",
         ask_unmatched=case.ask_unmatched,
+        families=FAMILIES,
     )
 
 

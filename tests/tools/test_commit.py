@@ -1,5 +1,7 @@
 """The one commit sequence: every writing tool writes through `editing.commit_write`, and the file history
-records a version only for a write that happened (not for one refused at the last look, nor a failed one)."""
+records a version only for a write that happened (not for one refused at the last look, nor a failed one).
+
+The writing tools are the tools that declare `writes_files`; a test fails when one has no case here."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import errno
 import json
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,7 @@ from mcp_codetools.files import editing, writes
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import Settings
-from mcp_codetools.tools import edit, multiedit, notebook_edit, write
+from mcp_codetools.tools import default_tools, edit, file_history, multiedit, notebook_edit, write
 from tests.conftest import Caller
 from tests.tools.samples import write_notebook
 
@@ -35,6 +37,8 @@ class Case:
     module: Any
     make: Callable[[Path], Path]
     arguments: Callable[[Path], dict[str, Any]]
+    prepare: Callable[[Caller, Path], Awaitable[None]] | None = None
+    """What must happen after the Read for the call to have something to do (a version to restore)."""
 
 
 def _text(root: Path) -> Path:
@@ -67,7 +71,39 @@ CASES = [
         lambda p: {"notebook_path": str(p), "cell_id": _first_cell(p), "new_source": "# changed"},
     ),
 ]
+
+
+async def _edit_to_v0(call: Caller, path: Path) -> None:
+    await call.ok("Edit", {"file_path": str(path), "old_string": "v1", "new_string": "v0"})
+
+
+CASES.append(
+    Case(
+        "FileHistory",
+        file_history,
+        _text,
+        lambda p: {"action": "restore", "file_path": str(p), "version": 1},  # v1, which the Edit replaced
+        _edit_to_v0,
+    )
+)
 IDS = [case.tool for case in CASES]
+
+
+def test_every_tool_that_writes_files_has_a_case() -> None:
+    writers = {tool.name for tool in default_tools() if tool.writes_files}
+    assert writers == set(IDS), "a writing tool without a case here is not checked to commit through commit_write"
+
+
+async def _prepared(call: Caller, session: CodeSession, case: Case, path: Path) -> int:
+    """Read the file and run the case's preparation; returns how many versions the history held then."""
+    await call.ok("Read", {"file_path": str(path)})
+    if case.prepare is not None:
+        await case.prepare(call, path)
+    return len(session.history.entries(path))
+
+
+def _new_entries(session: CodeSession, path: Path, before: int) -> list[Any]:
+    return session.history.entries(path)[before:]
 
 
 def _tool_class(case: Case) -> type[Any]:
@@ -87,7 +123,7 @@ async def test_a_call_refused_at_the_last_look_leaves_no_history_version(
     call: Caller, session: CodeSession, root: Path, monkeypatch: pytest.MonkeyPatch, case: Case
 ) -> None:
     path = case.make(root)
-    await call.ok("Read", {"file_path": str(path)})
+    kept = await _prepared(call, session, case, path)
     arguments = case.arguments(path)
     cls = _tool_class(case)
     original = cls.validate_input
@@ -102,7 +138,7 @@ async def test_a_call_refused_at_the_last_look_leaves_no_history_version(
     out = await call.fails(case.tool, arguments)
     assert out.text.startswith("File has been unexpectedly modified"), out.text
     assert path.read_bytes() == behind_our_back
-    assert session.history.entries(path) == [], "a version was recorded for a write that never happened"
+    assert _new_entries(session, path, kept) == [], "a version was recorded for a write that never happened"
 
 
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EIO], ids=["ENOSPC", "EIO"])
@@ -111,7 +147,7 @@ async def test_a_failed_write_leaves_the_file_no_history_version_and_no_temp_fil
     call: Caller, session: CodeSession, root: Path, monkeypatch: pytest.MonkeyPatch, case: Case, code: int
 ) -> None:
     path = case.make(root)
-    await call.ok("Read", {"file_path": str(path)})
+    kept = await _prepared(call, session, case, path)
     arguments = case.arguments(path)
     before = path.read_bytes()
 
@@ -122,12 +158,12 @@ async def test_a_failed_write_leaves_the_file_no_history_version_and_no_temp_fil
     out = await call.fails(case.tool, arguments)
     assert "Cannot write" in out.text and "left unchanged" in out.text, out.text
     assert path.read_bytes() == before
-    assert session.history.entries(path) == [], "a version was recorded for a write that failed"
+    assert _new_entries(session, path, kept) == [], "a version was recorded for a write that failed"
     assert _leftovers(root, path) == [], "a temporary file was left behind"
     monkeypatch.undo()
     done = await call(case.tool, arguments)
     assert not done.is_error, done.text
-    assert len(session.history.entries(path)) == 1, "the retried write is recorded once"
+    assert len(_new_entries(session, path, kept)) == 1, "the retried write is recorded once"
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -135,7 +171,7 @@ async def test_every_writing_tool_commits_through_the_one_function(
     call: Caller, session: CodeSession, root: Path, monkeypatch: pytest.MonkeyPatch, case: Case
 ) -> None:
     path = case.make(root)
-    await call.ok("Read", {"file_path": str(path)})
+    kept = await _prepared(call, session, case, path)
     committed: list[tuple[str, Path]] = []
     written: list[Path] = []
     real_commit, real_write = editing.commit_write, writes.write_atomic
@@ -155,18 +191,25 @@ async def test_every_writing_tool_commits_through_the_one_function(
     before = path.read_bytes()
     await call.ok(case.tool, case.arguments(path))
     assert path.read_bytes() != before
-    assert committed == [(case.tool, path)]
+    assert [(made_by.split()[0], target) for made_by, target in committed] == [(case.tool, path)]
     assert written == [path]
-    assert [e.replaced_by for e in session.history.entries(path)] == [case.tool]
-    assert session.history.content(session.history.entries(path)[0]) == before
+    (entry,) = _new_entries(session, path, kept)
+    assert entry.replaced_by.split()[0] == case.tool
+    assert session.history.content(entry) == before
 
 
-def test_no_writing_tool_writes_or_records_by_itself() -> None:
-    """The write primitive and the history are reached only through commit_write."""
-    for case in CASES:
-        source = Path(case.module.__file__).read_text(encoding="utf-8")
-        for name in ("write_atomic", "history.remember", "recheck_unchanged", "record_write"):
-            assert name not in source, f"{case.tool} calls {name} itself instead of editing.commit_write"
+BY_ITSELF = ("write_atomic", "remove_file", "history.remember", "recheck_unchanged", "record_write", "COMMITS")
+"""What only `editing.commit_write` may reach: the write primitives, the history, the ledger's record, the lock."""
+
+
+def test_no_tool_writes_or_records_by_itself() -> None:
+    """The write primitive and the history are reached only through commit_write, in every module of tools/."""
+    modules = sorted((Path(edit.__file__).parent).glob("*.py"))
+    assert {Path(case.module.__file__) for case in CASES} <= set(modules) and len(modules) > len(CASES)
+    for module in modules:
+        source = module.read_text(encoding="utf-8")
+        for name in BY_ITSELF:
+            assert name not in source, f"tools/{module.name} uses {name} itself instead of editing.commit_write"
 
 
 async def test_a_create_that_fails_records_nothing(
@@ -215,7 +258,7 @@ async def test_the_write_runs_off_the_event_loop_while_another_session_is_served
     path = case.make(root)
     small = root / "small.txt"
     small.write_text("small\n", encoding="utf-8")
-    await call.ok("Read", {"file_path": str(path)})
+    kept = await _prepared(call, session, case, path)
     writing = anyio.Event()
     release = threading.Event()
     loop_thread = threading.get_ident()
@@ -242,10 +285,10 @@ async def test_the_write_runs_off_the_event_loop_while_another_session_is_served
                 await writing.wait()
                 read = await Caller(pipeline, other).ok("Read", {"file_path": str(small)})
                 assert "small" in read and not results, "the Read was answered while the write was held"
-                assert session.history.entries(path) == [], "a version was recorded before the write returned"
+                assert _new_entries(session, path, kept) == [], "a version was recorded before the write returned"
                 release.set()
     finally:
         release.set()
         await other.aclose()
     assert not results[0].is_error, results[0].text
-    assert [e.replaced_by for e in session.history.entries(path)] == [case.tool]
+    assert [e.replaced_by.split()[0] for e in _new_entries(session, path, kept)] == [case.tool]

@@ -100,3 +100,34 @@ def test_history_spills_to_disk_and_keeps_its_bounds(tmp_path: Path) -> None:
     for _ in range(4):
         count.remember(path, b"y")
     assert len(count.entries()) == 2
+
+
+async def test_restore_onto_a_read_only_file_is_refused_as_edit_refuses_it(call: Caller, root: Path) -> None:
+    """Restore went its own way to the disk and overwrote a 0444 file that Edit and Write refuse."""
+    f = root / "ro.py"
+    f.write_text("v = 0\n", encoding="utf-8")
+    await call.ok("Read", {"file_path": str(f)})
+    await edit(call, f, "v = 0", "v = 1")
+    (number,) = versions_in(await call.ok("FileHistory", {"action": "list", "file_path": str(f)}))
+    f.chmod(0o444)
+    try:
+        refused = await call.fails("FileHistory", {"action": "restore", "file_path": str(f), "version": number})
+        by_edit = await call.fails("Edit", {"file_path": str(f), "old_string": "v = 1", "new_string": "v = 0"})
+        assert refused.meta["errorCode"] == by_edit.meta["errorCode"] == "file_read_only", refused.text
+        assert f.read_text(encoding="utf-8") == "v = 1\n"
+        assert len(call.session.history.entries(f)) == 1, "a refused restore records no version"
+    finally:
+        f.chmod(0o644)
+
+
+async def test_restoring_a_missing_version_onto_a_read_only_file_does_not_remove_it(call: Caller, root: Path) -> None:
+    f = root / "new.txt"
+    await call.ok("Write", {"file_path": str(f), "content": "hello\n"})
+    (number,) = versions_in(await call.ok("FileHistory", {"action": "list", "file_path": str(f)}))
+    f.chmod(0o444)
+    try:
+        out = await call.fails("FileHistory", {"action": "restore", "file_path": str(f), "version": number})
+        assert out.meta["errorCode"] == "file_read_only", out.text
+        assert f.read_text(encoding="utf-8") == "hello\n"
+    finally:
+        f.chmod(0o644)
