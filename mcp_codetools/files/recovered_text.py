@@ -223,3 +223,26 @@ def _map_body(old: str, new: str, file: str, frame: Frame) -> str | None:
             return None
         pieces.append(file_core[file_at[a] : file_at[b]])
     return "".join(pieces) + tail
+
+
+def match_quotes(new: str, region: str) -> str:
+    """new_string in the region's quote style, for each quote kind the region writes one way only."""
+    for straight, left, right in (('"', "\u201c", "\u201d"), ("'", "\u2018", "\u2019")):
+        curly = left in region or right in region
+        if curly and straight not in region:
+            new = _curl(new, straight, left, right)
+        elif not curly and straight in region:
+            new = new.replace(left, straight).replace(right, straight)
+    return new
+
+
+def _curl(text: str, straight: str, left: str, right: str) -> str:
+    out = []
+    for index, char in enumerate(text):
+        if char != straight:
+            out.append(char)
+            continue
+        before = text[index - 1] if index else " "
+        opening = before.isspace() or before in "([{\u2014-"
+        out.append(left if opening else right)
+    return "".join(out)

@@ -15,10 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_codetools.files import lookalikes, matching, recovered_text
+from mcp_codetools.files import lookalikes, recovered_text
 from mcp_codetools.files.lookalikes import normalise, units
 from mcp_codetools.files.recovered_text import columns
-from mcp_codetools.files.text import number_lines
 
 _PREFIX = re.compile(r"^ *\d+(?:\t|\u2192)")
 """Read's `12<TAB>` and Claude Code's `    12→` line-number prefixes."""
@@ -28,7 +27,6 @@ _TAB_WIDTHS = (4, 8, 2)
 MAX_TEXT_CHARS = 32 * 1024 * 1024
 """Larger files are not searched again: the plain "not found" answer is given."""
 MAX_OLD_LINES = 2000
-_SHOWN_LINES = 15
 
 
 @dataclass(frozen=True, slots=True)
@@ -447,7 +445,7 @@ def _build(
     if new is None:
         return None
     if "quote style" in kinds:
-        new = _match_quotes(new, piece)
+        new = recovered_text.match_quotes(new, piece)
     sent_as_is = "\n".join(search.new_lines)
     line_end = first_start + len(first_raw.rstrip("\r"))
     inside = k == 1 and bool(text[first_start:start].strip() or text[end:line_end].strip())
@@ -492,112 +490,9 @@ def _frame(
     )
 
 
-def _match_quotes(new: str, region: str) -> str:
-    """new_string in the region's quote style, for each quote kind the region writes one way only."""
-    for straight, left, right in (('"', "\u201c", "\u201d"), ("'", "\u2018", "\u2019")):
-        curly = left in region or right in region
-        if curly and straight not in region:
-            new = _curl(new, straight, left, right)
-        elif not curly and straight in region:
-            new = new.replace(left, straight).replace(right, straight)
-    return new
-
-
-def _curl(text: str, straight: str, left: str, right: str) -> str:
-    out = []
-    for index, char in enumerate(text):
-        if char != straight:
-            out.append(char)
-            continue
-        before = text[index - 1] if index else " "
-        opening = before.isspace() or before in "([{\u2014-"
-        out.append(left if opening else right)
-    return "".join(out)
-
-
 def body_span(text: str, rec: Recovered, convert: Callable[[str], Any]) -> tuple[int, int] | None:
     """The recovered region as offsets into the body matching works on (bytes for most files, else text)."""
     head, part = convert(text[: rec.start]), convert(text[rec.start : rec.end])
     if head is None or part is None:
         return None
     return len(head), len(head) + len(part)
-
-
-def _join(kinds: tuple[str, ...]) -> str:
-    if not kinds:  # every normalisation names itself; this only keeps a missed one from failing the call
-        return "whitespace"
-    return kinds[0] if len(kinds) == 1 else ", ".join(kinds[:-1]) + " and " + kinds[-1]
-
-
-def _lines(first: int, last: int) -> str:
-    return f"line {first}" if first == last else f"lines {first}-{last}"
-
-
-def applied_note(rec: Recovered) -> str:
-    """What the result says when an edit was placed by normalising."""
-    note = (
-        f"Note: old_string was not in the file as written; it matched {_lines(rec.first_line, rec.last_line)} "
-        f"once, ignoring {_join(rec.kinds)}, and the edit was made there."
-    )
-    if rec.reindented:
-        note += " new_string was re-indented to match the file."
-    elif "indentation" in rec.kinds or "tabs vs spaces" in rec.kinds:
-        note += " new_string already fitted the file's indentation and was written as sent."
-    if rec.inside_line:
-        note += f" The match is part of line {rec.first_line}, which holds more text: check that line."
-    return note
-
-
-def _numbered(text: str, first: int) -> str:
-    lines = text.split("\n")
-    shown = number_lines(lines[:_SHOWN_LINES], first)
-    return shown + (f"\n… ({len(lines) - _SHOWN_LINES} more lines)" if len(lines) > _SHOWN_LINES else "")
-
-
-def miss_detail(text: str, found: Recovered | Ambiguous | Unsure) -> str:
-    """The part of a "not found" answer that says where old_string nearly is."""
-    if isinstance(found, Ambiguous):
-        shown = [_lines(a, b) for a, b in found.regions[:10]]
-        more = f" and {len(found.regions) - 10} more" if len(found.regions) > 10 else ""
-        return (
-            f"Ignoring {_join(found.kinds)}, it matches {len(found.regions)} places: "
-            f"{', '.join(shown)}{more}. Nothing was changed. Add surrounding lines to old_string so it is unique, "
-            "copying them exactly from Read."
-        )
-    where = _lines(found.first_line, found.last_line)
-    if isinstance(found, Unsure):
-        return (
-            f"Ignoring {_join(found.kinds)}, it matches {where} once, but new_string's indentation fits both the "
-            "file and old_string, so it is unclear which was meant. Nothing was changed.\n"
-            f"Written as sent, the lines would read:\n{_numbered(found.as_sent, found.first_line)}\n"
-            f"Re-indented like old_string, they would read:\n{_numbered(found.shifted, found.first_line)}\n"
-            "Copy old_string exactly from Read, and give new_string at the file's indentation."
-        )
-    lines = text.split("\n")[found.first_line - 1 : min(found.last_line, found.first_line + 29)]
-    return (
-        f"Ignoring {_join(found.kinds)}, it matches {where}:\n"
-        f"{number_lines(lines, found.first_line)}\nCopy the exact text from these lines into old_string."
-    )
-
-
-def not_found(text: str, old: str, path: str, found: Recovered | Ambiguous | Unsure | None) -> str:
-    """The whole "not found" answer: where old_string nearly is, or the closest region of the file.
-
-    Characters that print like a space or like nothing are named with their place, since quoting them back
-    would not show the difference.
-    """
-    message = (
-        matching.not_found_message(text, old, path)
-        if found is None
-        else f"{matching.not_found_head(old, path)}\n{miss_detail(text, found)}"
-    )
-    notes = [lookalikes.describe_invisible(old, "old_string")]
-    if isinstance(found, (Recovered, Unsure)):
-        region = "\n".join(text.split("\n")[found.first_line - 1 : found.last_line])
-        notes.append(lookalikes.describe_invisible(region, "The file", found.first_line))
-    elif found is None:
-        near = matching.closest_region(text, old)
-        if near is not None:
-            region = "\n".join(text.split("\n")[near[0] - 1 : near[1]])
-            notes.append(lookalikes.describe_invisible(region, "The file", near[0]))
-    return message + "".join(f"\n{note}" for note in notes if note)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_codetools.files import recovery
+from mcp_codetools.files import recovery, recovery_notes
 from tests.conftest import Caller
 
 pytestmark = pytest.mark.anyio
@@ -30,7 +30,7 @@ def test_new_string_already_at_the_files_indentation_is_written_as_sent() -> Non
     found = recovery.recover(PY, old, new)
     assert isinstance(found, recovery.Recovered)
     assert PY[: found.start] + found.new + PY[found.end :] == PY.replace("0.9", "0.5") and not found.reindented
-    assert "written as sent" in recovery.applied_note(found)
+    assert "written as sent" in recovery_notes.applied_note(found)
 
 
 def test_new_string_at_old_strings_indentation_is_shifted() -> None:
@@ -47,7 +47,7 @@ def test_a_new_string_fitting_both_readings_is_refused_with_both_shown() -> None
     new = "        if item.sale:\n    return item.cost * 0.9\n    log()"
     found = recovery.recover(PY, old, new)
     assert isinstance(found, recovery.Unsure), found
-    detail = recovery.miss_detail(PY, found)
+    detail = recovery_notes.miss_detail(PY, found)
     assert "Written as sent" in detail and "Re-indented like old_string" in detail and "Nothing was changed" in detail
 
 
@@ -152,3 +152,17 @@ async def test_a_refusal_names_the_invisible_characters_it_found(call: Caller, r
         "Edit", {"file_path": str(f), "old_string": "Next\u00a0step: walk it.", "new_string": "Next step: run."}
     )
     assert "U+00A0 NO-BREAK SPACE at line 1, column 5" in out.text
+
+
+async def test_a_literal_match_inside_a_longer_word_says_so(call: Caller, root: Path) -> None:
+    """A literal Edit replaces `x = 1` inside `max = 1` as Claude Code's does, and the result says where it was."""
+    f = root / "limits.py"
+    f.write_text("max = 1\n")
+    await call.ok("Read", {"file_path": str(f)})
+    text = await call.ok("Edit", {"file_path": str(f), "old_string": "x = 1", "new_string": "x = 2"})
+    assert f.read_text() == "max = 2\n"
+    assert "inside a longer word on line 1" in text
+    g = root / "plain.py"
+    g.write_text("value = 1\n")
+    await call.ok("Read", {"file_path": str(g)})
+    assert "longer word" not in await call.ok("Edit", {"file_path": str(g), "old_string": "1", "new_string": "2"})
