@@ -83,6 +83,29 @@ def line_of(text: AnyStr, offset: int) -> int:
     return text.count(_lit(text, "\n"), 0, offset) + 1
 
 
+def _word_at(text: AnyStr, index: int) -> bool:
+    if index < 0 or index >= len(text):
+        return False
+    unit = text[index : index + 1]
+    char = unit if isinstance(unit, str) else unit.decode("latin-1")
+    return char.isalnum() or char == "_"
+
+
+def inside_word_note(text: AnyStr, match: Match) -> str:
+    """A note when a one-line match starts or ends inside a word (`x = 1` in `max = 1`), else ""."""
+    if match.end <= match.start or _lit(text, "\n") in text[match.start : match.end]:
+        return ""
+    cut = (_word_at(text, match.start - 1) and _word_at(text, match.start)) or (
+        _word_at(text, match.end - 1) and _word_at(text, match.end)
+    )
+    if not cut:
+        return ""
+    return (
+        f"\nNote: old_string matched inside a longer word on line {line_of(text, match.start)}; check that this "
+        "is the place you meant."
+    )
+
+
 def lines_of(text: AnyStr, offsets: list[int]) -> list[int]:
     """Line numbers of ascending offsets, counting each stretch of text once."""
     nl = _lit(text, "\n")

@@ -16,7 +16,7 @@ from mcp_codetools.errors import (
     OldStringNotUniqueError,
     ToolError,
 )
-from mcp_codetools.files import matching, recovery
+from mcp_codetools.files import matching, recovery, recovery_notes
 from mcp_codetools.files.editing import Loaded
 
 _IN_PLACE_MAX = 8
@@ -100,7 +100,7 @@ def _apply_one(
         span = recovery.body_span(text, found, loaded.convert) if isinstance(found, recovery.Recovered) else None
         if mode != "apply" or span is None:
             raise OldStringNotFoundError(
-                recovery.not_found(text, step.old_string, shown, found)
+                recovery_notes.not_found(text, step.old_string, shown, found)
                 + "\n(Each edit applies to the text as the edits before it left it.)"
             )
         assert isinstance(found, recovery.Recovered)

@@ -15,12 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_codetools.files import matching
-from mcp_codetools.files.text import number_lines
+from mcp_codetools.files import lookalikes, recovered_text
+from mcp_codetools.files.lookalikes import normalise, units
+from mcp_codetools.files.recovered_text import columns
 
 _PREFIX = re.compile(r"^ *\d+(?:\t|\u2192)")
 """Read's `12<TAB>` and Claude Code's `    12→` line-number prefixes."""
-_CURLY = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+_CURLY_CHARS = "\u2018\u2019\u201c\u201d"
 _WS = " \t\r\f\v"
 _TAB_WIDTHS = (4, 8, 2)
 MAX_TEXT_CHARS = 32 * 1024 * 1024
@@ -39,6 +40,10 @@ class Recovered:
     kinds: tuple[str, ...]
     first_line: int
     last_line: int
+    reindented: bool = False
+    """new_string's indentation was changed to fit the file (else it was written as sent)."""
+    inside_line: bool = False
+    """The match is part of one line that holds more text."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,15 +55,32 @@ class Ambiguous:
 
 
 @dataclass(frozen=True, slots=True)
+class Unsure:
+    """One region matches, but new_string fits both old_string's indentation and the file's: nothing is changed."""
+
+    first_line: int
+    last_line: int
+    kinds: tuple[str, ...]
+    as_sent: str
+    shifted: str
+
+
+@dataclass(frozen=True, slots=True)
 class _Lines:
     raw: list[str]
     starts: list[int]
     indent: list[str]
+    """Leading whitespace of each line in its plain form."""
     content: list[str]
-    """Each line stripped of leading and trailing whitespace, quotes made straight (length kept)."""
+    """Each line in its plain form (straight quotes; lookalikes undone when loose), stripped of whitespace."""
+    index: list[int] | None = None
+    """For a view of the non-blank lines only: each one's index among all lines."""
+
+    def at(self, i: int) -> int:
+        return i if self.index is None else self.index[i]
 
 
-def _split(text: str) -> _Lines:
+def _split(text: str, loose: bool) -> _Lines:
     raw = text.split("\n")
     starts: list[int] = []
     indent: list[str] = []
@@ -67,17 +89,22 @@ def _split(text: str) -> _Lines:
     for line in raw:
         starts.append(offset)
         offset += len(line) + 1
-        body = line.lstrip(" \t\f")
-        indent.append(line[: len(line) - len(body)])
-        content.append(body.rstrip(_WS).translate(_CURLY))
+        plain = normalise(line, loose) if loose or not line.isascii() else line
+        body = plain.lstrip(" \t\f")
+        indent.append(plain[: len(plain) - len(body)])
+        content.append(body.rstrip(_WS))
     return _Lines(raw, starts, indent, content)
 
 
-def _columns(indent: str, tab: int) -> int:
-    col = 0
-    for char in indent:
-        col = (col // tab + 1) * tab if char == "\t" else col + 1
-    return col
+def _non_blank(lines: _Lines) -> _Lines:
+    keep = [i for i, c in enumerate(lines.content) if c]
+    return _Lines(
+        [lines.raw[i] for i in keep],
+        [lines.starts[i] for i in keep],
+        [lines.indent[i] for i in keep],
+        [lines.content[i] for i in keep],
+        keep,
+    )
 
 
 def _strip_prefixes(lines: list[str], *, numbered: bool) -> tuple[list[str], int | None] | None:
@@ -98,10 +125,19 @@ def _strip_prefixes(lines: list[str], *, numbered: bool) -> tuple[list[str], int
     return [line[m.end() :] if m else line for m, line in zip(found, lines, strict=True)], stated
 
 
-def recover(text: str, old: str, new: str) -> Recovered | Ambiguous | None:
-    """Where `old` (which is not in `text` literally) matches after safe normalisations, or None."""
-    if len(text) > MAX_TEXT_CHARS or not old.strip():
-        return None
+@dataclass(frozen=True, slots=True)
+class _Search:
+    """old_string and new_string as prepared for one pass, and what the pass may ignore."""
+
+    old_lines: list[str]
+    new_lines: list[str]
+    kinds: list[str]
+    stated: int | None
+    ends_line: bool
+    new_ends_line: bool
+
+
+def _prepare(old: str, new: str, text: str) -> _Search | None:
     old_lines = old.replace("\r\n", "\n").split("\n")
     new_lines = new.replace("\r\n", "\n").split("\n")
     kinds: list[str] = []
@@ -116,33 +152,79 @@ def recover(text: str, old: str, new: str) -> Recovered | Ambiguous | None:
     if "\r" in old and "\r\n" not in text:
         kinds.append("line endings")
     ends_line = len(old_lines) > 1 and old_lines[-1] == ""
+    new_ends_line = False
     if ends_line:
         old_lines.pop()
+        if len(new_lines) > 1 and new_lines[-1] == "":
+            new_lines.pop()
+            new_ends_line = True
     if len(old_lines) > MAX_OLD_LINES or (old_lines[0] == "" and len(old_lines) < 2):
         return None
-    file = _split(text)
-    want = _split("\n".join(old_lines))
+    return _Search(old_lines, new_lines, kinds, stated, ends_line, new_ends_line)
+
+
+def recover(text: str, old: str, new: str) -> Recovered | Ambiguous | Unsure | None:
+    """Where `old` (which is not in `text` literally) matches after safe normalisations, or None.
+
+    The passes go from the most literal reading to the loosest, and the first that finds anything decides:
+    quotes and whitespace; then lookalike characters (no-break and zero-width spaces, dashes, entities,
+    escapes); then blank lines added or missing. Each pass tries exact indentation, then one uniform shift.
+    """
+    if len(text) > MAX_TEXT_CHARS or not old.strip():
+        return None
+    search = _prepare(old, new, text)
+    if search is None:
+        return None
+    old_text = "\n".join(search.old_lines)
+    loose = lookalikes.present(old_text) or lookalikes.present(text)
+    passes = [(False, False)] + ([(True, False)] if loose else [])
+    if sum(1 for line in search.old_lines if line.strip()) >= 2:
+        passes.append((loose, True))
+    for loose_pass, blanks in passes:
+        found = _pass(text, search, old_text, loose_pass, blanks)
+        if found is not None:
+            return found
+    return None
+
+
+def _pass(
+    text: str, search: _Search, old_text: str, loose: bool, blanks: bool
+) -> Recovered | Ambiguous | Unsure | None:
+    file = _split(text, loose)
+    want = _split(old_text, loose)
+    ends_line = search.ends_line
+    if blanks:
+        if want.content[-1] == "" and len(want.content) > 1:
+            ends_line = True  # blank lines ending old_string: it ends at a line end, whatever follows
+        file, want = _non_blank(file), _non_blank(want)
+        if len(want.raw) < 2:
+            return None
     # A first line with leading whitespace starts at a line start; one without may start mid-line (an
     # empty one: at the end of the line before).
     at_line_start = want.indent[0] != ""
+    kinds = list(search.kinds)
     for flexible in (False, True):
         found = _candidates(file, want, at_line_start=at_line_start, ends_line=ends_line, flexible=flexible)
         if not found:
             continue
-        how = kinds + _differences(file, want, found[0], at_line_start=at_line_start, ends_line=ends_line)
+        how = list(kinds)
         if flexible:
             how += _indent_kinds(file, want, found[0], at_line_start=at_line_start)
-        elif stated is not None and len(found) == 1 and found[0].line + 1 != stated:
+        elif search.stated is not None and len(found) == 1 and file.at(found[0].line) + 1 != search.stated:
             # The prefixes name another line: if old_string matches there with its indentation shifted, the
             # exact-indentation match elsewhere is only a guess, so neither is taken.
             there = _candidates(file, want, at_line_start=at_line_start, ends_line=ends_line, flexible=True)
-            found += [c for c in there if c.line + 1 == stated]
+            found += [c for c in there if file.at(c.line) + 1 == search.stated]
             if len(found) > 1:
                 how += _indent_kinds(file, want, found[1], at_line_start=at_line_start)
         if len(found) > 1:
             k = len(want.raw)
-            return Ambiguous(tuple((c.line + 1, c.line + k) for c in found), tuple(dict.fromkeys(how)))
-        return _build(text, file, want, found[0], new_lines, tuple(dict.fromkeys(how)), at_line_start, ends_line)
+            regions = tuple((file.at(c.line) + 1, file.at(c.line + k - 1) + 1) for c in found)
+            span = _span(text, file, want, found[0], at_line_start, ends_line, loose)
+            if span is not None:
+                how += _differences(span[2], search.old_lines, span[3], ends_line)
+            return Ambiguous(regions, tuple(dict.fromkeys(how + (["blank lines"] if blanks else []))))
+        return _build(text, file, want, found[0], search, how, at_line_start, ends_line, loose, blanks)
     return None
 
 
@@ -153,6 +235,18 @@ class _Candidate:
     """For a one-line old_string: where in the line's content it starts."""
     delta: int
     tab: int
+
+
+def _cuts_word(content: str, pos: int, target: str) -> bool:
+    """Whether a one-line match at `pos` starts or ends inside a word (`x = 1` inside `max = 1`)."""
+    end = pos + len(target)
+    before = pos > 0 and _word(content[pos - 1]) and _word(target[0])
+    after = end < len(content) and _word(content[end]) and _word(target[-1])
+    return before or after
+
+
+def _word(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 def _candidates(
@@ -166,7 +260,11 @@ def _candidates(
         for i, content in enumerate(file.content):
             pos = content.find(target)
             while pos != -1:
-                if (not at_line_start or pos == 0) and (not ends_line or pos + len(target) == len(content)):
+                if (
+                    (not at_line_start or pos == 0)
+                    and (not ends_line or pos + len(target) == len(content))
+                    and not _cuts_word(content, pos, target)
+                ):
                     fit = _indent_fit(file, want, i, at_line_start=at_line_start, flexible=flexible)
                     if fit is not None:
                         found.append(_Candidate(i, pos, *fit))
@@ -210,41 +308,29 @@ def _indent_fit(file: _Lines, want: _Lines, i: int, *, at_line_start: bool, flex
     if not lines:
         return None  # nothing to shift: the first pass already decided
     for tab in _TAB_WIDTHS:
-        deltas = {_columns(file.indent[i + j], tab) - _columns(want.indent[j], tab) for j in lines}
+        deltas = {columns(file.indent[i + j], tab) - columns(want.indent[j], tab) for j in lines}
         if len(deltas) == 1:
             return deltas.pop(), tab
     return None
 
 
-def _differences(file: _Lines, want: _Lines, c: _Candidate, *, at_line_start: bool, ends_line: bool) -> list[str]:
+def _differences(region: list[str], old: list[str], pairs: list[tuple[int, int]], ends_line: bool) -> list[str]:
     """Which damage the match undid, besides prefixes and indentation: quote style, trailing whitespace."""
     kinds: list[str] = []
-    k = len(want.raw)
-    quotes = trailing = False
-    for j in range(k):
-        line = file.raw[c.line + j].rstrip("\r")
-        mine = want.raw[j].rstrip("\r")
-        body = line.strip(_WS)
-        if j == 0 and k == 1:
-            body = body[c.pos : c.pos + len(want.content[0])]
-        elif j == 0 and not at_line_start:
-            body = body[len(body) - len(want.content[0]) :]
-        elif j == k - 1 and not ends_line:
-            body = body[: len(want.content[-1])]
-        quotes |= body != mine.strip(_WS)
-        whole = j < k - 1 or ends_line
-        if whole and line[len(line.rstrip(_WS)) :] != mine[len(mine.rstrip(_WS)) :]:
-            trailing = True
-        elif not whole and mine != mine.rstrip(_WS):
-            # A last line ending mid-line matched without its trailing blanks: did the file have them there?
-            start = c.pos if k == 1 else 0
-            rest = line.lstrip(_WS)[start + len(want.content[j]) :]
-            trailing |= not rest.startswith(mine[len(mine.rstrip(_WS)) :])
-    if quotes:
+    region_text, old_text = "\n".join(region), "\n".join(old)
+    if sum(region_text.count(q) for q in _CURLY_CHARS) != sum(old_text.count(q) for q in _CURLY_CHARS):
         kinds.append("quote style")
+    trailing = False
+    for n, (o, r) in enumerate(pairs):
+        mine, theirs = old[o], region[r]
+        whole = n < len(pairs) - 1 or ends_line
+        if whole:
+            trailing |= theirs[len(theirs.rstrip(_WS)) :] != mine[len(mine.rstrip(_WS)) :]
+        else:
+            trailing |= mine != mine.rstrip(_WS) and theirs == theirs.rstrip(_WS)
     if trailing:
         kinds.append("trailing whitespace")
-    return kinds
+    return kinds + lookalikes.kinds_between(region_text, old_text)
 
 
 def _indent_kinds(file: _Lines, want: _Lines, c: _Candidate, *, at_line_start: bool) -> list[str]:
@@ -257,85 +343,151 @@ def _indent_kinds(file: _Lines, want: _Lines, c: _Candidate, *, at_line_start: b
     return kinds or ["indentation"]
 
 
+def _raw_offset(line: str, plain_index: int, loose: bool) -> int | None:
+    """Where the plain form's `plain_index` falls in the raw line (None: inside one unit, such as `&lt;`)."""
+    if not loose and (line.isascii() or len(normalise(line, False)) == len(line)):
+        return plain_index
+    at = units(line, loose)[1]
+    return at[plain_index] if 0 <= plain_index < len(at) and at[plain_index] >= 0 else None
+
+
+def _uses_tabs(text: str, region: list[str]) -> bool:
+    """The file's indentation style: the region's indented lines decide, else the whole file's."""
+    tabs = sum(line.startswith("\t") for line in region)
+    spaces = sum(line.startswith(" ") and line.strip() != "" for line in region)
+    if tabs != spaces:
+        return tabs > spaces
+    return text.count("\n\t") > text.count("\n ")
+
+
+def _span(
+    text: str, file: _Lines, want: _Lines, c: _Candidate, at_line_start: bool, ends_line: bool, loose: bool
+) -> tuple[int, int, list[str], list[tuple[int, int]]] | None:
+    """[start, end) of a candidate in the text, its lines, and each non-blank old_string line's line in it."""
+    k = len(want.raw)
+    first, last = file.at(c.line), file.at(c.line + k - 1)
+    first_raw = file.raw[first]
+    first_start = file.starts[first]
+    if at_line_start:
+        start: int | None = first_start
+    elif not want.raw[0]:
+        start = first_start + len(first_raw.rstrip("\r"))
+    else:
+        offset = _raw_offset(first_raw, len(file.indent[c.line]) + c.pos, loose)
+        start = None if offset is None else first_start + offset
+    if ends_line:
+        end: int | None = min(len(text), file.starts[last] + len(file.raw[last]) + 1)
+    else:
+        stop = len(file.indent[c.line + k - 1]) + (c.pos if k == 1 else 0) + len(want.content[-1])
+        offset = _raw_offset(file.raw[last], stop, loose)
+        end = None if offset is None else file.starts[last] + offset
+    if start is None or end is None:
+        return None
+    piece = text[start:end]
+    if ends_line and piece.endswith("\n"):
+        piece = piece[:-1]
+    region = [line.rstrip("\r") for line in piece.split("\n")]
+    if want.index is not None:  # blank lines ignored: pair the non-blank ones
+        pairs = [(o, file.at(c.line + t) - first) for t, o in enumerate(want.index)]
+    else:
+        pairs = [(o, o) for o, line in enumerate(want.content) if line]
+    return start, end, region, pairs
+
+
 def _build(
     text: str,
     file: _Lines,
     want: _Lines,
     c: _Candidate,
-    new_lines: list[str],
-    kinds: tuple[str, ...],
+    search: _Search,
+    how: list[str],
     at_line_start: bool,
     ends_line: bool,
-) -> Recovered | None:
+    loose: bool,
+    blanks: bool,
+) -> Recovered | Unsure | None:
+    span = _span(text, file, want, c, at_line_start, ends_line, loose)
+    if span is None:
+        return None
+    start, end, region, pairs = span
     k = len(want.raw)
-    first_start = file.starts[c.line]
-    first_indent = len(file.indent[c.line])
-    start = first_start if at_line_start else first_start + first_indent + c.pos
-    if not want.raw[0]:
-        start = first_start + len(file.raw[c.line].rstrip("\r"))
-    last = c.line + k - 1
-    if ends_line:
-        end = min(len(text), file.starts[last] + len(file.raw[last]) + 1)
-    elif k == 1:
-        end = first_start + first_indent + c.pos + len(want.content[0])
-    else:
-        end = file.starts[last] + len(file.indent[last]) + len(want.content[-1])
-    new = "\n".join(new_lines)
-    if "indentation" in kinds or "tabs vs spaces" in kinds:
-        reindented = _reindent(new_lines, file, want, c, at_line_start=at_line_start)
-        if reindented is None:
+    first, last = file.at(c.line), file.at(c.line + k - 1)
+    first_raw, first_start = file.raw[first], file.starts[first]
+    lead: tuple[int, int] | None = None
+    if (
+        not at_line_start
+        and want.raw[0]
+        and start > first_start
+        and not text[first_start:start].strip()
+        and search.new_lines[0][:1] in (" ", "\t")
+    ):
+        # old_string's first line lost its indentation but new_string's has one: the region takes the whole
+        # line, so new_string's first line can be read at the file's indentation (or shifted like the rest).
+        lead = (0, columns(file.indent[c.line], c.tab))
+        region[0] = text[first_start:start] + region[0]
+        start, at_line_start = first_start, True
+    piece = text[start:end]
+    old = search.old_lines
+    kinds = list(dict.fromkeys(how + _differences(region, old, pairs, ends_line) + (["blank lines"] if blanks else [])))
+    frame = _frame(text, file, want, c, region, search, kinds, at_line_start, loose, lead)
+    reading = recovered_text.reading(region, old, search.new_lines, pairs, frame)
+    tail = "\n" if search.new_ends_line else ""
+    shown = tuple(kinds)
+    if reading is None:
+        sent = recovered_text.compose(region, old, search.new_lines, pairs, frame, "file")
+        shifted = recovered_text.compose(region, old, search.new_lines, pairs, frame, "old")
+        if sent is None or shifted is None:
             return None
-        new = reindented
+        if sent != shifted:
+            return Unsure(first + 1, last + 1, shown, sent + tail, shifted + tail)
+        reading = "file"
+    new = recovered_text.compose(region, old, search.new_lines, pairs, frame, reading)
+    if new is None:
+        return None
     if "quote style" in kinds:
-        new = _match_quotes(new, text[start:end])
-    if "trailing whitespace" in kinds:
-        # The copy added or lost it: new_string's own trailing spaces are as unreliable as old_string's.
-        new = "\n".join(line.rstrip(" \t") for line in new.split("\n"))
-    return Recovered(start, end, new, kinds, c.line + 1, last + 1)
+        new = recovered_text.match_quotes(new, piece)
+    sent_as_is = "\n".join(search.new_lines)
+    line_end = first_start + len(first_raw.rstrip("\r"))
+    inside = k == 1 and bool(text[first_start:start].strip() or text[end:line_end].strip())
+    reindented = frame.delta != 0 and reading == "old" or (frame.use_tabs and "\t" not in sent_as_is and "\t" in new)
+    return Recovered(start, end, new + tail, shown, first + 1, last + 1, reindented, inside)
 
 
-def _reindent(new_lines: list[str], file: _Lines, want: _Lines, c: _Candidate, *, at_line_start: bool) -> str | None:
-    """new_string shifted by the match's delta, written in the file's indentation style (None if it cannot be)."""
+def _frame(
+    text: str,
+    file: _Lines,
+    want: _Lines,
+    c: _Candidate,
+    region: list[str],
+    search: _Search,
+    kinds: list[str],
+    at_line_start: bool,
+    loose: bool,
+    lead: tuple[int, int] | None,
+) -> recovered_text.Frame:
     compared = _compared(want, at_line_start=at_line_start)
-    use_tabs = sum(file.indent[c.line + j].startswith("\t") for j in compared) * 2 > len(compared)
-    out: list[str] = []
-    for index, line in enumerate(new_lines):
-        if index == 0 and not at_line_start:
-            out.append(line)
-            continue
-        body = line.lstrip(" \t\f")
-        if not body.strip(_WS):
-            out.append("")
-            continue
-        col = _columns(line[: len(line) - len(body)], c.tab) + c.delta
-        if col < 0:
-            return None
-        indent = "\t" * (col // c.tab) + " " * (col % c.tab) if use_tabs else " " * col
-        out.append(indent + body)
-    return "\n".join(out)
-
-
-def _match_quotes(new: str, region: str) -> str:
-    """new_string in the region's quote style, for each quote kind the region writes one way only."""
-    for straight, left, right in (('"', "\u201c", "\u201d"), ("'", "\u2018", "\u2019")):
-        curly = left in region or right in region
-        if curly and straight not in region:
-            new = _curl(new, straight, left, right)
-        elif not curly and straight in region:
-            new = new.replace(left, straight).replace(right, straight)
-    return new
-
-
-def _curl(text: str, straight: str, left: str, right: str) -> str:
-    out = []
-    for index, char in enumerate(text):
-        if char != straight:
-            out.append(char)
-            continue
-        before = text[index - 1] if index else " "
-        opening = before.isspace() or before in "([{\u2014-"
-        out.append(left if opening else right)
-    return "".join(out)
+    delta, tab = c.delta, c.tab
+    base: tuple[int, int] | None = lead
+    if lead is not None:
+        if len(want.raw) == 1 or not compared:
+            delta = lead[1]
+    elif compared:
+        j = compared[0]
+        base = (columns(want.indent[j], tab), columns(file.indent[c.line + j], tab))
+    elif len(want.raw) == 1 and c.pos == 0 and file.indent[c.line] and len(search.new_lines) > 1:
+        # A one-line old_string without indentation matched after the line's own: new_string's further
+        # lines are at column 0 of old_string's reading, or already at the file's.
+        base = (0, columns(file.indent[c.line], tab))
+        delta = base[1]
+    return recovered_text.Frame(
+        delta=delta,
+        tab=tab,
+        use_tabs=_uses_tabs(text, region),
+        at_line_start=at_line_start,
+        loose=loose,
+        strip_trailing="trailing whitespace" in kinds,
+        base=base,
+    )
 
 
 def body_span(text: str, rec: Recovered, convert: Callable[[str], Any]) -> tuple[int, int] | None:
@@ -344,48 +496,3 @@ def body_span(text: str, rec: Recovered, convert: Callable[[str], Any]) -> tuple
     if head is None or part is None:
         return None
     return len(head), len(head) + len(part)
-
-
-def _join(kinds: tuple[str, ...]) -> str:
-    if not kinds:  # every normalisation names itself; this only keeps a missed one from failing the call
-        return "whitespace"
-    return kinds[0] if len(kinds) == 1 else ", ".join(kinds[:-1]) + " and " + kinds[-1]
-
-
-def _lines(first: int, last: int) -> str:
-    return f"line {first}" if first == last else f"lines {first}-{last}"
-
-
-def applied_note(rec: Recovered) -> str:
-    """What the result says when an edit was placed by normalising."""
-    note = (
-        f"Note: old_string was not in the file as written; it matched {_lines(rec.first_line, rec.last_line)} "
-        f"once, ignoring {_join(rec.kinds)}, and the edit was made there."
-    )
-    if "indentation" in rec.kinds or "tabs vs spaces" in rec.kinds:
-        note += " new_string was re-indented to match."
-    return note
-
-
-def miss_detail(text: str, found: Recovered | Ambiguous) -> str:
-    """The part of a "not found" answer that says where old_string nearly is."""
-    if isinstance(found, Ambiguous):
-        shown = [_lines(a, b) for a, b in found.regions[:10]]
-        more = f" and {len(found.regions) - 10} more" if len(found.regions) > 10 else ""
-        return (
-            f"Ignoring {_join(found.kinds)}, it matches {len(found.regions)} places: "
-            f"{', '.join(shown)}{more}. Nothing was changed. Add surrounding lines to old_string so it is unique, "
-            "copying them exactly from Read."
-        )
-    lines = text.split("\n")[found.first_line - 1 : min(found.last_line, found.first_line + 29)]
-    return (
-        f"Ignoring {_join(found.kinds)}, it matches {_lines(found.first_line, found.last_line)}:\n"
-        f"{number_lines(lines, found.first_line)}\nCopy the exact text from these lines into old_string."
-    )
-
-
-def not_found(text: str, old: str, path: str, found: Recovered | Ambiguous | None) -> str:
-    """The whole "not found" answer: where old_string nearly is, or the closest region of the file."""
-    if found is None:
-        return matching.not_found_message(text, old, path)
-    return f"{matching.not_found_head(old, path)}\n{miss_detail(text, found)}"

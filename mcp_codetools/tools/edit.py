@@ -19,7 +19,7 @@ from mcp_codetools.errors import (
     OldStringNotFoundError,
     OldStringNotUniqueError,
 )
-from mcp_codetools.files import matching, recovery
+from mcp_codetools.files import matching, recovery, recovery_notes
 from mcp_codetools.files.editing import (
     Loaded,
     commit_write,
@@ -148,8 +148,10 @@ class EditTool(Tool[EditInput, Replacement | None]):
         output = _edit_result(path, loaded, body, new_body, matches, len(new), args.replace_all)
         output.text += hard_link_note(loaded.st)
         if replacement.recovered is not None:
-            output.text += "\n" + recovery.applied_note(replacement.recovered)
+            output.text += "\n" + recovery_notes.applied_note(replacement.recovered)
             output.meta["recovered"] = list(replacement.recovered.kinds)
+        elif len(matches) == 1:
+            output.text += matching.inside_word_note(body, matches[0])
         if checked:
             edit_checks.add_syntax_note(output, problem)
             await edit_checks.add_diagnostics_note(output, session, path, loaded.text, new_text)
@@ -166,7 +168,7 @@ async def _recover(args: EditInput, loaded: Loaded, shown: str, mode: str) -> Re
         span = recovery.body_span(loaded.text, found, loaded.convert)
         if span is not None:
             return Replacement(loaded, [matching.Match(*span)], found.new, found)
-    message = await anyio.to_thread.run_sync(recovery.not_found, loaded.text, args.old_string, shown, found)
+    message = await anyio.to_thread.run_sync(recovery_notes.not_found, loaded.text, args.old_string, shown, found)
     raise OldStringNotFoundError(message)
 
 

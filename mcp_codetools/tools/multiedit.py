@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import override
 
 from mcp_codetools.errors import NotAFileError
-from mcp_codetools.files import matching, recovery
+from mcp_codetools.files import matching, recovery_notes
 from mcp_codetools.files.editing import Loaded, commit_write, load_checked
 from mcp_codetools.files.multi_edit import EditStep, Planned, plan_edits
 from mcp_codetools.files.refusals import missing_file_error
@@ -102,7 +102,7 @@ class MultiEditTool(Tool[MultiEditInput, _Prepared]):
             f"The file {path} has been updated: {edits} edit{'s' if edits != 1 else ''} applied "
             f"({total} replacement{'s' if total != 1 else ''}). Around the first change:\n{matching.snippet(window)}"
             + hard_link_note(loaded.st)
-            + "".join(f"\nedits[{i}]: {recovery.applied_note(r)}" for i, r in planned.recovered.items())
+            + "".join(f"\nedits[{i}]: {recovery_notes.applied_note(r)}" for i, r in planned.recovered.items())
         )
         checked = edit_checks.applies(session, path)
         new_text = _display(loaded)(body) if checked else ""

@@ -224,10 +224,10 @@ def test_recover_returns_none_for_absent_text_and_a_blank_old_string() -> None:
 
 
 def test_a_match_starting_mid_line_keeps_the_first_line_of_new_string_as_sent() -> None:
-    found = recovery.recover(PY, "item.sale:\n        return item.cost * 0.9", "item.sale:\n    return 1")
+    found = recovery.recover(PY, "item.sale:\n        return item.cost * 0.9", "item.sale:\n        return 1")
     assert isinstance(found, recovery.Recovered)
     assert PY[found.start : found.end] == "item.sale:\n            return item.cost * 0.9"
-    assert found.new == "item.sale:\n        return 1"  # shifted by the same 4 columns as the file
+    assert found.new == "item.sale:\n            return 1"  # shifted by the same 4 columns as the file
 
 
 async def test_trailing_blanks_on_an_old_string_ending_mid_line_are_named(call: Caller, root: Path) -> None:
