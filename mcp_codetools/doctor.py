@@ -65,10 +65,11 @@ class _Warnings(logging.Handler):
         self.lines.append(record.getMessage())
 
 
-def _start_up_ok(load: Callable[[], LoadedSettings]) -> tuple[LoadedSettings | None, list[str]]:
+def _start_up_ok(load: Callable[[], LoadedSettings], warnings: list[str] | None = None) -> LoadedSettings | None:
     """The server's own start-up checks (roots, settings, sandbox, permissions), failing with its message.
 
-    Also the warnings that start-up logs, which `serve` would write to stderr where few look.
+    The warnings that start-up logs, which `serve` writes to stderr where few look, are printed and
+    added to `warnings`.
     """
     from mcp_codetools.shell.sandbox import SandboxUnavailable
 
@@ -80,7 +81,7 @@ def _start_up_ok(load: Callable[[], LoadedSettings]) -> tuple[LoadedSettings | N
         loaded = load()
     except (ValueError, SandboxUnavailable) as exc:
         _say(False, f"settings: mcp-codetools: {exc}")
-        return None, []
+        return None
     finally:
         package.removeHandler(caught)
         package.propagate = propagate
@@ -88,7 +89,9 @@ def _start_up_ok(load: Callable[[], LoadedSettings]) -> tuple[LoadedSettings | N
     _say(True, f"settings: roots {', '.join(str(root) for root in loaded.settings.roots)}; config files read: {files}")
     for line in caught.lines:
         print(f"  [WARN] {line}", flush=True)
-    return loaded, caught.lines
+    if warnings is not None:
+        warnings += caught.lines
+    return loaded
 
 
 def sandbox_line(loaded: LoadedSettings) -> str:
@@ -261,7 +264,8 @@ def run_doctor(roots: list[str] | None, load: Callable[[], LoadedSettings], flag
         print("\nVerdict: the server does not run natively on Windows; run it under WSL (see above)")
         return 1
     env_ok = _environment(roots)
-    loaded, warnings = _start_up_ok(load)
+    warnings: list[str] = []
+    loaded = _start_up_ok(load, warnings)
     if loaded is not None:
         _backends(loaded.settings.sandbox)
         print(f"  {sandbox_line(loaded)}")
