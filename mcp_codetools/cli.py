@@ -297,7 +297,8 @@ def _config_command(args: argparse.Namespace) -> int:
         print(markdown_reference(), end="")
         return 0
     if args.check is not None:
-        problems = check_file(args.check)
+        # Claude Code's settings are JSON and hold only rules (and hooks); the rest is TOML.
+        problems = [] if args.check.suffix == ".json" else check_file(args.check)
         problems += [p for p in check_policy_file(args.check) if p not in problems]
         for problem in problems:
             print(problem)
@@ -319,4 +320,6 @@ def _config_command(args: argparse.Namespace) -> int:
     print(f"# permission rules: {counts}")
     for note in policy.ignored:
         print(f"# ignored: {note}")
+    for warning in policy.warnings:
+        print(f"# warning: {warning}")
     return 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import logging
 import os
 import platform
 import sys
@@ -53,17 +54,43 @@ def _environment(roots: list[str]) -> bool:
     return rg_ok and deps_ok
 
 
-def _start_up_ok(load: Callable[[], LoadedSettings]) -> LoadedSettings | None:
-    """The server's own start-up checks (roots, settings, sandbox, permissions), failing with its message."""
+class _Warnings(logging.Handler):
+    """Collects what the server's start-up logs as warnings (a rule that matches nothing), to print in place."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def _start_up_ok(load: Callable[[], LoadedSettings], warnings: list[str] | None = None) -> LoadedSettings | None:
+    """The server's own start-up checks (roots, settings, sandbox, permissions), failing with its message.
+
+    The warnings that start-up logs, which `serve` writes to stderr where few look, are printed and
+    added to `warnings`.
+    """
     from mcp_codetools.shell.sandbox import SandboxUnavailable
 
+    caught = _Warnings()
+    package = logging.getLogger("mcp_codetools")
+    package.addHandler(caught)
+    propagate, package.propagate = package.propagate, False  # shown below instead of on stderr
     try:
         loaded = load()
     except (ValueError, SandboxUnavailable) as exc:
         _say(False, f"settings: mcp-codetools: {exc}")
         return None
+    finally:
+        package.removeHandler(caught)
+        package.propagate = propagate
     files = ", ".join(str(path) for path in loaded.files) or "none"
     _say(True, f"settings: roots {', '.join(str(root) for root in loaded.settings.roots)}; config files read: {files}")
+    for line in caught.lines:
+        print(f"  [WARN] {line}", flush=True)
+    if warnings is not None:
+        warnings += caught.lines
     return loaded
 
 
@@ -122,7 +149,9 @@ async def _scenario(workdir: Path, flags: Sequence[str]) -> bool:
     app.write_text("export const value = 1\n", encoding="utf-8")
     command, *args = server_command()
     args = [*args, *flags, "--root", str(workdir)]
-    params = StdioServerParameters(command=command, args=args, cwd=str(workdir))
+    # The SDK passes only a short allow-list of variables by default; the server must see what `serve` would
+    # (every MCP_CODETOOLS_* setting, the sandbox's image), so the whole environment goes.
+    params = StdioServerParameters(command=command, args=args, cwd=str(workdir), env=dict(os.environ))
     print(f"Server: {' '.join([command, *args])}")
     results: list[bool] = []
     async with Client(params, mode="legacy") as client:
@@ -238,12 +267,27 @@ def run_doctor(roots: list[str] | None, load: Callable[[], LoadedSettings], flag
         print("\nVerdict: the server does not run natively on Windows; run it under WSL (see above)")
         return 1
     env_ok = _environment(roots)
-    loaded = _start_up_ok(load)
+    warnings: list[str] = []
+    loaded = _start_up_ok(load, warnings)
     if loaded is not None:
         _backends(loaded.settings.sandbox)
         print(f"  {sandbox_line(loaded)}")
     _language_servers(loaded)
     print("Seed scenario (Read -> Edit) through a real MCP client")
+    if loaded is None:  # the server would refuse to start for the reason above: nothing more to learn
+        print("  (not run: the server does not start with these settings; see the FAIL above)")
+        scenario_ok = False
+    else:
+        scenario_ok = _run_scenario(flags)
+    ok = env_ok and loaded is not None and scenario_ok
+    verdict = "something is wrong (see FAIL above)"
+    if ok:
+        verdict = "it works, but see WARN above" if warnings else "everything works"
+    print(f"\nVerdict: {verdict}")
+    return 0 if ok else 1
+
+
+def _run_scenario(flags: Sequence[str]) -> bool:
     try:
         with tempfile.TemporaryDirectory(prefix="mcp-codetools-doctor-") as tmp:
 
@@ -251,12 +295,9 @@ def run_doctor(roots: list[str] | None, load: Callable[[], LoadedSettings], flag
                 with anyio.fail_after(60):
                     return await _scenario(Path(tmp).resolve(), flags)
 
-            scenario_ok = anyio.run(go)
+            return anyio.run(go)
     except Exception as exc:
-        scenario_ok = _say(False, f"the scenario could not run: {type(exc).__name__}: {exc}")
-    ok = env_ok and loaded is not None and scenario_ok
-    print(f"\nVerdict: {'everything works' if ok else 'something is wrong (see FAIL above)'}")
-    return 0 if ok else 1
+        return _say(False, f"the scenario could not run: {type(exc).__name__}: {exc}")
 
 
 DEPENDENCIES: tuple[tuple[str, str, str], ...] = (

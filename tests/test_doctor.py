@@ -60,6 +60,8 @@ def test_a_configuration_the_server_refuses_fails_doctor_with_the_same_message(
     assert doctor.returncode == 1, doctor.stdout
     assert f"[FAIL] settings: {message}" in doctor.stdout, (message, doctor.stdout)
     assert "everything works" not in doctor.stdout
+    assert "ExceptionGroup" not in doctor.stdout, "the settings line already says why"
+    assert "(not run: the server does not start with these settings" in doctor.stdout
 
 
 def test_doctor_says_the_sandbox_is_on_after_sandbox_and_names_what_it_confines(project: Path) -> None:
@@ -116,3 +118,19 @@ def test_a_bad_user_config_fails_doctor_as_it_stops_the_server(project: Path) ->
     doctor = run(["doctor"], project)
     assert doctor.returncode == 1
     assert f"[FAIL] settings: {served.stderr.strip().splitlines()[-1]}" in doctor.stdout, doctor.stdout
+
+
+def test_the_scenarios_server_gets_the_environment(project: Path) -> None:
+    """Every MCP_CODETOOLS_* variable reaches the server doctor starts, as it reaches one a client starts."""
+    done = run(["doctor"], project, {"MCP_CODETOOLS_PERMISSION_MODE": "plan"})
+    assert "the server is in plan mode (environment variable MCP_CODETOOLS_PERMISSION_MODE)" in done.stdout, done.stdout
+    assert done.returncode == 1
+
+
+def test_doctor_shows_a_rule_that_matches_nothing(project: Path) -> None:
+    (project / "mcp-codetools.toml").write_text('[permissions]\ndeny = ["Raed(.env)"]\n')
+    done = run(["doctor"], project)
+    warned = [line for line in done.stdout.splitlines() if "[WARN]" in line]
+    assert len(warned) == 1 and "`Raed(.env)` names no tool of this server" in warned[0], done.stdout
+    assert "Raed" not in done.stderr, "shown once, in doctor's report"
+    assert "everything works" not in done.stdout and "see WARN above" in done.stdout

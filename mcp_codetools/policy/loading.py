@@ -23,16 +23,26 @@ the user's own files turned that on, the project's allow rules are ignored too. 
 when the user's own configuration says `[hooks] from_project = true` (`from_claude_settings`, its
 older name, means the same).
 
+Claude Code names this server's tools `mcp__<server>__<Tool>`, so a rule written that way for one of the
+names this server goes by (`permissions.server_names`, the names the README's client configs use, and the
+names Claude Code's own configs give a server that runs `mcp-codetools`) is read as the `<Tool>` rule; a
+rule for another server is left alone. A rule that can match nothing here (a misspelt tool, a specifier on
+a tool matched by name only) is logged once at start and shown by `config` and `doctor`; in
+`.claude/settings*.json` only names close to this server's tools are, since Claude Code's own and other
+servers' tools belong there.
+
 Everything is read once, at start-up. Nothing a tool call sends can change it, and the files it was
 read from are protected paths.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import logging
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,8 +74,31 @@ HOOK_OPT_INS = ("from_project", "from_claude_settings")
 MODE_ENV = "MCP_CODETOOLS_PERMISSION_MODE"
 
 _PERMISSION_KEYS = frozenset(
-    {"allow", "deny", "ask", "default_mode", "ask_unmatched", "unanswered_ask", "protected_paths", "claude_settings"}
+    {
+        "allow",
+        "deny",
+        "ask",
+        "default_mode",
+        "ask_unmatched",
+        "unanswered_ask",
+        "protected_paths",
+        "claude_settings",
+        "server_names",
+    }
 )
+DEFAULT_SERVER_NAMES = ("codetools", "mcp-codetools")
+"""The names the README's client configs and the bundle give this server, so `mcp__codetools__Bash(...)` works."""
+CLAUDE_CODE_TOOLS = frozenset(
+    {
+        "Agent", "Task", "TaskOutput", "TaskStop", "TaskCreate", "TaskGet", "TaskUpdate", "TaskList", "TodoWrite",
+        "TodoRead", "WebFetch", "WebSearch", "Skill", "SlashCommand", "ExitPlanMode", "EnterPlanMode", "LS",
+        "NotebookRead", "KillBash", "ListMcpResourcesTool", "ReadMcpResourceTool", "EnterWorktree", "ExitWorktree",
+        "SendMessage", "Workflow", "CronCreate", "CronDelete", "CronList", "ScheduleWakeup", "ToolSearch",
+        "ReportFindings",
+    }
+)  # fmt: skip
+"""Claude Code's own tools: normal in a shared `.claude/settings.json`, never warned about."""
+_MCP_RULE = re.compile(r"^\s*mcp__([^()\s]+?)(?:__([A-Za-z0-9*]+))?\s*(\(.*\))?\s*$", re.S)
 
 
 class PolicyConfigError(ValueError):
@@ -102,6 +135,10 @@ class PolicyConfig:
     """The project's allow rules, kept apart until it is known whether the user's `ask_unmatched` holds."""
     user_asks_unmatched: bool = False
     """The user's own files turned `ask_unmatched` on: then the project's allow rules cannot answer those asks."""
+    server_names: frozenset[str] = frozenset(DEFAULT_SERVER_NAMES)
+    """The names a client may give this server, as `mcp__<name>__<Tool>` rules spell them."""
+    warnings: list[str] = field(default_factory=list)
+    """Rules that can match nothing here: logged at start, shown by `config` and `doctor`."""
 
     def hook_tables(self) -> list[tuple[Path, Mapping[str, Any]]]:
         """The hook tables to run: the user's own, and the project's when the user allowed them."""
@@ -146,9 +183,10 @@ def load_policy_config(
     # The same files, in the same order, read the same way as the server's settings (`config.config_files`).
     user, *later = config_files(roots, config_file, env)
     user_table = _read_toml(user.path, required=False) if read_user_file else None
+    tables = [(f, _read_toml(f.path, required=f.required)) for f in later]
+    config.server_names = _server_names(config, [t for t in (user_table, *(t for _, t in tables)) if t], roots, env)
     if user_table is not None:
         _apply_table(config, user_table, user.path, project=False)
-    tables = [(f, _read_toml(f.path, required=f.required)) for f in later]
     # Whether to read `.claude/`: the user's files decide; the project file may only turn it off.
     for f, table in [(user, user_table), *tables]:
         permissions = (table or {}).get("permissions", {})
@@ -165,6 +203,8 @@ def load_policy_config(
     _settle_project_allows(config)
     if config.problems:
         raise PolicyConfigError("\n".join(config.problems))
+    for warning in config.warnings:
+        logger.warning("%s", warning)
     if env.get(MODE_ENV):
         config.mode = _mode(env[MODE_ENV], MODE_ENV)
         config.mode_source = f"environment variable {MODE_ENV}"
@@ -179,12 +219,6 @@ def _read_toml(path: Path, *, required: bool) -> dict[str, Any] | None:
         return read_toml(path, required=required)
     except ConfigError as exc:
         raise PolicyConfigError(str(exc)) from None
-
-
-def _apply_toml(config: PolicyConfig, path: Path, *, required: bool, project: bool) -> None:
-    table = _read_toml(path, required=required)
-    if table is not None:
-        _apply_table(config, table, path, project=project)
 
 
 def _checked(config: PolicyConfig, check: Any, *args: Any) -> Any:
@@ -257,13 +291,126 @@ def _apply_table(config: PolicyConfig, table: Mapping[str, Any], path: Path, *, 
         (config.project_hooks if project else config.hooks).append((path, hooks))
 
 
-def _add_rules(config: PolicyConfig, permissions: Mapping[str, Any], path: Path, base: Path, *, project: bool) -> None:
+def _add_rules(
+    config: PolicyConfig,
+    permissions: Mapping[str, Any],
+    path: Path,
+    base: Path,
+    *,
+    project: bool,
+    shared: bool = False,
+) -> None:
+    """Parse and keep each rule; `shared`: a Claude Code file, where other tools' rules are normal."""
     for behaviour in ("allow", "deny", "ask"):
         texts = _checked(config, _strings, permissions.get(behaviour, []), f"{path}: permissions.{behaviour}") or []
         for text in texts:
-            rule = _checked(config, _rule, text, behaviour, path, base)
-            if rule is not None:
+            for own in own_rule_texts(text, config.server_names):
+                rule = _checked(config, _rule, own, behaviour, path, base)
+                if rule is None:
+                    continue
+                if own != text:
+                    rule = dataclasses.replace(rule, text=text.strip())  # refusals quote the rule as written
+                warning = unmatchable(rule, shared=shared and own == text)
+                if warning is not None:
+                    config.warnings.append(f"{path}: permissions.{behaviour}: {warning}")
                 getattr(config, "project_allow" if project and behaviour == "allow" else behaviour).append(rule)
+
+
+def _normal_name(name: str) -> str:
+    """A server name as Claude Code spells it in tool names (other characters become `_`)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", name)
+
+
+def own_rule_texts(text: str, server_names: frozenset[str]) -> list[str]:
+    """The rules `text` makes for this server.
+
+    Itself; for `mcp__<server>__<Tool>(...)`, `<Tool>(...)` when `<server>` is one of `server_names`
+    (`mcp__<server>` alone: every tool), and nothing for another server.
+    """
+    found = _MCP_RULE.match(text)
+    if found is None:
+        return [text]
+    server, tool, spec = found.group(1), found.group(2), found.group(3) or ""
+    if _normal_name(server) not in {_normal_name(name) for name in server_names}:
+        return []  # another server's tool: that server's business
+    if tool is None or tool == "*":
+        return list(TOOL_NAMES) if not spec else [f"{tool or server}{spec}"]  # `mcp__x(...)` cannot match: warned
+    return [f"{tool}{spec}"]
+
+
+def unmatchable(rule: Rule, *, shared: bool = False) -> str | None:
+    """Why `rule` can match no call of this server, or None when it can.
+
+    `shared`: the rule is in a file other tools read too (`.claude/settings.json`), so a name that is not
+    close to one of this server's tools is someone else's and not reported.
+    """
+    if rule.tool not in TOOL_NAMES:
+        close = difflib.get_close_matches(rule.tool, TOOL_NAMES, n=1, cutoff=0.75 if shared else 0.6)
+        if shared and (not close or rule.tool in CLAUDE_CODE_TOOLS):
+            return None
+        hint = f"did you mean {close[0]}?" if close else f"the tools are {', '.join(TOOL_NAMES)}"
+        return f"`{rule.text}` names no tool of this server, so it matches nothing ({hint})"
+    if rule.specifier is not None and rule.path_body is None and rule.tool != "Bash":
+        return (
+            f"`{rule.text}` matches nothing: {rule.tool} rules match the tool by name only, "
+            f"so write `{rule.tool}` for the whole tool"
+        )
+    return None
+
+
+def _server_names(
+    config: PolicyConfig, tables: Sequence[Mapping[str, Any]], roots: Sequence[Path], env: Mapping[str, str]
+) -> frozenset[str]:
+    """The defaults, every `permissions.server_names`, and what Claude Code's configs call this server."""
+    names = set(DEFAULT_SERVER_NAMES)
+    for table in tables:
+        permissions = table.get("permissions")
+        if isinstance(permissions, dict) and "server_names" in permissions:
+            names.update(_checked(config, _strings, permissions["server_names"], "permissions.server_names") or ())
+    names.update(client_server_names(roots, env))
+    return frozenset(names)
+
+
+def client_server_names(roots: Sequence[Path], env: Mapping[str, str]) -> set[str]:
+    """The names Claude Code's configs give a server that runs mcp-codetools.
+
+    Read from the project's `.mcp.json` at each root and `~/.claude.json` (user scope, and local scope
+    for the roots); an unreadable file is skipped.
+    """
+    home = env.get("CLAUDE_CONFIG_DIR") or env.get("HOME")
+    user_file = Path(home) / ".claude.json" if home else None
+    tables: list[object] = []
+    for path in [*(root / ".mcp.json" for root in roots), *([user_file] if user_file else [])]:
+        try:
+            if path.stat().st_size > _CLIENT_CONFIG_LIMIT:
+                continue
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict):
+            continue
+        tables.append(data.get("mcpServers"))
+        projects = data.get("projects")
+        if isinstance(projects, dict):
+            local = [projects.get(str(root)) for root in roots]
+            tables += [entry.get("mcpServers") for entry in local if isinstance(entry, dict)]
+    names = set()
+    for servers in tables:
+        if not isinstance(servers, dict):
+            continue
+        for name, entry in servers.items():
+            if isinstance(entry, dict) and _runs_this_server(entry):
+                names.add(str(name))
+    return names
+
+
+_CLIENT_CONFIG_LIMIT = 8 << 20
+"""`~/.claude.json` grows with history; a bigger one is not read at start."""
+
+
+def _runs_this_server(entry: Mapping[str, Any]) -> bool:
+    words = [entry.get("command"), *(entry.get("args") or [])]
+    return any(isinstance(word, str) and ("mcp-codetools" in word or "mcp_codetools" in word) for word in words)
 
 
 def _settle_project_allows(config: PolicyConfig) -> None:
@@ -305,7 +452,7 @@ def _apply_claude(config: PolicyConfig, path: Path) -> None:
     if not isinstance(permissions, dict):
         return
     # `/path` there is relative to the project
-    _add_rules(config, permissions, path, path.parent.parent, project=True)
+    _add_rules(config, permissions, path, path.parent.parent, project=True, shared=True)
     mode = permissions.get("defaultMode")
     if mode is not None:
         checked = _checked(config, _mode, mode, f"{path}: permissions.defaultMode")
@@ -364,21 +511,22 @@ def load_gate(
 def check_policy_file(path: Path) -> list[str]:
     """Every problem in one config file's `[permissions]` and `[hooks]` tables (`mcp-codetools config --check`).
 
-    A rule naming no tool this server has protects nothing, so it is a problem too.
+    A `.json` file is read as Claude Code's settings (`.claude/settings.json`). A rule that can match
+    nothing here protects nothing, so it is a problem too.
     """
     config = PolicyConfig()
-    try:
-        _apply_toml(config, path, required=True, project=False)
-    except PolicyConfigError as exc:
-        return [str(exc)]
-    problems = list(config.problems)
-    for rule in (*config.allow, *config.deny, *config.ask):
-        if rule.tool not in TOOL_NAMES:
-            close = difflib.get_close_matches(rule.tool, TOOL_NAMES, n=1)
-            hint = f"did you mean {close[0]}?" if close else f"the tools are {', '.join(TOOL_NAMES)}"
-            problems.append(
-                f"{path}: permissions.{rule.behaviour}: `{rule.text}` names no tool of this server, "
-                f"so it matches nothing ({hint})"
-            )
+    if path.suffix == ".json":
+        if not path.is_file():
+            return [f"{path}: no such file"]
+        _apply_claude(config, path)
+    else:
+        try:
+            table = _read_toml(path, required=True)
+        except PolicyConfigError as exc:
+            return [str(exc)]
+        if table is not None:
+            config.server_names = _server_names(config, [table], (), {})
+            _apply_table(config, table, path, project=False)
+    problems = [*config.problems, *config.warnings]
     parse_hooks(config.hooks + config.project_hooks, problems=problems)
     return problems
