@@ -44,6 +44,8 @@ class SimpleCommand:
     assignments: tuple[str, ...] = ()
     readings: tuple[Reading, ...] = field(default=(), compare=False)
     """What it runs, as deny and ask rules see it (the first is the words as written)."""
+    guesses: tuple[Reading, ...] = field(default=(), compare=False)
+    """What an unknown program among its words may run (`prlimit git push`): rules that agree ask."""
 
     @property
     def text(self) -> str:
@@ -101,6 +103,7 @@ class CommandParts:
             for reading in command.readings:
                 if reading.open_from is not None:
                     yield reading
+            yield from command.guesses
 
 
 def split_command(command: str) -> CommandParts:
@@ -226,7 +229,7 @@ class _Walk:
         found = wrappers.readings(words, known, stdin)
         if any(wrappers.git_env_assignment(a) for a in assignments) and words[0].rsplit("/", 1)[-1] == "git":
             found.program_config.append("an environment variable before git changes what it runs")
-        simple = SimpleCommand(tuple(words), tuple(assignments), tuple(found.readings))
+        simple = SimpleCommand(tuple(words), tuple(assignments), tuple(found.readings), tuple(found.guesses))
         self.commands.append(simple)
         self.files.config.extend(found.program_config)
         for reading in found.readings:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mcp_codetools.policy.diffnames import diff_names, stripped
+from mcp_codetools.shell import git_table
 from mcp_codetools.shell.read_only import check as read_only_problem
 from mcp_codetools.shell.words import Word
 
@@ -631,6 +632,8 @@ def _git(name: str, args: list[str], files: Files, stdin: str | None) -> None:
             files.config.append(f"git {sub} {arg.partition('=')[0]} makes git run a program")
     if sub in ("clone", "init", "submodule") and any(a.startswith("--template") for a in rest):
         files.config.append(f"git {sub} --template installs hooks")
+    files.writes.extend(git_table.written_files(sub, rest))  # `git rev-list --output=FILE`, `git archive -o FILE`
+    files.unknown_writes.extend(git_table.written_folders(sub, rest))
 
 
 _GIT_PATH_VALUES = frozenset({"-s", "--source", "-b", "-B", "--orphan", "--conflict", "-m"})
@@ -771,3 +774,8 @@ _HANDLERS = {
     "mktemp": _mktemp,
     **dict.fromkeys(("bash", "sh", "zsh", "dash", "ksh", "fish"), _shell),
 }
+
+KNOWN = frozenset(
+    {*_ALL_READ, *_PATTERN_FIRST, *_NAMES_ONLY, *_WRITES_ALL, *_COPIERS, *_FED_HANDLERS, *_HANDLERS, *_COMPRESSORS}
+)
+"""Programs whose files this table places: a wrapper rule need not guess what they run."""

@@ -12,6 +12,13 @@ ways (a flag, or an option that takes the next word), so an unknown option canno
 runs. A word whose text is not known before the command runs (an expansion) makes the reading *open* from
 that word on: a rule whose literal words agree with the reading up to there could apply, and the call is
 asked about.
+
+Git's dashed programs (`git-push`, `/usr/lib/git-core/git-push`) are read as the subcommand, and the plumbing
+that pushes (`git send-pack`, `git http-push`) also as `git push`: a rule against pushing means any push. A
+program no table knows may be a wrapper (`prlimit git push`): each later word starts a *guess*, which rules
+never match (that would deny `mytool --name git push`) but which makes a rule that agrees with it ask.
+A script that `source`, `.` or a shell reads from a pipe, `/dev/stdin` or a process substitution is a
+command line: read when the command holds its text, asked about when not.
 """
 
 from __future__ import annotations
@@ -20,6 +27,9 @@ import re
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+
+from mcp_codetools.policy import operands
+from mcp_codetools.shell import read_only
 
 MAX_READINGS = 24
 """Readings kept for one simple command; past it the command counts as unknown (asked about)."""
@@ -51,6 +61,11 @@ class Readings:
     """Command lines the command runs as text (None: a command line whose text is not known)."""
     program_config: list[str] = field(default_factory=list)
     """Why the command makes git run a program or change its config (`-c core.hooksPath=…`): asked about."""
+    guesses: list[Reading] = field(default_factory=list)
+    """What an unknown program may run (`prlimit git push`): each later word read as a command, open after it.
+
+    Not what rules match (that would deny `mytool --name git push`), only what could make one apply: asked.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +264,8 @@ GIT_COMMANDS = frozenset(
     """.split()
 )
 """git's own commands. Any other word is an alias or a `git-NAME` program: what it runs is not known."""
+PUSHING = frozenset({"send-pack", "http-push"})
+"""git's plumbing that pushes: a `git push` rule covers `git send-pack` and `git http-push` (read as `git push`)."""
 
 GLOBAL_OPTIONS: dict[str, Spec] = {
     "docker": _spec(
@@ -291,6 +308,21 @@ GLOBAL_OPTIONS: dict[str, Spec] = {
     "go": _spec("-C", ""),
 }
 """Programs whose subcommand follows global options (git's own table is above)."""
+
+_BUILTINS = frozenset(
+    """
+    : read mapfile readarray getopts let shift umask ulimit wait jobs fg bg disown history hash times caller
+    compgen complete compopt enable help logout suspend bind dirs shopt set unset export local declare typeset
+    """.split()
+)
+KNOWN_PROGRAMS = frozenset(
+    {
+        *WRAPPERS, *SHELLS, *GLOBAL_OPTIONS, *(name for name, _ in RUNNERS), *_BUILTINS, *operands.KNOWN,
+        *read_only.ANY_ARGS, *read_only.RULES,
+        "git", "xargs", "find", "parallel", "eval", "alias", "trap", "source", ".", "su", "runuser",
+    }
+)  # fmt: skip
+"""Programs whose words the tables place: an unknown one may run a later word as a command (`prlimit git push`)."""
 
 _NAME_VALUE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _RUNS_A_PROGRAM = re.compile(
@@ -363,6 +395,12 @@ def _read(
         words = (name, *words[1:])
         add(Reading(words, _open_from(known), chdir))
     rest, rest_known = words[1:], known[1:]
+    if name.startswith("git-") and name[4:] in GIT_COMMANDS:  # git's dashed programs (`git-core/git-push`)
+        _git((name[4:], *rest), (True, *rest_known), chdir, add, found)
+        return
+    if name in ("source", "."):
+        _source(rest, rest_known, stdin, found)
+        return
     if name in ("su", "runuser"):
         _su(rest, rest_known, found)  # `su - root -c '…'`: after the user, the words are the shell's
     if name == "parallel":
@@ -406,11 +444,47 @@ def _read(
         for start, _, _ in _parse(runner, rest[skip:], rest_known[skip:]):
             if start is not None:
                 _read(rest[skip + start :], rest_known[skip + start :], stdin, chdir, depth + 1, add, found)
-    spec = GLOBAL_OPTIONS.get(name)
-    if spec is not None:
-        for start, _, _ in _parse(spec, rest, rest_known):
+    global_spec = GLOBAL_OPTIONS.get(name)
+    if global_spec is not None:
+        for start, _, _ in _parse(global_spec, rest, rest_known):
             if start is not None and start > 0:
                 add(Reading((name, *rest[start:]), _open_from((True, *rest_known[start:])), chdir))
+    elif runner is None and name not in KNOWN_PROGRAMS:
+        _guess(rest, rest_known, chdir, found)
+
+
+def _guess(args: tuple[str, ...], known: tuple[bool, ...], chdir: str | None, found: Readings) -> None:
+    """An unknown program may be a wrapper: every later word that could be a program starts a guess."""
+    for i, (word, is_known) in enumerate(zip(args, known, strict=True)):
+        if is_known and word and not word.startswith(("-", "+")) and "=" not in word:
+            tail = (basename(word), *args[i + 1 :])
+            if len(found.guesses) < MAX_READINGS:
+                found.guesses.append(Reading(tail, len(tail), chdir))
+
+
+STDIN_SCRIPTS = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
+"""Script paths that are the command's input: a shell or `source` reading one runs what the input holds."""
+_DESCRIPTOR = re.compile(r"^/(?:dev/fd|proc/[^/]+/fd)/")
+
+
+def _script_file(word: str, is_known: bool, stdin: str | None) -> tuple[bool, str | None]:
+    """Whether a script path is a pipe or descriptor rather than a file, and the command line it then holds."""
+    if not is_known:
+        return True, None  # `source <(…)`: a process substitution, or an expansion
+    if word in STDIN_SCRIPTS:
+        return True, stdin
+    if _DESCRIPTOR.match(word):
+        return True, None
+    return False, None
+
+
+def _source(args: tuple[str, ...], known: tuple[bool, ...], stdin: str | None, found: Readings) -> None:
+    """`source FILE`, `. FILE`: a script from the input or a process substitution is a command line to read."""
+    at = 1 if args[:1] == ("--",) else 0
+    if at < len(args):
+        piped, script = _script_file(args[at], known[at], stdin)
+        if piped:
+            found.scripts.append(script)
 
 
 def _join(chdir: str | None, folder: str | None) -> str | None:
@@ -564,6 +638,10 @@ def _shell(name: str, args: tuple[str, ...], known: tuple[bool, ...], stdin: str
         found.scripts.append(args[i] if i < len(args) and known[i] else None)
     elif i >= len(args) or "-s" in args[:i]:
         found.scripts.append(stdin)  # the script comes from the input
+    else:
+        piped, script = _script_file(args[i], known[i], stdin)
+        if piped:  # `bash /dev/stdin <<< '…'`
+            found.scripts.append(script)
 
 
 def _alias_or_trap(name: str, args: tuple[str, ...], known: tuple[bool, ...], found: Readings) -> None:
@@ -703,6 +781,8 @@ def _git(args: tuple[str, ...], known: tuple[bool, ...], chdir: str | None, add:
     if rest and rest_known[0] and rest[0] not in GIT_COMMANDS:
         opened = 1  # an alias (or a git-NAME program): what it runs is not in the text
     add(Reading(("git", *rest), opened, folder))
+    if rest and rest[0] in PUSHING and rest_known[0]:  # the plumbing `git push` runs: a push rule covers it
+        add(Reading(("git", "push", *rest[1:]), opened, folder))
 
 
 _GIT_COMMAND_OPTIONS = {

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from mcp_codetools.shell import sed
+from mcp_codetools.shell import git_table, sed
 from mcp_codetools.shell.words import Word
 
 Check = Callable[[Sequence[Word]], str]
@@ -336,7 +336,6 @@ def _git_globals(args: Sequence[str]) -> int:
     return i
 
 
-_GIT_OUTPUT = without("--output", "--ext-diff", "--open-files-in-pager", short="O")
 _LIST_MODE = frozenset({"-l", "--list", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at"})
 
 
@@ -384,48 +383,58 @@ def _git_config(args: Sequence[Word]) -> str:
     return ""
 
 
+_GIT_SHORT_VALUES = "SGUMCBLlXn"
+"""Short options of git's log, diff and blame whose value follows in the same word (`-SOops` searches `Oops`)."""
+
+
+def _git_options(sub: str) -> Check:
+    """The check of `git_table`'s entry: no option of `sub` that writes a file or runs a program."""
+    entry = git_table.READ_ONLY[sub]
+    return without(*entry.writes, *entry.runs, short=entry.runs_short, short_values=_GIT_SHORT_VALUES)
+
+
+_GIT_VERBS: dict[str, Check] = {
+    "branch": _listing(
+        without(
+            "--delete",
+            "--move",
+            "--copy",
+            "--force",
+            "--set-upstream-to",
+            "--unset-upstream",
+            "--edit-description",
+            "--track",
+            "--no-track",
+            "--create-reflog",
+            short="dDmMcCfut",
+        )
+    ),
+    "tag": _listing(
+        without(
+            "--delete",
+            "--annotate",
+            "--sign",
+            "--local-user",
+            "--force",
+            "--message",
+            "--file",
+            "--edit",
+            "--create-reflog",
+            short="dasufmFe",
+        )
+    ),
+    "stash": _first_operand_in("list", "show", default_ok=False),
+    "worktree": _first_operand_in("list", default_ok=False),
+    "remote": _first_operand_in("show", "get-url"),
+    "reflog": _first_operand_in("show", "exists"),
+    "config": _git_config,
+}
+"""Subcommands that also change things: read-only only in the forms these checks allow."""
+
 _GIT = subcommands(
     {
-        **dict.fromkeys(("status", "blame", "annotate", "ls-files", "ls-tree", "rev-parse", "rev-list"), _any),
-        **dict.fromkeys(("describe", "shortlog", "show-ref", "for-each-ref", "merge-base", "name-rev"), _any),
-        **dict.fromkeys(("cat-file", "count-objects", "check-ignore", "check-attr", "cherry", "version"), _any),
-        **dict.fromkeys(("diff", "log", "show", "whatchanged", "diff-tree", "diff-files", "diff-index"), _GIT_OUTPUT),
-        "range-diff": _GIT_OUTPUT,
-        "grep": _GIT_OUTPUT,
-        "branch": _listing(
-            without(
-                "--delete",
-                "--move",
-                "--copy",
-                "--force",
-                "--set-upstream-to",
-                "--unset-upstream",
-                "--edit-description",
-                "--track",
-                "--no-track",
-                "--create-reflog",
-                short="dDmMcCfut",
-            )
-        ),
-        "tag": _listing(
-            without(
-                "--delete",
-                "--annotate",
-                "--sign",
-                "--local-user",
-                "--force",
-                "--message",
-                "--file",
-                "--edit",
-                "--create-reflog",
-                short="dasufmFe",
-            )
-        ),
-        "stash": _first_operand_in("list", "show", default_ok=False),
-        "worktree": _first_operand_in("list", default_ok=False),
-        "remote": _first_operand_in("show", "get-url"),
-        "reflog": _first_operand_in("show", "exists"),
-        "config": _git_config,
+        sub: both(_git_options(sub), _GIT_VERBS[sub]) if sub in _GIT_VERBS else _git_options(sub)
+        for sub in git_table.READ_ONLY
     },
     global_check=_git_globals,
 )
