@@ -129,6 +129,11 @@ def for_display(text: str) -> str:
     return _SURROGATES.sub("\ufffd", text)
 
 
+def shows_as_is(text: str) -> bool:
+    """Whether `for_display` leaves `text` unchanged (no byte that did not decode)."""
+    return text.isascii() or _SURROGATES.search(text) is None
+
+
 def clip_line(line: str) -> str:
     """`line` cut to MAX_LINE_CHARS, saying how long it was; a line cut earlier is left alone."""
     if len(line) <= MAX_LINE_CHARS:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcp_codetools.files.stamps import digest_bytes
-from mcp_codetools.files.text import CUT_MARK, MAX_LINE_CHARS, TextFormat, number_line
+from mcp_codetools.files.text import CUT_MARK, MAX_LINE_CHARS, TextFormat, number_line, shows_as_is
 
 WHOLE_FILE_BYTES = 4 * 1024 * 1024
 DIGEST_MAX_BYTES = 64 * 1024 * 1024
@@ -43,15 +43,28 @@ class View:
 
 def _take(lines: list[str], first: int, max_lines: int, budget: int) -> tuple[list[str], bool]:
     """Number lines from `first` until `max_lines` or the character budget runs out."""
-    out: list[str] = []
+    chosen = lines[first - 1 : first - 1 + max_lines]
+    if _plain(chosen):
+        # Nothing to strip, clip or replace: number the lines in one pass (a Read's main cost per line).
+        out = [f"{number}\t{line}" for number, line in enumerate(chosen, first)]
+        if sum(map(len, out)) + len(out) <= budget:
+            return out, False
+    else:
+        out = [number_line(first + i, line) for i, line in enumerate(chosen)]
     used = 0
-    for i, line in enumerate(lines[first - 1 : first - 1 + max_lines]):
-        rendered = number_line(first + i, line)
+    for i, rendered in enumerate(out):
         used += len(rendered) + 1
-        if used > budget and out:
-            return out, True
-        out.append(rendered)
+        if used > budget and i:
+            return out[:i], True
     return out, False
+
+
+def _plain(lines: list[str]) -> bool:
+    """Whether `number_line` would show every line as it is: no CR, no undecodable byte, none too long."""
+    if not lines or max(map(len, lines)) > MAX_LINE_CHARS:
+        return False
+    joined = "".join(lines)
+    return "\r" not in joined and shows_as_is(joined)
 
 
 def split_lines(text: str) -> list[str]:

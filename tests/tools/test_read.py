@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from mcp_codetools.files import view as fileview
+from mcp_codetools.files.text import number_line
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import Settings
@@ -294,3 +295,23 @@ async def test_an_io_error_while_reading_is_an_error_result_that_says_so(
     out = await call.fails("Read", {"file_path": str(f)})
     assert out.meta["errorCode"] == "execution_failed"
     assert out.text == f"Cannot read {f}: {os.strerror(errno.EIO)}"
+
+
+def test_numbering_in_one_pass_shows_every_line_as_line_by_line_numbering_does() -> None:
+    # Plain lines take a one-pass path; CR, undecodable bytes, over-long lines and the budget must come out
+    # exactly as `number_line` shows them one at a time.
+    pieces = ["a", "b ", "\r", "é", "\udcff", "x" * (fileview.MAX_LINE_CHARS + 5), "\t", ""]
+    cases = [[pieces[(i * 7 + j * 3) % len(pieces)] * (1 + j % 2) for j in range(i % 9)] for i in range(400)]
+    cases.append(["plain line"] * 50)
+    for n, lines in enumerate(cases):
+        first, max_lines, budget = 1 + n % 3, n % 11, (n * 37) % 400
+        expected: list[str] = []
+        used, cut = 0, False
+        for i, line in enumerate(lines[first - 1 : first - 1 + max_lines]):
+            rendered = number_line(first + i, line)
+            used += len(rendered) + 1
+            if used > budget and expected:
+                cut = True
+                break
+            expected.append(rendered)
+        assert fileview._take(lines, first, max_lines, budget) == (expected, cut), (lines, first, max_lines, budget)
