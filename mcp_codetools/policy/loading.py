@@ -51,7 +51,7 @@ from typing import Any
 from mcp_codetools.policy.engine import MODES, PROTECTED_PATHS, Mode, Policy
 from mcp_codetools.policy.gate import PermissionGate
 from mcp_codetools.policy.hooks import HookConfigError, Hooks, parse_hooks
-from mcp_codetools.policy.rules import TOOL_NAMES, Behaviour, Rule, RuleSyntaxError, parse_rule
+from mcp_codetools.policy.rules import PATHLESS_TOOLS, TOOL_NAMES, Behaviour, Rule, RuleSyntaxError, parse_rule
 from mcp_codetools.settings import PROJECT_FILE, ConfigError, config_files, read_toml, user_config_file
 
 __all__ = [
@@ -350,7 +350,7 @@ def unmatchable(rule: Rule, *, shared: bool = False) -> str | None:
             return None
         hint = f"did you mean {close[0]}?" if close else f"the tools are {', '.join(TOOL_NAMES)}"
         return f"`{rule.text}` names no tool of this server, so it matches nothing ({hint})"
-    if rule.specifier is not None and rule.path_body is None and rule.tool != "Bash":
+    if rule.specifier is not None and rule.tool in PATHLESS_TOOLS:
         return (
             f"`{rule.text}` matches nothing: {rule.tool} rules match the tool by name only, "
             f"so write `{rule.tool}` for the whole tool"

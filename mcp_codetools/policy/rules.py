@@ -50,6 +50,10 @@ TOOL_NAMES: tuple[str, ...] = (
 """Every tool a rule may name (kept here, below the tools; a test checks it against the tools' classes)."""
 COMMAND_TOOL = "Bash"
 """The tool whose rules name commands, not paths."""
+PATHLESS_TOOLS = frozenset({"BashOutput", "KillShell"})
+"""The tools with no path field, whose rules can only name the whole tool. Rules are checked when they are
+loaded, before any tool is imported (start-up cost), so the policy keeps this; a test holds it equal to what
+the tools declare (`path_fields`)."""
 
 
 @dataclass(frozen=True, slots=True)

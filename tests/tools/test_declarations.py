@@ -111,3 +111,10 @@ async def test_a_read_deny_covers_lsps_file_path(root: Path, session: CodeSessio
         "LSP", {"operation": "documentSymbol", "file_path": str(root / "other.py")}
     )
     assert refused.meta["errorCode"] == "permission_denied", refused.text
+
+
+def test_the_policys_pathless_tools_are_the_tools_without_path_fields() -> None:
+    from mcp_codetools.policy.rules import COMMAND_TOOL, PATHLESS_TOOLS
+
+    tools = every_tool()
+    assert PATHLESS_TOOLS == {t.name for t in tools if not t.path_fields and t.name != COMMAND_TOOL}
