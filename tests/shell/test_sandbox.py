@@ -177,7 +177,9 @@ def test_kept_paths_stay_read_only_and_missing_ones_are_not_created(
                              read_only=kept)  # fmt: skip
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
     assert done.returncode != 0
-    assert sorted(os.listdir(tmp_path)) == [".git", "src"]
+    # Under bubblewrap the top level takes new entries (overlay.py): `mv` across the kept mount copies the
+    # hooks to `hooks2` (a copy, which reading allows) and then fails to remove them.
+    assert set(os.listdir(tmp_path)) - {"hooks2"} == {".git", "src"}
     assert os.listdir(tmp_path / ".git" / "hooks") == [] and (tmp_path / ".git" / "config").read_text() == "[core]\n"
     assert run(sandbox, tmp_path, "echo ok > src/f && cat src/f").stdout == "ok\n"
 
@@ -203,8 +205,9 @@ def test_bwrap_keeps_a_folder_with_many_entries_through_landlock(
         "echo x > mcp-codetools.toml; echo x > .git/hooks/pre-commit; touch new; "
         "echo ok > a/f && echo lock > .git/index.lock && echo tmp > /tmp/t && cat a/f /tmp/t"
     )
+    # A background job (`lasting`): its folder is frozen, not shown through an overlay (overlay.py).
     argv, env = sandbox.wrap(["bash", "-c", script], cwd=tmp_path, writable=[tmp_path], env=dict(os.environ),
-                             read_only=kept)  # fmt: skip
+                             read_only=kept, lasting=True)  # fmt: skip
     assert "--read-only" in argv, "the launcher was not used"
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
     assert done.stdout == "ok\ntmp\n", done.stderr
@@ -322,3 +325,49 @@ def test_a_symlinked_root_is_bound_by_its_real_path(sandbox: Sandbox, tmp_path: 
     done = run(sandbox, link, f"echo via-link > {link}/a.txt && echo via-real > {real}/b.txt")
     assert done.returncode == 0, done.stderr
     assert (real / "a.txt").read_text() == "via-link\n" and (real / "b.txt").read_text() == "via-real\n"
+
+
+@pytest.mark.linux_only
+def test_bwrap_shows_missing_kept_names_only_inside_while_the_command_runs(tmp_path: Path) -> None:
+    """The overlay's placeholders exist in the command's view, never in the folder, even mid-command."""
+    sandbox = backend("bwrap")
+    (tmp_path / "a.py").write_text("x\n")
+    kept = [tmp_path / ".envrc", tmp_path / ".vscode"]
+    script = "ls -A; read -r _; echo x > .envrc; echo made > new.txt; rm a.py; mkdir .vscode"
+    argv, env = sandbox.wrap(["bash", "-c", script], cwd=tmp_path, writable=[tmp_path], env=dict(os.environ),
+                             read_only=kept)  # fmt: skip
+    assert "--overlay" in argv
+    with subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as child:
+        assert child.stdin is not None and child.stdout is not None
+        seen = [child.stdout.readline().strip() for _ in range(3)]  # `ls -A` printed: the command is waiting
+        assert seen == [".envrc", ".vscode", "a.py"]
+        assert sorted(os.listdir(tmp_path)) == ["a.py"]
+        child.stdin.write("go\n")
+        child.stdin.close()
+        assert child.wait(timeout=TIMEOUT_S) != 0
+    assert sorted(os.listdir(tmp_path)) == ["new.txt"]
+
+
+@pytest.mark.linux_only
+def test_bwrap_freezes_the_folder_where_no_overlay_can_be_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_codetools.shell import overlay
+
+    sandbox = backend("bwrap")
+    monkeypatch.setattr(overlay, "_bases", {os.stat(tmp_path).st_dev: None})
+    argv, env = sandbox.wrap(["bash", "-c", "echo x > .envrc; echo x > new.txt"], cwd=tmp_path, writable=[tmp_path],
+                             env=dict(os.environ), read_only=[tmp_path / ".envrc"])  # fmt: skip
+    assert "--overlay" not in argv
+    subprocess.run(argv, env=env, capture_output=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.linux_only
+def test_bwrap_pins_the_folders_on_the_way_to_a_kept_path(tmp_path: Path) -> None:
+    """`.git` holds kept paths: it cannot be moved aside for a new, writable `.git/hooks`."""
+    sandbox = backend("bwrap")
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    kept = [tmp_path / ".git" / "hooks", tmp_path / ".envrc"]
+    argv, env = sandbox.wrap(["bash", "-c", "mv .git .git-old; mkdir -p .git/hooks; touch .git/hooks/pre-commit"],
+                             cwd=tmp_path, writable=[tmp_path], env=dict(os.environ), read_only=kept)  # fmt: skip
+    subprocess.run(argv, env=env, capture_output=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+    assert sorted(os.listdir(tmp_path)) == [".git"] and os.listdir(tmp_path / ".git" / "hooks") == []
