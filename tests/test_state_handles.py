@@ -7,8 +7,10 @@ import re
 
 import pytest
 
+from mcp_codetools.protocol.http_sessions import RECENT_USE_S
 from mcp_codetools.protocol.state_handles import (
     HandleError,
+    HandleEvicted,
     HandleExpired,
     HandleForeign,
     HandleMisrouted,
@@ -128,5 +130,60 @@ async def test_states_past_the_cap_are_refused_with_what_to_do(settings: Setting
         await states.reap_idle()
         assert len(states) == 0
         states.mint("")  # room again
+    finally:
+        await states.aclose()
+
+
+def _called(states: StateRegistry, principal: str, key: str | None = None) -> str:
+    """One call as the server makes it: in the state `key` names, or in a new one, for `principal`."""
+    if key is None:
+        key, _ = states.mint(principal)
+    else:
+        states.state(key, principal)
+    with states.activity(key):
+        pass
+    return key
+
+
+async def test_a_flood_of_new_states_evicts_its_own_and_refuses_no_one(settings: Settings, clock: Clock) -> None:
+    """Issue 35: 300 Reads without state_id filled `[http] max_states`; every other client was then refused."""
+    states = StateRegistry(dataclasses.replace(settings, http_max_states=8), clock=clock)
+    alice, mallory = principal_of("Bearer alice"), principal_of("Bearer mallory")
+    try:
+        working = _called(states, alice)
+        _called(states, alice, working)  # passed back: a client works with it
+        clock.now += 5
+        flood = [_called(states, mallory) for _ in range(300)]
+        assert len(states) == 8
+        assert states.state(working, alice) is not None, "a state used in the last minutes is kept"
+        _called(states, alice, working)
+        first_call = _called(states, principal_of("Bearer carol"))  # another client's first call
+        _called(states, carol := principal_of("Bearer carol"), first_call)
+        assert states.state(first_call, carol) is not None
+        assert states.state(flood[-1], mallory) is not None, "the newest of the flood are the last to go"
+        with pytest.raises(HandleEvicted) as caught:
+            states.state(flood[0], mallory)
+        message = str(caught.value)
+        assert caught.value.kind == "evicted" and "[http] max_states" in message
+        assert "Read files again" in message
+    finally:
+        await states.aclose()
+
+
+async def test_states_in_use_are_never_evicted_and_an_idle_one_goes_first(settings: Settings, clock: Clock) -> None:
+    states = StateRegistry(dataclasses.replace(settings, http_max_states=2, session_idle_timeout_s=3600), clock=clock)
+    try:
+        old = _called(states, "")
+        _called(states, "", old)
+        recent = _called(states, "")
+        _called(states, "", recent)
+        with states.activity(recent):
+            with pytest.raises(StatesFull):  # both reused within the last minutes: nothing may go
+                states.mint("")
+            clock.now += RECENT_USE_S + 1  # `old` idle that long; `recent` is busy
+            _called(states, "")
+        assert states.state(recent, "") is not None
+        with pytest.raises(HandleEvicted):
+            states.state(old, "")
     finally:
         await states.aclose()

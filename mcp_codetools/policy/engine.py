@@ -329,7 +329,8 @@ class Policy:
     protected: tuple[str, ...] = PROTECTED_PATHS
     ask_unmatched: bool = False
     extra_protected_files: tuple[Path, ...] = field(default=())
-    """Config files the policy was read from: writing them is asked about like a protected path."""
+    """Config files the policy was read from, and the server's cache folder: writing them (or in them) is asked
+    about like a protected path."""
     families: RuleFamilies = RuleFamilies()
     """Which tools `Read(...)` and `Edit(...)` rules cover, as the tools declare it (`with_families`)."""
 
@@ -362,7 +363,7 @@ class Policy:
         prefixes += [f"{home}/{p}" for p in self.protected if p != ".git" and not p.startswith(".git/")]
         alternatives = "|".join(re.escape(p) for p in prefixes) or "(?!)"
         files = "|".join(re.escape(str(p)) for p in self.extra_protected_files) or "(?!)"
-        return re.compile(f"^(?:(?:{alternatives})(?:/.*)?|{files})$", re.S)
+        return re.compile(f"^(?:{alternatives}|{files})(?:/.*)?$", re.S)
 
     def decide(self, facts: CallFacts) -> Decision:
         """Decide one call: deny rules first, then the mode, ask rules, protected paths, allow rules.

@@ -135,6 +135,25 @@ def _language_server(environ: Mapping[str, str]) -> bool:
     return False
 
 
+def _roots(given: Sequence[str], cwd: str) -> list[str]:
+    """The roots as the settings resolve them (`--root` values, else the working folder), links followed."""
+    return [os.path.realpath(os.path.join(cwd, os.path.expanduser(r))) for r in given] or [os.path.realpath(cwd)]
+
+
+def inside_a_root(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the snapshot folder lies in a root (or the roots cannot be told): a tool call could write it there.
+
+    What a snapshot holds reaches the client before anything can check it, so one that a call could have
+    written (a Bash command, an Edit) is never read, nor recorded there. The policy keeps the folder like
+    the config files (a protected path, read-only in the sandbox) for roots a client adds later.
+    """
+    paths = _argv_paths(argv)
+    if paths is None:
+        return True
+    folder = os.path.realpath(cache_dir(environ))
+    return any(os.path.commonpath([folder, root]) == root for root in _roots(paths[0], os.getcwd()))
+
+
 def snapshot_key(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> str | None:
     """A digest of everything the `initialize` and `tools/list` answers depend on; None: no snapshot for this start.
 
@@ -148,7 +167,7 @@ def snapshot_key(argv: Sequence[str], environ: Mapping[str, str] | None = None) 
         return None
     given_roots, config = paths
     cwd = os.getcwd()
-    roots = [os.path.realpath(os.path.join(cwd, os.path.expanduser(r))) for r in given_roots] or [cwd]
+    roots = _roots(given_roots, cwd)
     xdg = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     files = [os.path.join(xdg, "mcp-codetools", "config.toml"), os.path.join(roots[0], PROJECT_FILE)]
     if config is not None:
@@ -237,12 +256,15 @@ def _well_formed(data: object, key: str) -> bool:
     )
 
 
-def plan_for(argv: Sequence[str]) -> Plan | None:
-    """This start's snapshot place, for a start that may serve stdio from a snapshot or record one."""
-    if sys.platform == "win32" or snapshot_off():
+def plan_for(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Plan | None:
+    """This start's snapshot place, for a start that may serve stdio from a snapshot or record one.
+
+    None when snapshots are off, or when their folder lies in a root (`inside_a_root`).
+    """
+    if sys.platform == "win32" or snapshot_off(environ) or inside_a_root(argv, environ):
         return None
-    key = snapshot_key(argv)
-    return Plan(key) if key is not None else None
+    key = snapshot_key(argv, environ)
+    return Plan(key, environ) if key is not None else None
 
 
 def redirect_wire() -> tuple[int, int, int, int]:

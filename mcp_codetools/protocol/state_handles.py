@@ -19,8 +19,11 @@ its replica (`st_<replica>_<random>`, the random part still 128 bits), and the `
 mirrored by clients into the `Mcp-Param-State-Id` header (`x-mcp-header`), so the balancer routes on the
 header alone (deploy/haproxy); an id naming another replica is answered "wrong replica" (that replica
 is down, or the balancer does not route by the header), never "not found". At most `[http] max_states`
-states live at once (their own cap: the SDK counts handshake sessions, `max_sessions`, itself); a
-call that would make one more is refused ("at_capacity") and told to pass its state_id or wait.
+states live at once (their own cap: the SDK counts handshake sessions, `max_sessions`, itself). A call
+that would make one more ends one to make room (`SessionRegistry.evictable`): a state no one came back to,
+of the credentials holding the most, so a burst of calls without a handle ends its own states; else one
+idle for minutes. A call naming an ended one is told it was "evicted". Only when every state is in use is
+the call refused ("at_capacity") and told to pass its state_id or wait.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from contextlib import contextmanager
 
 import anyio
 
-from mcp_codetools.protocol.http_sessions import ENDED_KEYS_KEPT, SessionRegistry
+from mcp_codetools.protocol.http_sessions import ENDED_KEYS_KEPT, EVICTED, SessionRegistry
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import Settings
 
@@ -56,6 +59,12 @@ class HandleExpired(HandleError):
     """The state (or the job's state) ended: idle for too long, or the server restarted."""
 
     kind = "expired"
+
+
+class HandleEvicted(HandleExpired):
+    """The state was ended to make room for new ones (`[http] max_states` were live)."""
+
+    kind = "evicted"
 
 
 class HandleMisrouted(HandleError):
@@ -123,6 +132,11 @@ class StateRegistry:
             StatesFull: `max_states` states are live.
         """
         if not beyond_cap and len(self._states) >= self.max_states:
+            victim = self._states.evictable(owner=lambda key: self._principals.get(key, ""))
+            if victim is not None:
+                self._principals.pop(victim, None)
+                self._states.evict(victim)
+        if not beyond_cap and len(self._states) >= self.max_states:
             logger.info("refused a new state: %d states live, the cap ([http] max_states)", len(self._states))
             raise StatesFull(
                 f"No new state can be made: this server keeps at most {self.max_states} states at once ([http] "
@@ -141,6 +155,13 @@ class StateRegistry:
             HandleError: it is unknown, has expired, or belongs to other credentials.
         """
         key = key.strip()
+        if self._states.why_ended(key) == EVICTED:
+            raise HandleEvicted(
+                f"State {key} was ended to make room for new states: this server keeps at most {self.max_states} "
+                "at once ([http] max_states, MCP_CODETOOLS_HTTP_MAX_STATES), and calls without a state_id filled "
+                "them. Its reads, working directory and file history are gone. Omit state_id to start a new state "
+                "(Read files again before you edit them)."
+            )
         if self._states.has_ended(key):
             raise HandleExpired(self._expired(f"state {key}"))
         if not self._states.is_open(key) and (elsewhere := self._replica_of(key)) is not None:

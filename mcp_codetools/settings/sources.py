@@ -42,6 +42,19 @@ def user_config_file(environ: Mapping[str, str] | None = None) -> Path:
     return Path(base) / "mcp-codetools" / "config.toml"
 
 
+def server_cache_folder(environ: Mapping[str, str] | None = None) -> Path:
+    """The server's own cache, `$XDG_CACHE_HOME/mcp-codetools` (an absolute one, else under `~/.cache`).
+
+    The start snapshots are kept in it (`protocol/fast_start.py`, which finds it the same way without this
+    package): what is there reaches the client at a later start, so it is kept like the config files.
+    """
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "mcp-codetools"
+
+
 class ConfigFile(NamedTuple):
     """One config file every reader uses: whether it must exist, and whether it is the project's."""
 
