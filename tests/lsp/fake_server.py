@@ -9,7 +9,8 @@ working directory and its `sys.path`. Answers:
   the position; the word `outside` points at OUTSIDE_PATH line 1 instead;
 - references: every occurrence of the word in open documents; hover: `word: NAME`;
 - symbols: each def/class line; call hierarchy: the function around a position, callers and callees by name.
-Faults: a document containing `CRASH` makes the server exit; `HANG` makes hover never answer.
+Faults: a document containing `CRASH` makes the server exit; `HANG` makes hover never answer; `SLOW` makes
+the server stop reading for 20 s, as one busy analysing a big file does, before it publishes.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import json
 import os
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -215,6 +217,8 @@ def main() -> None:
             )
             if "CRASH" in docs[uri]:
                 sys.exit(3)
+            if "SLOW" in docs[uri]:
+                time.sleep(20)
             publish(uri, params["textDocument"]["version"])
             continue
         if method == "exit":
