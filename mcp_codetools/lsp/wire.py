@@ -200,19 +200,22 @@ class Connection:
             with contextlib.suppress(RuntimeError):  # the loop may already be closed at shutdown
                 self._loop.call_soon_threadsafe(done.set)
 
-    async def close(self) -> None:
-        """Ask the server to exit, then kill and reap its process group. Idempotent; never raises."""
+    async def close(self, *, graceful: bool = True) -> None:
+        """Ask the server to exit, then kill and reap its process group. Idempotent; never raises.
+
+        Not `graceful`: the server stopped answering, so it is not asked (that would only add the grace).
+        """
         with anyio.CancelScope(shield=True):
-            if self.alive:
+            if self.alive and graceful:
                 with contextlib.suppress(Exception):
                     await self.request("shutdown", None, _CLOSE_GRACE_S)
                     await self.notify("exit", None)
             self._end("the language server was stopped")
-            await anyio.to_thread.run_sync(self._reap)
+            await anyio.to_thread.run_sync(self._reap, graceful)
 
-    def _reap(self) -> None:
+    def _reap(self, graceful: bool) -> None:
         try:
-            self._proc.wait(timeout=_CLOSE_GRACE_S)
+            self._proc.wait(timeout=_CLOSE_GRACE_S if graceful else 0)
         except subprocess.TimeoutExpired:
             pass
         with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -137,16 +137,20 @@ class LSPTool(Tool[LSPInput, _Target]):
             await client.sync(path, target.text)
             text = await _ask(client, args, path, target.text, renderer, session.settings.lsp_timeout_s)
         except TimeoutError:
-            raise ExecutionError(
-                f"The {client.spec.name} language server did not answer {args.operation} within "
-                f"{session.settings.lsp_timeout_s:g} s. Try again, or use Grep."
-            ) from None
+            late = f"The {client.spec.name} language server did not answer {args.operation} within "
+            if await session.language_servers.missed(client):
+                raise ExecutionError(
+                    f"{late}{session.settings.lsp_timeout_s:g} s, twice in a row: it was stopped, and the next call "
+                    "starts it afresh. Try again, or use Grep."
+                ) from None
+            raise ExecutionError(f"{late}{session.settings.lsp_timeout_s:g} s. Try again, or use Grep.") from None
         except ServerGone as exc:
             raise ExecutionError(
                 f"The {client.spec.name} language server stopped ({exc}). The next call starts it again."
             ) from None
         except ServerError as exc:
             raise ExecutionError(f"The {client.spec.name} language server refused {args.operation}: {exc}.") from None
+        client.misses = 0
         return ToolOutput(text, meta={"operation": args.operation, "server": client.spec.name})
 
 

@@ -51,3 +51,54 @@ async def test_an_edits_diagnostics_wait_ends_on_time_even_when_the_server_stops
         assert not out.is_error, out.text
         assert "Diagnostics were not ready" in out.text and "within 0.5 s" in out.text
         assert out.meta["diagnostics"] == {"server": "fake", "answered": False}
+
+
+def _hover(path: Path) -> dict[str, object]:
+    return {"operation": "hover", "file_path": str(path), "line": 1, "character": 1}
+
+
+@pytest.fixture
+def files(root: Path) -> tuple[Path, Path]:
+    """A file whose hover never comes, and one whose hover does."""
+    (root / "hang.py").write_text("HANG = 1\n", encoding="utf-8")
+    (root / "fine.py").write_text("FINE = 1\n", encoding="utf-8")
+    return root / "hang.py", root / "fine.py"
+
+
+async def test_a_request_that_timed_out_is_cancelled(quick: Caller, files: tuple[Path, Path]) -> None:
+    hang, fine = files
+    with anyio.fail_after(20):
+        late = await quick.fails("LSP", _hover(hang))
+        answer = await quick.ok("LSP", _hover(fine))
+    assert "did not answer hover within 0.3 s. Try again" in late.text
+    assert "cancelled: [" in answer  # the fake server lists the ids it was told to cancel
+
+
+async def test_a_server_that_misses_twice_in_a_row_is_started_afresh(
+    quick: Caller, root: Path, files: tuple[Path, Path]
+) -> None:
+    hang, fine = files
+    servers = quick.session.language_servers
+    with anyio.fail_after(20):
+        await quick.fails("LSP", _hover(hang))
+        first = servers.running(fine, root)
+        second = await quick.fails("LSP", _hover(hang))
+        assert servers.running(fine, root) is None  # stopped at once, not at the next call
+        answer = await quick.ok("LSP", _hover(fine))
+    assert first is not None
+    assert "twice in a row: it was stopped, and the next call starts it afresh" in second.text
+    assert "word: FINE" in answer and "cancelled" not in answer  # a new server, told nothing yet
+    assert servers.running(fine, root) not in (None, first)
+
+
+async def test_an_answer_between_two_misses_keeps_the_server(
+    quick: Caller, root: Path, files: tuple[Path, Path]
+) -> None:
+    hang, fine = files
+    with anyio.fail_after(20):
+        await quick.fails("LSP", _hover(hang))
+        server = quick.session.language_servers.running(fine, root)
+        await quick.ok("LSP", _hover(fine))
+        again = await quick.fails("LSP", _hover(hang))
+    assert "twice in a row" not in again.text
+    assert quick.session.language_servers.running(fine, root) is server
