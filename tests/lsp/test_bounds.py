@@ -102,3 +102,62 @@ async def test_an_answer_between_two_misses_keeps_the_server(
         again = await quick.fails("LSP", _hover(hang))
     assert "twice in a row" not in again.text
     assert quick.session.language_servers.running(fine, root) is server
+
+
+@pytest.fixture
+async def lsp(pipeline: Pipeline, root: Path) -> AsyncIterator[Caller]:
+    session = _session(root)
+    try:
+        yield Caller(pipeline, session)
+    finally:
+        await session.aclose()
+
+
+@pytest.fixture
+def used(root: Path) -> Path:
+    """`helper` defined once and used 150 times in two files, 151 references in all; 120 functions `fn_NNN`."""
+    (root / "a.py").write_text("def helper():\n    pass\n" + "helper()\n" * 100, encoding="utf-8")
+    (root / "b.py").write_text(
+        "helper()\n" * 50 + "".join(f"def fn_{n:03}():\n    pass\n" for n in range(120)), encoding="utf-8"
+    )
+    return root / "a.py"
+
+
+def _located(text: str) -> list[str]:
+    return [line for line in text.splitlines()[1:] if line]
+
+
+async def test_find_references_pages_with_offset_and_says_how_many_more(lsp: Caller, used: Path) -> None:
+    at = {"operation": "findReferences", "file_path": str(used), "line": 1, "character": 5}
+    with anyio.fail_after(20):
+        first = await lsp.ok("LSP", at)
+        rest = await lsp.ok("LSP", {**at, "offset": 100})
+        narrow = await lsp.ok("LSP", {**at, "offset": 140, "limit": 10})
+        past = await lsp.ok("LSP", {**at, "offset": 500})
+    assert first.startswith("151 references in 2 files (1-100 shown; 51 more with offset=100):"), first[:200]
+    assert rest.startswith("151 references in 2 files (101-151 shown):"), rest[:200]
+    assert len(_located(first)) == 100 and len(_located(rest)) == 51
+    assert len(set(_located(first)) | set(_located(rest))) == 151
+    assert narrow.startswith("151 references in 2 files (141-150 shown; 1 more with offset=150):")
+    assert len(_located(narrow)) == 10
+    assert past == "151 references in 2 files (none from offset 500: there are 151):"
+
+
+async def test_workspace_symbols_page_too(lsp: Caller, used: Path) -> None:
+    ask = {"operation": "workspaceSymbol", "file_path": str(used), "query": "fn_"}
+    with anyio.fail_after(20):
+        first = await lsp.ok("LSP", ask)
+        rest = await lsp.ok("LSP", {**ask, "offset": 100})
+    assert first.startswith("120 symbols match 'fn_' (1-100 shown; 20 more with offset=100):"), first[:200]
+    assert len(_located(first)) == 100
+    assert rest.startswith("120 symbols match 'fn_' (101-120 shown):") and len(_located(rest)) == 20
+    assert "fn_119" in rest and "fn_119" not in first
+
+
+async def test_a_page_larger_than_the_most_one_answer_shows_is_refused(lsp: Caller, used: Path) -> None:
+    out = await lsp.refuses(
+        "LSP",
+        {"operation": "findReferences", "file_path": str(used), "line": 1, "character": 5, "limit": 10_000},
+        "limit",
+    )
+    assert "500" in out.text
