@@ -38,7 +38,9 @@ START_WINDOW_S = 600.0
 MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
 MAX_MISSES = 2
 """Requests in a row a server may leave unanswered within the timeout before it is stopped (and started
-afresh by the next call): one that misses this often is stuck, often still busy with a cancelled request."""
+afresh by the next call): one that misses this often is stuck, often still busy with a cancelled request.
+Only a server that has answered a call before counts them: a cold one may be indexing a large project, and
+starting it again would only start the indexing again."""
 
 
 def _digest(text: str) -> str:
@@ -89,6 +91,8 @@ class Client:
     """uri → the publication count when its last text was sent (servers that publish no version)."""
     misses: int = 0
     """Requests in a row that found no answer within the timeout."""
+    warm: bool = False
+    """Whether it has answered a call (so a miss is not the indexing of a cold start)."""
     changed: anyio.Event = field(default_factory=anyio.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     sending: anyio.Lock = field(default_factory=anyio.Lock)
@@ -283,9 +287,15 @@ class LanguageServers:
             self._home = make_scratch_dir()
         return self._home
 
+    def answered(self, client: Client) -> None:
+        """Note that `client` answered a call in time."""
+        client.misses = 0
+        client.warm = True
+
     async def missed(self, client: Client) -> bool:
         """Count a request `client` did not answer in time; True when that made MAX_MISSES and it was stopped."""
-        client.misses += 1
+        if client.warm:
+            client.misses += 1
         if client.misses < MAX_MISSES or not client.conn.alive:
             return False
         logger.warning(

@@ -153,7 +153,7 @@ class LSPTool(Tool[LSPInput, _Target]):
             ) from None
         except ServerError as exc:
             raise ExecutionError(f"The {client.spec.name} language server refused {args.operation}: {exc}.") from None
-        client.misses = 0
+        session.language_servers.answered(client)
         return ToolOutput(text, meta={"operation": args.operation, "server": client.spec.name})
 
 

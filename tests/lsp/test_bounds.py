@@ -80,6 +80,7 @@ async def test_a_server_that_misses_twice_in_a_row_is_started_afresh(
     hang, fine = files
     servers = quick.session.language_servers
     with anyio.fail_after(20):
+        await quick.ok("LSP", _hover(fine))
         await quick.fails("LSP", _hover(hang))
         first = servers.running(fine, root)
         second = await quick.fails("LSP", _hover(hang))
@@ -161,3 +162,15 @@ async def test_a_page_larger_than_the_most_one_answer_shows_is_refused(lsp: Call
         "limit",
     )
     assert "500" in out.text
+
+
+async def test_a_cold_server_that_has_answered_nothing_yet_is_left_to_finish_indexing(
+    quick: Caller, root: Path, files: tuple[Path, Path]
+) -> None:
+    hang, fine = files
+    with anyio.fail_after(20):
+        await quick.fails("LSP", _hover(hang))
+        server = quick.session.language_servers.running(fine, root)
+        again = await quick.fails("LSP", _hover(hang))
+    assert "twice in a row" not in again.text
+    assert server is not None and quick.session.language_servers.running(fine, root) is server
