@@ -146,6 +146,11 @@ class LSPTool(Tool[LSPInput, _Target]):
                     f"{late}{session.settings.lsp_timeout_s:g} s, twice in a row: it was stopped, and the next call "
                     "starts it afresh. Try again, or use Grep."
                 ) from None
+            if not client.warm:
+                raise ExecutionError(
+                    f"{late}{session.settings.lsp_timeout_s:g} s: it has not answered a call yet and is likely still "
+                    "reading the project. Try again in a few seconds, or use Grep meanwhile."
+                ) from None
             raise ExecutionError(f"{late}{session.settings.lsp_timeout_s:g} s. Try again, or use Grep.") from None
         except ServerGone as exc:
             raise ExecutionError(

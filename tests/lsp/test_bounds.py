@@ -68,6 +68,7 @@ def files(root: Path) -> tuple[Path, Path]:
 async def test_a_request_that_timed_out_is_cancelled(quick: Caller, files: tuple[Path, Path]) -> None:
     hang, fine = files
     with anyio.fail_after(20):
+        await quick.ok("LSP", _hover(fine))
         late = await quick.fails("LSP", _hover(hang))
         answer = await quick.ok("LSP", _hover(fine))
     assert "did not answer hover within 0.3 s. Try again" in late.text
@@ -173,4 +174,5 @@ async def test_a_cold_server_that_has_answered_nothing_yet_is_left_to_finish_ind
         server = quick.session.language_servers.running(fine, root)
         again = await quick.fails("LSP", _hover(hang))
     assert "twice in a row" not in again.text
+    assert "has not answered a call yet and is likely still reading the project" in again.text
     assert server is not None and quick.session.language_servers.running(fine, root) is server
