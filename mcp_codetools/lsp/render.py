@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,32 @@ LineReader = Callable[[Path], "list[str] | None"]
 """The lines of a file inside the roots (None outside them, or when it cannot be read)."""
 Hidden = Callable[[Path], bool]
 """Whether a file (absolute, symlinks resolved) may not be shown at all."""
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """Which part of a long answer to show: `limit` results from `offset` (0-based), in the answer's order."""
+
+    offset: int = 0
+    limit: int = MAX_LOCATIONS
+
+    def cut(self, items: list[Any]) -> list[Any]:
+        """The results to show."""
+        return items[self.offset : self.offset + self.limit]
+
+    def note(self, total: int, shown: int) -> str:
+        """What the window left out and how to page on ("" when nothing was)."""
+        end = self.offset + shown
+        if self.offset == 0 and end >= total:
+            return ""
+        if shown == 0:
+            return f" (none from offset {self.offset}: there are {total})"
+        more = total - end
+        return (
+            f" ({self.offset + 1}-{end} shown; {more} more with offset={end})"
+            if more
+            else f" ({self.offset + 1}-{end} shown)"
+        )
 
 
 def kind_name(kind: Any) -> str:
@@ -92,7 +119,7 @@ class Renderer:
         col = self.column(text, int(position.get("character", 0)))
         return path, f"{self._shown(path)}:{line_no + 1}:{col}", text
 
-    def locations(self, found: Any, noun: str) -> str:
+    def locations(self, found: Any, noun: str, window: Window = Window()) -> str:
         """Definitions, references or implementations, grouped by file in the order the server gave files."""
         items = [found] if isinstance(found, dict) else list(found or [])
         spots = []
@@ -106,23 +133,23 @@ class Renderer:
         order: dict[str, list[dict[str, Any]]] = {}
         for uri, start in spots:
             order.setdefault(uri, []).append(start)
+        ordered = [
+            (uri, start)
+            for uri, starts in order.items()
+            for start in sorted(starts, key=lambda s: (s.get("line", 0), s.get("character", 0)))
+        ]
+        page = window.cut(ordered)
         lines: list[str] = []
-        shown = 0
-        for uri, starts in order.items():
-            if lines:
+        for index, (uri, start) in enumerate(page):
+            if index and page[index - 1][0] != uri:
                 lines.append("")
-            for start in sorted(starts, key=lambda s: (s.get("line", 0), s.get("character", 0))):
-                if shown == MAX_LOCATIONS:
-                    break
-                path, place, text = self.place(uri, start)
-                lines.append(
-                    f"{place}: {clip_line(text.strip())}" if text is not None else f"{place} (outside the workspace)"
-                )
-                shown += 1
-        head = f"{len(spots)} {noun} in {len(order)} file{'s' if len(order) != 1 else ''}:"
-        if len(spots) > shown:
-            head += f" (the first {shown} shown; Grep for the name to see the rest)"
-        return head + "\n" + "\n".join(lines)
+            path, place, text = self.place(uri, start)
+            lines.append(
+                f"{place}: {clip_line(text.strip())}" if text is not None else f"{place} (outside the workspace)"
+            )
+        files = f"{len(order)} file{'s' if len(order) != 1 else ''}"
+        head = f"{len(spots)} {noun} in {files}{window.note(len(spots), len(page))}:"
+        return "\n".join([head, *lines])
 
     def hover(self, result: Any) -> str:
         """Hover contents as plain text, capped."""
@@ -170,22 +197,21 @@ class Renderer:
         )
         return f"Symbols in {self._shown(path)}{more}:\n" + "\n".join(rows)
 
-    def workspace_symbols(self, result: Any, query: str) -> str:
+    def workspace_symbols(self, result: Any, query: str, window: Window = Window()) -> str:
         """Symbols matching a query: `path:line:col Kind name (in container)`."""
         items = [s for s in result or [] if self.visible((s.get("location") or {}).get("uri"))]
+        if not items:
+            return f"No symbols match {query!r}."
         rows = []
-        for symbol in items[:MAX_LOCATIONS]:
+        for symbol in window.cut(items):
             location = symbol.get("location") or {}
             start = (location.get("range") or {}).get("start") or {}
             _, place, _ = self.place(str(location.get("uri", "")), start)
             container = f" (in {symbol['containerName']})" if symbol.get("containerName") else ""
             rows.append(f"{place} {kind_name(symbol.get('kind'))} {symbol.get('name')}{container}")
-        if not rows:
-            return f"No symbols match {query!r}."
-        head = f"{len(items)} symbols match {query!r}:"
-        if len(items) > len(rows):
-            head += f" (the first {len(rows)} shown; give a longer query)"
-        return head + "\n" + "\n".join(rows)
+        matching = "symbols match" if len(items) != 1 else "symbol matches"
+        head = f"{len(items)} {matching} {query!r}{window.note(len(items), len(rows))}:"
+        return "\n".join([head, *rows])
 
     def call_items(self, items: Any) -> str:
         """Call hierarchy items: `Kind name at path:line:col`."""

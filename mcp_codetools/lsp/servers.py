@@ -8,7 +8,9 @@ A server reads the project; it never runs the project's code. The built-in one s
 working folder or script folder on its import path, no `PYTHON*` variables, no user site), so a root's
 `jedi.py` or `pygls/` is never imported in place of the package; jedi's own helper process is told the
 same through `PYTHONSAFEPATH` and `PYTHONNOUSERSITE`. A server named `python` never learns of an activated
-environment (jedi would run its interpreter): the venv's packages are read from its folder (venvs.py).
+environment (jedi would run its interpreter) or of PYTHONPATH (its helper would import packages there to
+reach their extension modules): those folders, and the venv's packages read from its folder, are handed
+over as paths the server only parses (venvs.py).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp_codetools.lsp.venvs import ACTIVE_VARIABLES, extra_paths
+from mcp_codetools.lsp.venvs import UNSEEN, extra_paths
 from mcp_codetools.settings import LanguageServerEntry
 
 LANGUAGE_IDS = {
@@ -62,10 +64,10 @@ class ServerSpec:
         return self.name == "python"
 
     def environment(self, base: dict[str, str]) -> dict[str, str]:
-        """The server's environment made from Bash's (`base`): a Python server never sees an active venv."""
+        """The server's environment made from Bash's (`base`): a Python one has no active venv or PYTHONPATH."""
         if not self.is_python:
             return base
-        env = {name: value for name, value in base.items() if name not in ACTIVE_VARIABLES}
+        env = {name: value for name, value in base.items() if name not in UNSEEN}
         env.update(PYTHONSAFEPATH="1", PYTHONNOUSERSITE="1")
         return env
 

@@ -19,6 +19,11 @@ PROJECT_VENVS = (".venv", "venv")
 """Where a project keeps its environment, looked for at each root."""
 ACTIVE_VARIABLES = ("VIRTUAL_ENV", "CONDA_PREFIX")
 """The variables through which jedi would run an activated environment's interpreter."""
+PATH_VARIABLE = "PYTHONPATH"
+"""Folders that jedi's helper process would import from (running a package's `__init__.py` to reach an
+extension module in it): handed to the server as paths it only parses instead."""
+UNSEEN = (*ACTIVE_VARIABLES, PATH_VARIABLE)
+"""What a Python language server's environment leaves out."""
 
 
 def _version(config: Path) -> str | None:
@@ -57,9 +62,9 @@ def site_packages(env: Path, *, marked: bool = True) -> list[Path]:
 
 
 def extra_paths(root: Path, environ: Mapping[str, str] | None = None) -> list[str]:
-    """The package folders of the root's own venv and of an activated one (the server's), as strings."""
+    """The folders of PYTHONPATH, and the package folders of the root's venv and of an activated one, as strings."""
     environ = os.environ if environ is None else environ
-    paths: list[Path] = []
+    paths = [Path(p) for p in environ.get(PATH_VARIABLE, "").split(os.pathsep) if os.path.isabs(p) and os.path.isdir(p)]
     for name in PROJECT_VENVS:
         paths += site_packages(root / name)
     for variable in ACTIVE_VARIABLES:

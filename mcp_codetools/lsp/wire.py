@@ -2,9 +2,11 @@
 
 A worker thread reads the server's messages (`Content-Length` framed JSON) and hands each answer to the
 call waiting for it on the event loop; notifications go to a callback, and the few requests a server sends
-its client (configuration, progress tokens, capability registration) are answered with nothing. Writes go
-through a lock in a worker thread, so a large document never blocks the loop. The process runs in its own
-group; closing it asks for `shutdown`/`exit`, then kills and reaps the group.
+its client (configuration, progress tokens, capability registration) are answered with nothing. Another
+thread writes, in the order messages were queued: sending never waits for a server that is not reading
+(a busy one stops reading, and a 4 MiB document fills the pipe), so a caller's bound covers only its
+answer. A request that times out is cancelled (`$/cancelRequest`). The process runs in its own group;
+closing it asks for `shutdown`/`exit`, then kills and reaps the group.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import itertools
 import json
 import logging
 import os
+import queue
 import signal
 import subprocess
 import threading
@@ -58,11 +61,13 @@ class Connection:
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple[anyio.Event, list[Any]]] = {}
         self._lock = threading.Lock()
-        self._write_lock = threading.Lock()
+        self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self.gone: str | None = None
         """Why the connection ended, once it has."""
         self._reader = threading.Thread(target=self._read_loop, name="lsp-reader", daemon=True)
+        self._writer = threading.Thread(target=self._write_loop, name="lsp-writer", daemon=True)
         self._reader.start()
+        self._writer.start()
 
     @classmethod
     async def start(
@@ -106,15 +111,15 @@ class Connection:
                 raise ServerGone(self.gone)
             self._pending[number] = (done, slot)
         try:
-            await self._send({"jsonrpc": "2.0", "id": number, "method": method, "params": params})
+            self._send({"jsonrpc": "2.0", "id": number, "method": method, "params": params})
             with anyio.fail_after(timeout_s):
                 await done.wait()
         except BaseException:
             with self._lock:
                 self._pending.pop(number, None)
             if self.gone is None:
-                with contextlib.suppress(Exception), anyio.CancelScope(shield=True):
-                    await self.notify("$/cancelRequest", {"id": number})
+                with contextlib.suppress(ServerGone):
+                    self._send({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": number}})
             raise
         message = slot[0]
         if message is None:
@@ -125,28 +130,32 @@ class Connection:
         return message.get("result")
 
     async def notify(self, method: str, params: Any) -> None:
-        """Send a notification.
+        """Queue a notification (sent in order, never waited for).
 
         Raises:
             ServerGone: the server is not running.
         """
-        await self._send({"jsonrpc": "2.0", "method": method, "params": params})
+        self._send({"jsonrpc": "2.0", "method": method, "params": params})
 
-    async def _send(self, message: dict[str, Any]) -> None:
+    def _send(self, message: dict[str, Any]) -> None:
+        """Queue one message for the writer thread (safe from any thread)."""
         body = json.dumps(message, ensure_ascii=False).encode("utf-8")
         frame = b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-        await anyio.to_thread.run_sync(self._write, frame)
+        with self._lock:
+            if self.gone is not None:
+                raise ServerGone(self.gone)
+            self._outbox.put(frame)
 
-    def _write(self, frame: bytes) -> None:
-        with self._write_lock:
-            if self.gone is not None or self._proc.stdin is None:
-                raise ServerGone(self.gone or "the language server stopped")
+    def _write_loop(self) -> None:
+        stream = self._proc.stdin
+        assert stream is not None
+        while (frame := self._outbox.get()) is not None:
             try:
-                self._proc.stdin.write(frame)
-                self._proc.stdin.flush()
+                stream.write(frame)
+                stream.flush()
             except (BrokenPipeError, ValueError, OSError) as exc:
                 self._end(f"writing to the language server failed: {exc}")
-                raise ServerGone(self.gone or "the language server stopped") from exc
+                return
 
     def _read_loop(self) -> None:
         stream = self._proc.stdout
@@ -166,8 +175,8 @@ class Connection:
             # Requests a server sends its client: configuration gets nulls (defaults), the rest nothing.
             items = (message.get("params") or {}).get("items")
             result = [None] * len(items) if message["method"] == "workspace/configuration" and items else None
-            reply = {"jsonrpc": "2.0", "id": message["id"], "result": result}
-            asyncio.run_coroutine_threadsafe(self._send(reply), self._loop)
+            with contextlib.suppress(ServerGone):
+                self._send({"jsonrpc": "2.0", "id": message["id"], "result": result})
         elif "method" in message:
             try:
                 self._on_notification(message["method"], message.get("params"))
@@ -184,30 +193,35 @@ class Connection:
         with self._lock:
             if self.gone is None:
                 self.gone = why
+                self._outbox.put(None)  # the writer stops after what was queued before
             waiters, self._pending = list(self._pending.values()), {}
         for done, slot in waiters:
             slot.append(None)
             with contextlib.suppress(RuntimeError):  # the loop may already be closed at shutdown
                 self._loop.call_soon_threadsafe(done.set)
 
-    async def close(self) -> None:
-        """Ask the server to exit, then kill and reap its process group. Idempotent; never raises."""
+    async def close(self, *, graceful: bool = True) -> None:
+        """Ask the server to exit, then kill and reap its process group. Idempotent; never raises.
+
+        Not `graceful`: the server stopped answering, so it is not asked (that would only add the grace).
+        """
         with anyio.CancelScope(shield=True):
-            if self.alive:
+            if self.alive and graceful:
                 with contextlib.suppress(Exception):
                     await self.request("shutdown", None, _CLOSE_GRACE_S)
                     await self.notify("exit", None)
             self._end("the language server was stopped")
-            await anyio.to_thread.run_sync(self._reap)
+            await anyio.to_thread.run_sync(self._reap, graceful)
 
-    def _reap(self) -> None:
+    def _reap(self, graceful: bool) -> None:
         try:
-            self._proc.wait(timeout=_CLOSE_GRACE_S)
+            self._proc.wait(timeout=_CLOSE_GRACE_S if graceful else 0)
         except subprocess.TimeoutExpired:
             pass
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._proc.pid, signal.SIGKILL)
         self._proc.wait()
+        self._writer.join(timeout=_CLOSE_GRACE_S)  # the group is dead: a blocked write has failed
         for stream in (self._proc.stdin, self._proc.stdout):
             if stream is not None:
                 with contextlib.suppress(OSError):

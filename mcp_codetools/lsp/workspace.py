@@ -36,6 +36,11 @@ MAX_STARTS = 3
 """Starts of one server (per root) within START_WINDOW_S; past that the tool says it keeps crashing."""
 START_WINDOW_S = 600.0
 MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
+MAX_MISSES = 2
+"""Requests in a row a server may leave unanswered within the timeout before it is stopped (and started
+afresh by the next call): one that misses this often is stuck, often still busy with a cancelled request.
+Only a server that has answered a call before counts them: a cold one may be indexing a large project, and
+starting it again would only start the indexing again."""
 
 
 def _digest(text: str) -> str:
@@ -84,6 +89,10 @@ class Client:
     serial: int = 0
     sent_serial: dict[str, int] = field(default_factory=dict)
     """uri → the publication count when its last text was sent (servers that publish no version)."""
+    misses: int = 0
+    """Requests in a row that found no answer within the timeout."""
+    warm: bool = False
+    """Whether it has answered a call (so a miss is not the indexing of a cold start)."""
     changed: anyio.Event = field(default_factory=anyio.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     sending: anyio.Lock = field(default_factory=anyio.Lock)
@@ -277,6 +286,26 @@ class LanguageServers:
         if self._home is None:
             self._home = make_scratch_dir()
         return self._home
+
+    def answered(self, client: Client) -> None:
+        """Note that `client` answered a call in time."""
+        client.misses = 0
+        client.warm = True
+
+    async def missed(self, client: Client) -> bool:
+        """Count a request `client` did not answer in time; True when that made MAX_MISSES and it was stopped."""
+        if client.warm:
+            client.misses += 1
+        if client.misses < MAX_MISSES or not client.conn.alive:
+            return False
+        logger.warning(
+            "language server %s for %s missed %d requests in a row; stopping it",
+            client.spec.name,
+            client.root,
+            MAX_MISSES,
+        )
+        await client.conn.close(graceful=False)
+        return True
 
     def status(self) -> list[dict[str, Any]]:
         """Each running server: name, root, start time and resident memory (for doctor and logs)."""

@@ -4,8 +4,9 @@ Both look only at what the edit changed. The syntax check (`files/syntax.py`) ru
 `files.syntax_check = "refuse"` can leave the file as it was; its report rides on the result after the write.
 Diagnostics are asked of a language server only when one is already running for the file (the LSP tool
 started it): the server is sent the old text if it has not seen it, then the new, and only a publication
-for the new version is read, so the answer is never about text the server saw before the edit. The wait
-is bounded by `lsp.diagnostics_wait_s`; the list shows what is new, at most `MAX_DIAGNOSTIC_LINES` lines.
+for the new version is read, so the answer is never about text the server saw before the edit. Sending the
+text and waiting both fit in `lsp.diagnostics_wait_s` (sending only queues it), and past it the result says
+the diagnostics were not ready; the list shows what is new, at most `MAX_DIAGNOSTIC_LINES` lines.
 """
 
 from __future__ import annotations
@@ -99,6 +100,10 @@ async def add_diagnostics_note(output: ToolOutput, session: CodeSession, path: P
         return
     if after is None:
         output.meta["diagnostics"] = {"server": client.spec.name, "answered": False}
+        output.text += (
+            f"\n\nDiagnostics were not ready: the {client.spec.name} language server had not checked the new text "
+            f"within {wait_s:g} s (lsp.diagnostics_wait_s)."
+        )
         return
     fresh = introduced(before or [], after)
     output.meta["diagnostics"] = {"server": client.spec.name, "answered": True, "new": len(fresh), "all": len(after)}

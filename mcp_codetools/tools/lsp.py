@@ -19,7 +19,7 @@ from mcp_codetools.errors import ExecutionError, InvalidInputError, PermissionDe
 from mcp_codetools.files.editing import read_whole
 from mcp_codetools.files.paths import is_within
 from mcp_codetools.files.text import BinaryContentError, detect
-from mcp_codetools.lsp.render import Hidden, Renderer
+from mcp_codetools.lsp.render import MAX_LOCATIONS, Hidden, Renderer, Window
 from mcp_codetools.lsp.servers import available
 from mcp_codetools.lsp.wire import ServerError, ServerGone
 from mcp_codetools.lsp.workspace import (
@@ -56,14 +56,18 @@ _NEEDS = {
     "outgoingCalls": "callHierarchyProvider",
 }
 _WHOLE_FILE = frozenset({"documentSymbol", "workspaceSymbol"})
+MAX_PAGE = 500
+"""The most results one answer shows (a line each, so a page stays far below the result limit)."""
 
 
 class LSPInput(ToolInput):  # noqa: D101  (no docstring: pydantic would send it to the model in the input schema)
-    operation: Operation = Field(description="What to ask the language server.")
-    file_path: str = Field(description="The file (for workspaceSymbol: any file of the language).")
-    line: int | None = Field(default=None, ge=1, description="1-based line of the symbol (position operations).")
-    character: int | None = Field(default=None, ge=1, description="1-based column of the symbol on that line.")
-    query: str | None = Field(default=None, description="Symbol name or part of it (workspaceSymbol only).")
+    operation: Operation = Field(description="What to ask.")
+    file_path: str = Field(description="The file (workspaceSymbol: any of its language).")
+    line: int | None = Field(default=None, ge=1, description="1-based line of the symbol.")
+    character: int | None = Field(default=None, ge=1, description="Its 1-based column.")
+    query: str = Field(default="", description="workspaceSymbol: a name or part of it.")
+    offset: int = Field(default=0, ge=0, description="Results to skip (findReferences, workspaceSymbol).")
+    limit: int = Field(default=MAX_LOCATIONS, ge=1, le=MAX_PAGE, description="Results to show.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,10 +87,9 @@ class LSPTool(Tool[LSPInput, _Target]):
     name = "LSP"
     title = "Code intelligence"
     description = (
-        "Ask a language server (Python built in) about code: goToDefinition, findReferences, hover, "
-        "goToImplementation, prepareCallHierarchy, incomingCalls, outgoingCalls (file_path + 1-based line and "
-        "character of the symbol), documentSymbol (file_path), workspaceSymbol (query). Results are "
-        "path:line:col with the line's text; the first call starts the server (a few seconds)."
+        "Ask a language server (Python built in). documentSymbol: a file's outline; workspaceSymbol: find by "
+        "query; the other operations act on the symbol at file_path, 1-based line and character. Answers give "
+        "path:line:col and the line; the first call starts the server."
     )
     input_model = LSPInput
     read_only = True
@@ -102,7 +105,7 @@ class LSPTool(Tool[LSPInput, _Target]):
     async def validate_input(self, args: LSPInput, ctx: CallContext) -> _Target:
         path = ctx.paths["file_path"]
         _refuse_what_read_may_not(path, ctx)
-        if args.operation == "workspaceSymbol" and not (args.query and args.query.strip()):
+        if args.operation == "workspaceSymbol" and not args.query.strip():
             raise InvalidInputError("workspaceSymbol needs a query: the symbol's name or part of it.")
         if args.operation not in _WHOLE_FILE and (args.line is None or args.character is None):
             raise InvalidInputError(
@@ -137,16 +140,25 @@ class LSPTool(Tool[LSPInput, _Target]):
             await client.sync(path, target.text)
             text = await _ask(client, args, path, target.text, renderer, session.settings.lsp_timeout_s)
         except TimeoutError:
-            raise ExecutionError(
-                f"The {client.spec.name} language server did not answer {args.operation} within "
-                f"{session.settings.lsp_timeout_s:g} s. Try again, or use Grep."
-            ) from None
+            late = f"The {client.spec.name} language server did not answer {args.operation} within "
+            if await session.language_servers.missed(client):
+                raise ExecutionError(
+                    f"{late}{session.settings.lsp_timeout_s:g} s, twice in a row: it was stopped, and the next call "
+                    "starts it afresh. Try again, or use Grep."
+                ) from None
+            if not client.warm:
+                raise ExecutionError(
+                    f"{late}{session.settings.lsp_timeout_s:g} s: it has not answered a call yet and is likely still "
+                    "reading the project. Try again in a few seconds, or use Grep meanwhile."
+                ) from None
+            raise ExecutionError(f"{late}{session.settings.lsp_timeout_s:g} s. Try again, or use Grep.") from None
         except ServerGone as exc:
             raise ExecutionError(
                 f"The {client.spec.name} language server stopped ({exc}). The next call starts it again."
             ) from None
         except ServerError as exc:
             raise ExecutionError(f"The {client.spec.name} language server refused {args.operation}: {exc}.") from None
+        session.language_servers.answered(client)
         return ToolOutput(text, meta={"operation": args.operation, "server": client.spec.name})
 
 
@@ -225,8 +237,9 @@ async def _ask(client: Client, args: LSPInput, path: Path, text: str, renderer: 
             await request("textDocument/documentSymbol", {"textDocument": document}, timeout_s), path
         )
     if args.operation == "workspaceSymbol":
-        query = (args.query or "").strip()
-        return renderer.workspace_symbols(await request("workspace/symbol", {"query": query}, timeout_s), query)
+        query = args.query.strip()
+        found = await request("workspace/symbol", {"query": query}, timeout_s)
+        return renderer.workspace_symbols(found, query, Window(args.offset, args.limit))
     at: dict[str, Any] = {"textDocument": document, "position": _position(args, text, client)}
     if args.operation == "goToDefinition":
         return renderer.locations(await request("textDocument/definition", at, timeout_s), "definitions")
@@ -234,7 +247,8 @@ async def _ask(client: Client, args: LSPInput, path: Path, text: str, renderer: 
         return renderer.locations(await request("textDocument/implementation", at, timeout_s), "implementations")
     if args.operation == "findReferences":
         params = {**at, "context": {"includeDeclaration": True}}
-        return renderer.locations(await request("textDocument/references", params, timeout_s), "references")
+        found = await request("textDocument/references", params, timeout_s)
+        return renderer.locations(found, "references", Window(args.offset, args.limit))
     if args.operation == "hover":
         if renderer.hides_files:
             # A hover shows the definition's signature and docstring: never those of a hidden file.

@@ -5,11 +5,13 @@ the root are read at `initialize`, as a server indexes its workspace, and an ope
 With REPORT_PATH, `initialize` writes there what the server was started with: its environment's names, its
 working directory and its `sys.path`. Answers:
 - a diagnostic (error) on every line containing `BAD`, published with the document's version;
-- definition/implementation: the first `def NAME` or `class NAME` line of any open document for the word at
+- definition/implementation: the first `def NAME` or `class NAME` line of any known document for the word at
   the position; the word `outside` points at OUTSIDE_PATH line 1 instead;
-- references: every occurrence of the word in open documents; hover: `word: NAME`;
+- references: every occurrence of the word in known documents; hover: `word: NAME`;
 - symbols: each def/class line; call hierarchy: the function around a position, callers and callees by name.
-Faults: a document containing `CRASH` makes the server exit; `HANG` makes hover never answer.
+Hover also lists the ids of the requests the client cancelled. Faults: a document containing `CRASH` makes
+the server exit; `HANG` makes hover never answer; `SLOW` makes the server stop reading for 20 s, as one busy
+analysing a big file does, before it publishes.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ import json
 import os
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 docs: dict[str, str] = {}
+cancelled: list[int] = []
 disk: dict[str, str] = {}
 OUTSIDE = sys.argv[1] if len(sys.argv) > 1 else "/nonexistent/outside.py"
 REPORT = sys.argv[2] if len(sys.argv) > 2 else None
@@ -167,7 +171,8 @@ def answer(method: str, params: dict[str, Any]) -> Any:
     if method == "textDocument/hover":
         if "HANG" in docs.get(doc, ""):
             return ...
-        return {"contents": {"kind": "plaintext", "value": f"word: {word_at(doc, pos)}"}}
+        told = f"\ncancelled: {cancelled}" if cancelled else ""
+        return {"contents": {"kind": "plaintext", "value": f"word: {word_at(doc, pos)}{told}"}}
     if method == "textDocument/documentSymbol":
         return symbols(doc)
     if method == "workspace/symbol":
@@ -215,10 +220,15 @@ def main() -> None:
             )
             if "CRASH" in docs[uri]:
                 sys.exit(3)
+            if "SLOW" in docs[uri]:
+                time.sleep(20)
             publish(uri, params["textDocument"]["version"])
             continue
         if method == "exit":
             return
+        if method == "$/cancelRequest":
+            cancelled.append(params["id"])
+            continue
         if "id" not in message or method is None:
             continue
         result = answer(method, params)

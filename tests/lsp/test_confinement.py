@@ -11,6 +11,7 @@ import json
 import os
 import shlex
 import sys
+import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -180,3 +181,34 @@ async def test_a_server_program_that_a_root_holds_is_never_started(
         await session.aclose()
     assert f"program is {program}, inside a project folder" in out.text
     assert not marker.exists(), "a program from the project ran as a language server"
+
+
+@needs_jedi
+async def test_a_package_on_pythonpath_inside_a_root_is_parsed_never_imported(
+    pipeline: Pipeline, root: Path, marker: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # jedi reaches an extension module by importing it in its helper process, and importing `pkg.ext`
+    # runs pkg/__init__.py first: with the root's src on PYTHONPATH, that was the project's code.
+    package = root / "src" / "pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(_planted(marker), encoding="utf-8")
+    (package / f"ext{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}").write_bytes(b"")
+    monkeypatch.setenv("PYTHONPATH", str(root / "src"))
+    use = root / "use.py"
+    use.write_text("import pkg.ext\n\npkg.ext.thing\n", encoding="utf-8")
+    session = CodeSession(Settings(roots=(root,)))
+    call = Caller(pipeline, session)
+    try:
+        with anyio.fail_after(60):
+            for operation in ("hover", "goToDefinition"):
+                for line, character in ((1, 12), (3, 5), (3, 9)):
+                    await call(
+                        "LSP", {"operation": operation, "file_path": str(use), "line": line, "character": character}
+                    )
+            definition = await call.ok(
+                "LSP", {"operation": "goToDefinition", "file_path": str(use), "line": 3, "character": 1}
+            )
+    finally:
+        await session.aclose()
+    assert "src/pkg/__init__.py:1:1" in definition  # PYTHONPATH's folders are still read
+    assert not marker.exists(), "jedi imported a package from the root"
