@@ -171,7 +171,14 @@ def parse_rule(text: str, behaviour: Behaviour, *, source: str, base: Path) -> R
         return Rule(shown, behaviour, tool, None, source, base)
     if tool != COMMAND_TOOL:
         anchor, pattern = _anchor_of(spec)
-        return Rule(shown, behaviour, tool, spec, source, base, path_body=_glob_body(pattern), anchor=anchor)
+        body = _glob_body(pattern)
+        try:  # here, not at the first call: a pattern that cannot compile would fail every decision
+            path_regex([body])
+        except re.error as exc:
+            raise RuleSyntaxError(
+                f"{text.strip()!r} is not a valid path pattern ({exc}): check its [...] ranges"
+            ) from None
+        return Rule(shown, behaviour, tool, spec, source, base, path_body=body, anchor=anchor)
     return Rule(shown, behaviour, tool, spec, source, base, command_body=_command_body(spec))
 
 
