@@ -99,8 +99,10 @@ def test_a_tool_that_does_not_declare_what_it_touches_is_in_a_family_by_its_path
 
 def test_the_pipeline_hands_its_policy_the_families_its_tools_declare(root: Path) -> None:
     tools = every_tool()
-    pipeline = Pipeline(tools, PermissionGate(Policy(roots=(root,))))
+    given = PermissionGate(Policy(roots=(root,), mode="plan"), unanswered="allow", sandboxed_bash=True)
+    pipeline = Pipeline(tools, given)
     assert pipeline.gate is not None and pipeline.gate.policy.families == FAMILIES
+    assert (pipeline.gate.unanswered, pipeline.gate.sandboxed_bash, pipeline.gate.policy.mode) == ("allow", True, "plan")
     lone = Pipeline([LSPTool()], PermissionGate(Policy(roots=(root,))))
     assert lone.gate is not None and lone.gate.policy.families.read == {"LSP"}
 
