@@ -102,7 +102,11 @@ def test_the_pipeline_hands_its_policy_the_families_its_tools_declare(root: Path
     given = PermissionGate(Policy(roots=(root,), mode="plan"), unanswered="allow", sandboxed_bash=True)
     pipeline = Pipeline(tools, given)
     assert pipeline.gate is not None and pipeline.gate.policy.families == FAMILIES
-    assert (pipeline.gate.unanswered, pipeline.gate.sandboxed_bash, pipeline.gate.policy.mode) == ("allow", True, "plan")
+    assert (pipeline.gate.unanswered, pipeline.gate.sandboxed_bash, pipeline.gate.policy.mode) == (
+        "allow",
+        True,
+        "plan",
+    )
     lone = Pipeline([LSPTool()], PermissionGate(Policy(roots=(root,))))
     assert lone.gate is not None and lone.gate.policy.families.read == {"LSP"}
 
