@@ -292,13 +292,15 @@ def _serve(
 def _config_command(args: argparse.Namespace) -> int:
     from mcp_codetools.policy.loading import check_policy_file, load_policy_config
     from mcp_codetools.settings import check_file, describe, markdown_reference
+    from mcp_codetools.tools import every_tool
 
     if args.markdown:
         print(markdown_reference(), end="")
         return 0
     if args.check is not None:
         problems = check_file(args.check)
-        problems += [p for p in check_policy_file(args.check) if p not in problems]
+        names = [tool.name for tool in every_tool()]
+        problems += [p for p in check_policy_file(args.check, names) if p not in problems]
         for problem in problems:
             print(problem)
         if not problems:

@@ -41,7 +41,7 @@ from typing import Any
 from mcp_codetools.policy.engine import MODES, PROTECTED_PATHS, Mode, Policy
 from mcp_codetools.policy.gate import PermissionGate
 from mcp_codetools.policy.hooks import HookConfigError, Hooks, parse_hooks
-from mcp_codetools.policy.rules import TOOL_NAMES, Behaviour, Rule, RuleSyntaxError, parse_rule
+from mcp_codetools.policy.rules import Behaviour, Rule, RuleSyntaxError, parse_rule
 from mcp_codetools.settings import PROJECT_FILE, ConfigError, config_files, read_toml, user_config_file
 
 __all__ = [
@@ -361,10 +361,11 @@ def load_gate(
     )
 
 
-def check_policy_file(path: Path) -> list[str]:
+def check_policy_file(path: Path, tool_names: Sequence[str]) -> list[str]:
     """Every problem in one config file's `[permissions]` and `[hooks]` tables (`mcp-codetools config --check`).
 
-    A rule naming no tool this server has protects nothing, so it is a problem too.
+    A rule naming none of `tool_names` (the server's tools, which sit above the policy) protects nothing, so it
+    is a problem too.
     """
     config = PolicyConfig()
     try:
@@ -373,9 +374,9 @@ def check_policy_file(path: Path) -> list[str]:
         return [str(exc)]
     problems = list(config.problems)
     for rule in (*config.allow, *config.deny, *config.ask):
-        if rule.tool not in TOOL_NAMES:
-            close = difflib.get_close_matches(rule.tool, TOOL_NAMES, n=1)
-            hint = f"did you mean {close[0]}?" if close else f"the tools are {', '.join(TOOL_NAMES)}"
+        if rule.tool not in tool_names:
+            close = difflib.get_close_matches(rule.tool, tool_names, n=1)
+            hint = f"did you mean {close[0]}?" if close else f"the tools are {', '.join(tool_names)}"
             problems.append(
                 f"{path}: permissions.{rule.behaviour}: `{rule.text}` names no tool of this server, "
                 f"so it matches nothing ({hint})"

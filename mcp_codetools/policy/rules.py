@@ -33,21 +33,6 @@ from typing import Literal
 Behaviour = Literal["allow", "deny", "ask"]
 Anchor = Literal["absolute", "home", "settings", "root"]
 
-TOOL_NAMES: tuple[str, ...] = (
-    "Read",
-    "Edit",
-    "Write",
-    "Grep",
-    "Glob",
-    "Bash",
-    "BashOutput",
-    "KillShell",
-    "MultiEdit",
-    "NotebookEdit",
-    "FileHistory",
-    "LSP",
-)
-"""Every tool a rule may name (kept here, below the tools; a test checks it against the tools' classes)."""
 COMMAND_TOOL = "Bash"
 """The tool whose rules name commands, not paths."""
 
