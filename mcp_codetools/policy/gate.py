@@ -14,6 +14,7 @@ Every refusal names what refused: the rule and its file, the mode and where it w
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import re
@@ -184,7 +185,7 @@ class PermissionGate:
         """This gate judging tools whose rule families are `families` (the pipeline's tools, as they declare them)."""
         if families == self.policy.families:
             return self
-        return PermissionGate(self.policy.with_families(families), self.hooks, self.unanswered, self.sandboxed_bash)
+        return dataclasses.replace(self, policy=self.policy.with_families(families), _by_roots={})
 
     def policy_for(self, roots: tuple[Path, ...] | None) -> Policy:
         """The policy anchored at the roots a session serves now (compiled once per set of roots)."""

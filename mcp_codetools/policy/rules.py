@@ -47,7 +47,9 @@ TOOL_NAMES: tuple[str, ...] = (
     "FileHistory",
     "LSP",
 )
-"""Every tool a rule may name (kept here, below the tools; a test checks it against the tools' classes)."""
+"""Every tool a rule may name. Rules are checked (and `mcp__<server>__*` expanded) when they are loaded, at
+start-up before any tool is imported, so the policy keeps the names; a test holds them equal to
+`tools.every_tool()`."""
 COMMAND_TOOL = "Bash"
 """The tool whose rules name commands, not paths."""
 PATHLESS_TOOLS = frozenset({"BashOutput", "KillShell"})
@@ -175,7 +177,14 @@ def parse_rule(text: str, behaviour: Behaviour, *, source: str, base: Path) -> R
         return Rule(shown, behaviour, tool, None, source, base)
     if tool != COMMAND_TOOL:
         anchor, pattern = _anchor_of(spec)
-        return Rule(shown, behaviour, tool, spec, source, base, path_body=_glob_body(pattern), anchor=anchor)
+        body = _glob_body(pattern)
+        try:  # here, not at the first call: a pattern that cannot compile would fail every decision
+            path_regex([body])
+        except re.error as exc:
+            raise RuleSyntaxError(
+                f"{text.strip()!r} is not a valid path pattern ({exc}): check its [...] ranges"
+            ) from None
+        return Rule(shown, behaviour, tool, spec, source, base, path_body=body, anchor=anchor)
     return Rule(shown, behaviour, tool, spec, source, base, command_body=_command_body(spec))
 
 

@@ -57,9 +57,8 @@ STATE_ARG = "state_id"
 """The argument that carries a 2026-07-28 HTTP client's state handle (see `state_handles`)."""
 STATE_HEADER = "State-Id"
 """Its `x-mcp-header` (SEP-2243): 2026-07-28 clients mirror it into `Mcp-Param-State-Id`, which a load balancer
-routes by (deploy/haproxy); the SDK refuses a call whose header and argument disagree, or lacks the header."""
-JOB_ARGS = {"BashOutput": "bash_id", "KillShell": "shell_id"}
-"""Tools that name a job of the state."""
+routes by (deploy/haproxy); the SDK refuses a call whose header and argument disagree, or lacks the header.
+Only tools that keep state declare it (`Tool.keeps_state`); a search takes none, and one sent anyway is ignored."""
 
 
 def _lifetime(settings: Settings | None) -> str:
@@ -67,21 +66,20 @@ def _lifetime(settings: Settings | None) -> str:
     return f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:g} s"
 
 
-STATELESS_TOOLS = frozenset({"Grep", "Glob"})
-"""Searches keep nothing and need nothing kept (absolute paths; relative ones start at the first root there)."""
 HANDLE_EXPLAINED = frozenset({"Read", "Bash"})
 """Where the handle's lifetime is said in full (Bash makes the jobs); the rest point there (token budget)."""
 
 
-def with_handles(tool_name: str, schema: dict[str, Any], settings: Settings | None) -> dict[str, Any]:
+def with_handles(tool: Tool[Any], schema: dict[str, Any], settings: Settings | None) -> dict[str, Any]:
     """The input schema with the handle a stateless (2026-07-28 HTTP) client passes back, and its lifetime.
 
     One listing for every client and era: SEP-2567 wants lists that never vary per connection, so the
-    argument is there on stdio too, where it is ignored.
+    argument is there on stdio too, where it is ignored. A tool that keeps no state (a search: absolute
+    paths, relative ones start at the first root) takes no handle.
     """
-    if tool_name in STATELESS_TOOLS:
+    if not tool.keeps_state:
         return schema
-    if tool_name in HANDLE_EXPLAINED:
+    if tool.name in HANDLE_EXPLAINED:
         text = f"2026-07-28 HTTP: the state_id a result gave; it and its jobs end after {_lifetime(settings)} unused."
     else:
         text = "As for Read."
@@ -93,7 +91,7 @@ def with_handles(tool_name: str, schema: dict[str, Any], settings: Settings | No
 def tool_definition(tool: Tool[Any], settings: Settings | None = None) -> types.Tool:
     """The MCP `Tool` a client sees in tools/list: name, description (limits as `settings` set them), schema, hints."""
     description, schema = tool.described(settings)
-    schema = with_handles(tool.name, schema, settings)
+    schema = with_handles(tool, schema, settings)
     return types.Tool(
         name=tool.name,
         title=tool.title,
@@ -262,7 +260,13 @@ class CodeToolsServer:
         assert ctx.request is not None
         principal = principal_of(ctx.request.headers.get("authorization"))
         states = self.http_states
-        job_arg = JOB_ARGS.get(params.name)
+        tool = self.pipeline.tools.get(params.name)
+        stateless = tool is not None and not tool.keeps_state
+        if stateless:
+            # Its schema declares no state_id, so a client does not mirror one into the header a load balancer
+            # routes by: honouring it would send the call to a replica that may not hold the state.
+            state_id = None
+        job_arg = tool.job_arg if tool is not None else None
         job_id = (params.arguments or {}).get(job_arg) if job_arg else None
         minted = False
         try:
@@ -270,7 +274,7 @@ class CodeToolsServer:
                 key = state_id.strip()
                 session = states.state(key, principal)
             else:
-                key, session = states.mint(principal, beyond_cap=params.name in STATELESS_TOOLS)
+                key, session = states.mint(principal, beyond_cap=stateless)
                 minted = True
             if isinstance(job_id, str) and job_id.strip() not in session.job_ids():
                 elsewhere = states.job_elsewhere(job_id)

@@ -18,9 +18,9 @@ from mcp_codetools.tools.read import ReadTool
 from mcp_codetools.tools.write import WriteTool
 
 
-def default_tools() -> list[Tool[Any]]:
-    """One of each tool, in the order tools/list shows them (LSP only where a language server can run)."""
-    tools: list[Tool[Any]] = [
+def every_tool() -> list[Tool[Any]]:
+    """One of each tool this server has, in the order tools/list shows them, LSP included wherever it can run."""
+    return [
         ReadTool(),
         EditTool(),
         WriteTool(),
@@ -32,10 +32,14 @@ def default_tools() -> list[Tool[Any]]:
         MultiEditTool(),
         NotebookEditTool(),
         FileHistoryTool(),
+        LSPTool(),
     ]
-    if language_servers_available():
-        tools.append(LSPTool())
-    return tools
 
 
-__all__ = ["Tool", "default_tools"]
+def default_tools() -> list[Tool[Any]]:
+    """The tools served: every tool, LSP only where a language server can run."""
+    servers = language_servers_available()
+    return [tool for tool in every_tool() if servers or not isinstance(tool, LSPTool)]
+
+
+__all__ = ["Tool", "default_tools", "every_tool"]

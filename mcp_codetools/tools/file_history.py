@@ -83,8 +83,8 @@ class FileHistoryTool(Tool[FileHistoryInput, _Restore | None]):
             raise InvalidInputError(
                 f"{path} has no version {number} in this session's history (versions kept: {kept})."
             )
-        try:
-            content = history.content(entry)
+        try:  # both off the loop: a version and the file may each be megabytes
+            content = await anyio.to_thread.run_sync(history.content, entry)
         except LookupError as exc:
             raise ExecutionError(f"Cannot restore version {number} of {path}: {exc}.") from exc
         current = await anyio.to_thread.run_sync(_load_current, path, session.workspace)

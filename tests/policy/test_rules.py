@@ -213,7 +213,7 @@ def test_plan_mode_says_so() -> None:
     assert "plan mode" in decision.reason
 
 
-@pytest.mark.parametrize("text", ["Bash(", "not a rule!", "Read(a))x", ""])
+@pytest.mark.parametrize("text", ["Bash(", "not a rule!", "Read(a))x", "", "Read(a[z-a])", "LSP(x[b-a].py)"])
 def test_malformed_rules_are_refused(text: str) -> None:
     with pytest.raises(RuleSyntaxError):
         parse_rule(text, "deny", source="test", base=ROOT)
@@ -225,3 +225,13 @@ def test_hides_answers_for_single_paths_under_a_search() -> None:
     assert policy.hides("Glob", f"{P}/secrets/deep/key")
     assert not policy.hides("Grep", f"{P}/src/a.py"), "an Edit rule does not hide a file from reads"
     assert not policy.hides("Glob", f"{P}/README.md")
+
+
+def test_a_specifier_is_a_path_pattern_for_every_tool_but_bash() -> None:
+    """`LSP(secret.py)` was a command pattern, which no call of LSP is matched against: it denied nothing."""
+    for tool in FAMILIES.read | FAMILIES.edit:
+        assert parse_rule(f"{tool}(secret.py)", "deny", source="t", base=ROOT).is_path_rule, tool
+    assert not parse_rule("Bash(rm *)", "deny", source="t", base=ROOT).is_path_rule
+    lsp = Policy(roots=(ROOT,), deny=(parse_rule("LSP(secret.py)", "deny", source="t", base=ROOT),), families=FAMILIES)
+    assert lsp.decide(CallFacts("LSP", True, read_paths=(ROOT / "secret.py",))).behaviour == "deny"
+    assert lsp.decide(CallFacts("Read", True, read_paths=(ROOT / "secret.py",))).behaviour == "allow"

@@ -11,11 +11,12 @@ from mcp_codetools.policy import sandboxing
 from mcp_codetools.policy.engine import Policy
 from mcp_codetools.policy.rules import parse_rule
 from mcp_codetools.policy.sandboxing import SandboxPathsUnknown, protected_paths, sandbox_paths
+from tests.declared import FAMILIES, READERS, WRITERS
 
 
 def policy(roots: tuple[Path, ...], *deny: str, **options: object) -> Policy:
     rules = tuple(parse_rule(text, "deny", source="t.toml", base=roots[0]) for text in deny)
-    return Policy(roots=roots, deny=rules, **options)  # type: ignore[arg-type]
+    return Policy(roots=roots, deny=rules, **{"families": FAMILIES, **options})  # type: ignore[arg-type]
 
 
 def test_protected_paths_are_kept_at_every_root_whether_or_not_they_exist(tmp_path: Path) -> None:
@@ -57,6 +58,21 @@ def test_an_edit_deny_is_kept_read_only_as_one_folder(tmp_path: Path) -> None:
     assert root / "src" in found.read_only
     assert not any(p.is_relative_to(root / "src") and p != root / "src" for p in found.read_only)
     assert found.hidden == ()
+
+
+@pytest.mark.parametrize("tool", WRITERS)
+def test_a_deny_for_any_tool_that_writes_files_keeps_its_paths_read_only(tmp_path: Path, tool: str) -> None:
+    (tmp_path / "a.lock").write_text("x")
+    found = sandbox_paths(policy((tmp_path,), f"{tool}(*.lock)"), [tmp_path])
+    assert found.read_only[-1:] == (tmp_path / "a.lock",) and found.hidden == ()
+
+
+@pytest.mark.parametrize("tool", [name for name in READERS if name != "Read"])
+def test_a_deny_for_another_reading_tool_keeps_nothing_from_commands(tmp_path: Path, tool: str) -> None:
+    """Only `Read(...)` hides from commands; `Grep(x)` hides x from Grep alone (the sandbox's readers are Read's)."""
+    (tmp_path / "a.lock").write_text("x")
+    found = sandbox_paths(policy((tmp_path,), f"{tool}(*.lock)"), [tmp_path])
+    assert tmp_path / "a.lock" not in (*found.read_only, *found.hidden)
 
 
 def test_a_denied_path_through_a_link_is_kept_by_its_real_path(tmp_path: Path) -> None:

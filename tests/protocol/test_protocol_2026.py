@@ -20,6 +20,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from mcp_codetools.protocol.server import CodeToolsServer
 from mcp_codetools.settings import Settings
+from mcp_codetools.tools import default_tools
 from tests.protocol.http_peer import ACCEPT, STATE_META, Threaded, http_server, sse_json
 from tests.protocol.stdio_raw import RawServer, server_command
 
@@ -147,7 +148,7 @@ async def test_tools_list_is_byte_identical_across_processes(root: Path, tmp_pat
     names = [tool["name"] for tool in modern["result"]["tools"]]
     assert names[:3] == ["Read", "Edit", "Write"] and len(set(names)) == len(names)
     takes_state = {t["name"] for t in modern["result"]["tools"] if "state_id" in t["inputSchema"]["properties"]}
-    assert takes_state >= {"Read", "Edit", "Write", "Bash", "BashOutput", "KillShell", "FileHistory"}
+    assert takes_state == {tool.name for tool in default_tools() if tool.keeps_state}, "as each tool declares"
 
 
 # HTTP at 2026-07-28: state through handles
@@ -258,6 +259,29 @@ async def test_http_replica_handles_are_mirrored_into_a_header_and_states_are_ca
             assert elsewhere.is_error and details(elsewhere)["handleError"] == "wrong_replica"
             assert "made by replica 'r9'" in first_text(elsewhere)
     assert f.read_text(encoding="utf-8") == "two\n"
+
+
+async def test_http_searches_ignore_a_state_id_their_schema_does_not_declare(root: Path) -> None:
+    """Grep and Glob keep no state, so their schemas declare no state_id and clients route them by nothing: a
+    state_id sent anyway named another replica's state and got a false "replica r9 is down", or named this one's
+    and was honoured (its working directory). It is ignored: the search runs, from the first root."""
+    (root / "sub").mkdir()
+    (root / "top.txt").write_text("needle\n", encoding="utf-8")
+    (root / "sub" / "low.txt").write_text("needle\n", encoding="utf-8")
+    with http_server(root, "--replica", "r7") as running, anyio.fail_after(60):
+        async with Client(running.url) as raw:
+            client = Threaded(raw)
+            await client.call_tool("Bash", {"command": "cd sub"})
+            assert client.state_id is not None
+            listed = {tool.name: tool for tool in (await raw.list_tools()).tools}
+            for name, arguments in (("Grep", {"pattern": "needle"}), ("Glob", {"pattern": "**/*.txt"})):
+                assert "state_id" not in listed[name].input_schema["properties"]
+                for state in (client.state_id, "st_r9_" + "0" * 32):
+                    found = await raw.call_tool(name, {**arguments, "state_id": state})
+                    assert not found.is_error, (name, state, first_text(found))
+                    assert "top.txt" in first_text(found), f"{name} searched the state's cwd: {first_text(found)}"
+            pwd = await client.call_tool("Bash", {"command": "pwd"})
+            assert first_text(pwd).strip() == str(root / "sub"), "the state itself is kept"
 
 
 # Each era over each transport, through the SDK client

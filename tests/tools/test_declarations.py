@@ -49,6 +49,13 @@ def test_every_tool_with_path_fields_is_in_a_family_and_every_family_holds_its_t
     assert undeclared(every_tool()) == []
     assert FAMILIES.read >= {"Read", "Grep", "Glob", "LSP"} and FAMILIES.edit >= {"Edit", "Write", "FileHistory"}
     assert not FAMILIES.read & FAMILIES.edit, "a tool is judged as a reader or as a writer, not both"
+    for tool in every_tool():
+        assert not (tool.read_only and tool.writes_files), f"{tool.name}: a read-only hint on a tool that writes"
+        assert tool.job_arg is None or tool.job_arg in tool.input_model.model_fields, tool.name
+    assert {tool.name: tool.job_arg for tool in every_tool() if tool.job_arg} == {
+        "BashOutput": "bash_id",
+        "KillShell": "shell_id",
+    }
 
 
 class _SneakyInput(ToolInput):
@@ -92,8 +99,14 @@ def test_a_tool_that_does_not_declare_what_it_touches_is_in_a_family_by_its_path
 
 def test_the_pipeline_hands_its_policy_the_families_its_tools_declare(root: Path) -> None:
     tools = every_tool()
-    pipeline = Pipeline(tools, PermissionGate(Policy(roots=(root,))))
+    given = PermissionGate(Policy(roots=(root,), mode="plan"), unanswered="allow", sandboxed_bash=True)
+    pipeline = Pipeline(tools, given)
     assert pipeline.gate is not None and pipeline.gate.policy.families == FAMILIES
+    assert (pipeline.gate.unanswered, pipeline.gate.sandboxed_bash, pipeline.gate.policy.mode) == (
+        "allow",
+        True,
+        "plan",
+    )
     lone = Pipeline([LSPTool()], PermissionGate(Policy(roots=(root,))))
     assert lone.gate is not None and lone.gate.policy.families.read == {"LSP"}
 
