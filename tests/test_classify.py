@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_codetools.shell import read_only, sed
-from mcp_codetools.shell.classify import analyze, is_read_only, scan_word
-from mcp_codetools.shell.parsing import parse
-from mcp_codetools.shell.words import Word
+from mcp_codetools.commands import read_only, sed
+from mcp_codetools.commands.classify import analyze, is_read_only, scan_word
+from mcp_codetools.commands.parsing import parse
+from mcp_codetools.commands.words import Word
 
 READ_ONLY = [
     "ls",

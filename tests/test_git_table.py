@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_codetools.shell import git_table
-from mcp_codetools.shell.classify import analyze
+from mcp_codetools.commands import git_table
+from mcp_codetools.commands.classify import analyze
 
 VERBS = {"stash": ("list", "show"), "reflog": ("show",), "worktree": ("list",), "remote": ("show", "get-url")}
 """Subcommands read-only only with a verb: their options are the verb's."""

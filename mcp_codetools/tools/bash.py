@@ -28,8 +28,9 @@ import anyio
 from pydantic import Field
 from typing_extensions import override
 
+from mcp_codetools.commands.classify import analyze
+from mcp_codetools.commands.parts import split_command
 from mcp_codetools.errors import ExecutionError, InvalidInputError
-from mcp_codetools.policy.commands import split_command
 from mcp_codetools.policy.engine import CallFacts, Policy
 from mcp_codetools.policy.sandboxing import SandboxPaths, SandboxPathsUnknown, remove_appeared, sandbox_paths
 from mcp_codetools.session import CodeSession
@@ -37,7 +38,6 @@ from mcp_codetools.shell import capture as capture_limits
 from mcp_codetools.shell import reaping, running, spawning
 from mcp_codetools.shell.background import Job
 from mcp_codetools.shell.capture import OutputCapture
-from mcp_codetools.shell.classify import analyze
 from mcp_codetools.shell.sandbox import Confinement, SandboxUnavailable, refusal_note
 from mcp_codetools.shell.spills import removal_note
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput

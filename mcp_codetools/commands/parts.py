@@ -3,11 +3,11 @@
 Every simple command anywhere in the parse tree counts (after `&&`, `||`, `;`, `|`, newlines, inside
 subshells, `$(…)`, loops and functions), so `npm test && rm -rf /` is two commands, not one that starts
 with `npm test`. Rules match a command's words joined by single spaces, quotes removed. Deny and ask
-rules also see each `Reading` of it (`policy.wrappers`): through wrappers, program paths and global
+rules also see each `Reading` of it (`commands.wrappers`): through wrappers, program paths and global
 options, and into the command lines that shells, `eval`, `watch` and the like run, which are split here
 like the command itself.
 
-Files: redirections, and the operands of recognised commands (`policy.operands`), relative to the folder
+Files: redirections, and the operands of recognised commands (`commands.operands`), relative to the folder
 each part runs in. A `cd` or `pushd` inside the command moves that folder for what follows; since a `cd`
 may fail, what follows is checked in the folder before it too. A folder that is not known (`cd $D`) makes
 the paths after it unknown.
@@ -24,10 +24,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_codetools.policy import operands, wrappers
-from mcp_codetools.policy.wrappers import Reading
-from mcp_codetools.shell.classify import MAX_PARSED_CHARS, scan_word
-from mcp_codetools.shell.parsing import parse
+from mcp_codetools.commands import operands, wrappers
+from mcp_codetools.commands.classify import MAX_PARSED_CHARS, scan_word
+from mcp_codetools.commands.parsing import parse
+from mcp_codetools.commands.wrappers import Reading
 
 _WRITING_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", ">&", "<>"})
 _READING_REDIRECTS = frozenset({"<", "<>"})

@@ -22,9 +22,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_codetools.shell import read_only
-from mcp_codetools.shell.parsing import parse
-from mcp_codetools.shell.words import Word
+from mcp_codetools.commands import read_only
+from mcp_codetools.commands.parsing import parse
+from mcp_codetools.commands.words import Word
 
 MAX_PARSED_CHARS = 10_000
 """Longer commands are not parsed (bounded cost per call) and count as not read-only."""

@@ -15,10 +15,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from mcp_codetools.policy.diffnames import diff_names, stripped
-from mcp_codetools.shell import git_table
-from mcp_codetools.shell.read_only import check as read_only_problem
-from mcp_codetools.shell.words import Word
+from mcp_codetools.commands import git_table
+from mcp_codetools.commands.diffnames import diff_names, stripped
+from mcp_codetools.commands.read_only import check as read_only_problem
+from mcp_codetools.commands.words import Word
 
 
 @dataclass(slots=True)

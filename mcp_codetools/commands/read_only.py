@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from mcp_codetools.shell import git_table, sed
-from mcp_codetools.shell.words import Word
+from mcp_codetools.commands import git_table, sed
+from mcp_codetools.commands.words import Word
 
 Check = Callable[[Sequence[Word]], str]
 

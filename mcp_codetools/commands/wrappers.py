@@ -28,8 +28,7 @@ import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from mcp_codetools.policy import operands
-from mcp_codetools.shell import read_only
+from mcp_codetools.commands import operands, read_only
 
 MAX_READINGS = 24
 """Readings kept for one simple command; past it the command counts as unknown (asked about)."""
