@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_codetools.commands import read_only, sed
+from mcp_codetools.commands import checks, read_only, sed
 from mcp_codetools.commands.classify import analyze, is_read_only, scan_word
 from mcp_codetools.commands.parsing import parse
 from mcp_codetools.commands.words import Word
@@ -456,7 +456,7 @@ def test_sed_allows_blanks_between_the_parts_of_a_command() -> None:
     ],
 )
 def test_long_option_takes_any_prefix(arg: str, option: str | None) -> None:
-    assert read_only.long_option(arg, ("--output", "--compress-program")) == option
+    assert checks.long_option(arg, ("--output", "--compress-program")) == option
 
 
 def test_unknown_commands_are_not_read_only() -> None:

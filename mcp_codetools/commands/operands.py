@@ -13,37 +13,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
-from mcp_codetools.commands import git_table
+from mcp_codetools.commands import archives, git_files
 from mcp_codetools.commands.diffnames import diff_names, stripped
-from mcp_codetools.commands.read_only import check as read_only_problem
-from mcp_codetools.commands.words import Word
-
-
-@dataclass(slots=True)
-class Files:
-    """Paths as the command names them (relative to its folder, `~` not expanded)."""
-
-    reads: list[str] = field(default_factory=list)
-    trees: list[str] = field(default_factory=list)
-    """Folders read with everything under them (`grep -r`, `rg`, `cp -r`, `tar -c`)."""
-    writes: list[str] = field(default_factory=list)
-    unknown_writes: list[str | None] = field(default_factory=list)
-    """Folders under which the command writes files it does not name (None: anywhere)."""
-    unknown_reads: list[str | None] = field(default_factory=list)
-    config: list[str] = field(default_factory=list)
-    """Why the command changes git's configuration (a protected write)."""
-    glob_reads: list[str] = field(default_factory=list)
-    """Operands bash replaces with the file names they match (`cat .en*`): read, matched on disk."""
-    glob_writes: list[str] = field(default_factory=list)
-    visible_trees: list[str] = field(default_factory=list)
-    """Folders read whole except for hidden names (`rg`, `ag` without `--hidden`)."""
-    unseen_writes: list[str] = field(default_factory=list)
-    """Why the command may write files it does not name anywhere (`git checkout BRANCH`, `git pull`)."""
-    top_writes: list[tuple[str, str]] = field(default_factory=list)
-    """(folder, name): `name` written relative to the repository's top, which is that folder or one above it."""
-
+from mcp_codetools.commands.filesets import Files, joined, literal_folder, option_letters, option_values, strip_level
 
 _ALL_READ = frozenset(
     """
@@ -156,49 +129,6 @@ _SPLIT_VALUES = {"-l", "-b", "-C", "-n", "-a", "-t", "-f", "--prefix", "--suffix
 _HIDDEN_TOO = frozenset({"--hidden", "-.", "-uu", "-uuu", "--no-ignore-dot"})
 
 
-def _operands(words: Sequence[str], values: frozenset[str] = frozenset()) -> tuple[list[str], list[tuple[str, str]]]:
-    """Plain operands, and (option, value) pairs (`--file=x` or `-f x` when `-f` is in `values`)."""
-    found: list[str] = []
-    options: list[tuple[str, str]] = []
-    i = 0
-    ended = False
-    while i < len(words):
-        word = words[i]
-        if ended or word == "-" or not word.startswith("-"):
-            found.append(word)
-        elif word == "--":
-            ended = True
-        elif word.startswith("--") and "=" in word:
-            key, _, value = word.partition("=")
-            options.append((key, value))
-        elif word in values:
-            if i + 1 < len(words):
-                options.append((word, words[i + 1]))
-            i += 1
-        elif not word.startswith("--"):
-            for pos in range(1, len(word)):  # a cluster: `-qc CMD`, `-n5`
-                if "-" + word[pos] in values:
-                    if pos + 1 < len(word):
-                        options.append(("-" + word[pos], word[pos + 1 :]))
-                    elif i + 1 < len(words):
-                        options.append(("-" + word[pos], words[i + 1]))
-                        i += 1
-                    break
-        i += 1
-    return found, options
-
-
-def _letters(words: Sequence[str]) -> set[str]:
-    """Short option letters given (clusters split); long options as they are."""
-    found: set[str] = set()
-    for word in words:
-        if word.startswith("--"):
-            found.add(word.partition("=")[0])
-        elif word.startswith("-") and len(word) > 1:
-            found.update("-" + c for c in word[1:])
-    return found
-
-
 def learn(
     words: Sequence[str],
     known: Sequence[bool],
@@ -251,31 +181,20 @@ def learn(
     elif name in _PATTERN_FIRST:
         _pattern_first(name, args, files)
     elif name in _WRITES_ALL:
-        operands, _ = _operands(args)
+        operands, _ = option_values(args)
         files.writes.extend(operands)
         files.reads.extend(operands)
     elif name in _COPIERS:
         _copy(name, args, files)
     elif name not in _NAMES_ONLY:
-        operands, options = _operands(args)
+        operands, options = option_values(args)
         files.reads.extend(operands)
         files.reads.extend(value for _, value in options)
 
 
-def literal_folder(word: str) -> str | None:
-    """The folder a word whose text is not known certainly lies under: `src/$X` is under `src`; `$D/a` anywhere."""
-    if re.match(r"~[+-]|~\d", word):
-        return None  # `~+/src`: the current folder, or one on the stack
-    cut = min((word.find(c) for c in "$`*?[{" if c in word), default=len(word))
-    prefix = word[:cut]
-    if "/" not in prefix:
-        return None if cut == 0 or prefix.startswith("~") else ""
-    return prefix.rsplit("/", 1)[0] or "/"
-
-
 def _all_read(name: str, args: list[str], files: Files) -> None:
     values = {"-o", "--output"} | (_SPLIT_VALUES if name in ("split", "csplit") else set())
-    operands, options = _operands(args, frozenset(values))
+    operands, options = option_values(args, frozenset(values))
     outputs = [value for key, value in options if key in ("-o", "--output")]
     if name == "uniq" and len(operands) >= 2:
         outputs.append(operands.pop(1))
@@ -287,10 +206,10 @@ def _all_read(name: str, args: list[str], files: Files) -> None:
     if name == "xxd" and len(operands) >= 2:
         files.writes.append(operands.pop())
     suffix = _COMPRESSORS.get(name)
-    if suffix is not None and not (_letters(args) & {"-c", "--stdout", "-t", "--test", "-l", "--list"}):
+    if suffix is not None and not (option_letters(args) & {"-c", "--stdout", "-t", "--test", "-l", "--list"}):
         for op in operands:  # the file is replaced by the (de)compressed one beside it
             files.writes.extend((op, op + suffix, op.rsplit(".", 1)[0]))
-    if name in ("diff", "diff3") and _letters(args) & {"-r", "--recursive"}:
+    if name in ("diff", "diff3") and option_letters(args) & {"-r", "--recursive"}:
         files.trees.extend(operands)
     files.reads.extend(operands)
     files.reads.extend(value for key, value in options if key not in ("-o", "--output"))
@@ -301,13 +220,13 @@ def _pattern_first(name: str, args: list[str], files: Files) -> None:
     family = {"gsed": "sed", "gawk": "awk", "mawk": "awk", "nawk": "awk", "yq": "jq", "gojq": "jq"}.get(family, family)
     giving = _PATTERN_FIRST[name]
     values = _VALUE_OPTIONS.get(family, frozenset()) | giving
-    operands, options = _operands(args, values)
+    operands, options = option_values(args, values)
     if not any(key in giving for key, _ in options) and operands:
         operands = operands[1:]  # the pattern, script or program
     files.reads.extend(value for key, value in options if key in ("-f", "--file", "--from-file"))
-    letters = _letters(args)
+    letters = option_letters(args)
     if family == "awk" and any(
-        key in ("-i", "--include") for key, _ in _operands(args, frozenset({"-i", "--include"}))[1]
+        key in ("-i", "--include") for key, _ in option_values(args, frozenset({"-i", "--include"}))[1]
     ):
         files.writes.extend(operands)  # `gawk -i inplace`: an included library may rewrite the files
     if family in ("sed", "perl", "ruby") and (
@@ -336,9 +255,9 @@ def _finds_hidden(args: list[str]) -> bool:
 
 
 def _copy(name: str, args: list[str], files: Files) -> None:
-    operands, options = _operands(args, _COPY_VALUES)
+    operands, options = option_values(args, _COPY_VALUES)
     target_dirs = [value for key, value in options if key in ("-t", "--target-directory")]
-    letters = _letters(args)
+    letters = option_letters(args)
     if name == "install" and ("-d" in letters or "--directory" in letters):
         files.writes.extend(operands)
         return
@@ -377,88 +296,8 @@ def _linked(sources: list[str], destinations: list[str], *, symbolic: bool, file
             files.unknown_writes.append(target)
 
 
-def _dd(name: str, args: list[str], files: Files) -> None:
-    for arg in args:
-        key, eq, value = arg.partition("=")
-        if eq and key == "if":
-            files.reads.append(value)
-        elif eq and key == "of":
-            files.writes.append(value)
-
-
-def _tar(name: str, args: list[str], files: Files) -> None:
-    folder = ""
-    archive: str | None = None
-    mode = ""
-    i = 0
-    operands: list[str] = []
-    first = True
-    while i < len(args):
-        arg = args[i]
-        if first and not arg.startswith("-"):
-            arg = "-" + arg  # `tar xzf a.tgz`: the old form, options without a dash
-        first = False
-        if arg in ("-C", "--directory") and i + 1 < len(args):
-            folder = args[i + 1]
-            i += 2
-            continue
-        if arg.startswith("--directory="):
-            folder = arg.partition("=")[2]
-        elif arg.startswith("--file="):
-            archive = arg.partition("=")[2]
-        elif arg in ("--extract", "--get", "--create", "--append", "--update", "--list"):
-            mode = {"--extract": "x", "--get": "x", "--create": "c", "--append": "r", "--update": "u"}.get(arg, "t")
-        elif arg.startswith("-") and not arg.startswith("--"):
-            for pos, letter in enumerate(arg[1:], start=1):
-                if letter in "xcrutA":
-                    mode = mode or letter
-                elif letter == "f":
-                    archive = arg[pos + 1 :] or (args[i + 1] if i + 1 < len(args) else None)
-                    if not arg[pos + 1 :]:
-                        i += 1
-                    break
-                elif letter == "C":
-                    folder = arg[pos + 1 :] or (args[i + 1] if i + 1 < len(args) else "")
-                    if not arg[pos + 1 :]:
-                        i += 1
-                    break
-        elif not arg.startswith("-"):
-            operands.append(arg)
-        i += 1
-
-    def join(path: str) -> str:
-        return path if path.startswith(("/", "~")) or not folder else f"{folder}/{path}"
-
-    if mode == "x":
-        files.unknown_writes.append(folder)
-        if archive:
-            files.reads.append(archive)
-        files.writes.extend(join(op) for op in operands)
-    elif mode in ("c", "r", "u", "A"):
-        files.trees.extend(join(op) for op in operands)
-        if archive and archive != "-":
-            files.writes.append(archive)
-    elif archive:
-        files.reads.append(archive)
-
-
-def _unzip(name: str, args: list[str], files: Files) -> None:
-    operands, options = _operands(args, frozenset({"-d", "-x", "-P"}))
-    folder = next((value for key, value in options if key == "-d"), "")
-    if not {"-l", "-t", "-v", "-p", "-Z"} & _letters(args):
-        files.unknown_writes.append(folder)
-    files.reads.extend(operands[:1])
-
-
-def _zip(name: str, args: list[str], files: Files) -> None:
-    operands, _ = _operands(args, frozenset({"-b", "-n", "-t", "-tt", "-x", "-i", "-P", "-O", "--out"}))
-    if operands:
-        files.writes.append(operands[0])
-        (files.trees if {"-r", "-R"} & _letters(args) else files.reads).extend(operands[1:])
-
-
 def _patch(name: str, args: list[str], files: Files, stdin: str | None) -> None:
-    operands, options = _operands(
+    operands, options = option_values(
         args,
         frozenset(
             {"-d", "--directory", "-i", "--input", "-o", "--output", "-p", "--strip", "-B", "--prefix", "-r",
@@ -467,14 +306,14 @@ def _patch(name: str, args: list[str], files: Files, stdin: str | None) -> None:
         ),
     )  # fmt: skip
     folder = next((value for key, value in options if key in ("-d", "--directory")), "")
-    letters = _letters(args)
+    letters = option_letters(args)
     source = next((value for key, value in options if key in ("-i", "--input")), None)
     if source is not None:
         files.reads.append(source)
     files.reads.extend(operands[1:])
     if {"--dry-run", "-C", "--check"} & letters:
         return
-    files.writes.extend(_joined(folder, op) for op in operands[:1])
+    files.writes.extend(joined(folder, op) for op in operands[:1])
     files.writes.extend(value for key, value in options if key in ("-o", "--output", "-r", "--reject-file"))
     for key, value in options:
         if key in ("-B", "--prefix", "-Y", "--basename-prefix"):
@@ -485,179 +324,10 @@ def _patch(name: str, args: list[str], files: Files, stdin: str | None) -> None:
     if names is None:  # the diff is a file (it may change before patch runs) or not known
         files.unknown_writes.append(folder)
         return
-    strip = _strip_level(options)
+    strip = strip_level(options)
     prefixed, top = names
     for target in dict.fromkeys([*(c for n in prefixed for c in stripped(n, strip)), *top]):
-        files.writes.extend(_joined(folder, t) for t in (target, target + ".orig", target + ".rej"))
-
-
-def _strip_level(options: list[tuple[str, str]]) -> int | None:
-    value = next((value for key, value in reversed(options) if key in ("-p", "--strip")), None)
-    return int(value) if value is not None and value.isdigit() else None  # None: every level counts
-
-
-def _joined(folder: str, path: str) -> str:
-    return path if not folder or path.startswith(("/", "~")) else f"{folder.rstrip('/')}/{path}"
-
-
-def _git_apply(rest: list[str], files: Files, stdin: str | None) -> None:
-    """`git apply`: the diff's names (from a here-document) under the repository's top; else not known."""
-    values = frozenset({"-p", "-C", "--directory", "--exclude", "--include", "--whitespace"})
-    operands, options = _operands(rest, values)
-    names = diff_names(stdin) if stdin and (not operands or operands == ["-"]) else None
-    if names is None:
-        files.unknown_writes.append("")
-        return
-    strip = _strip_level(options)
-    strip = 1 if strip is None and not any(k == "-p" for k, _ in options) else strip
-    directory = next((value for key, value in reversed(options) if key == "--directory"), "")
-    prefixed, top = names
-    for target in dict.fromkeys([*(c for n in prefixed for c in stripped(n, strip)), *top]):
-        for name in (target, target + ".rej"):
-            files.top_writes.append(("", _joined(directory, name)))
-
-
-_CURL_VALUES = frozenset(
-    {
-        "-o",
-        "--output",
-        "-O",
-        "--output-document",
-        "-P",
-        "--directory-prefix",
-        "--output-dir",
-        "-T",
-        "--upload-file",
-        "-d",
-        "--data",
-        "-F",
-        "--form",
-        "--data-binary",
-        "-K",
-        "--config",
-        "-b",
-        "--cookie",
-        "-c",
-        "--cookie-jar",
-        "-D",
-        "--dump-header",
-        "--post-file",
-        "--body-file",
-    }
-)
-
-
-def _curl(name: str, args: list[str], files: Files) -> None:
-    # curl's -O names no file (the URL's last part is the name); wget's -O does
-    _, options = _operands(args, _CURL_VALUES - {"-O"} if name == "curl" else _CURL_VALUES)
-    letters = _letters(args)
-    for key, value in options:
-        if key in ("-o", "--output", "--output-document", "-c", "--cookie-jar", "-D", "--dump-header") or (
-            name == "wget" and key == "-O"
-        ):
-            files.writes.append(value)
-        elif key in ("-T", "--upload-file", "-K", "--config", "-b", "--cookie", "--post-file", "--body-file"):
-            files.reads.append(value)
-        elif key in ("-d", "--data", "--data-binary", "-F", "--form") and "@" in value:
-            files.reads.append(value.split("@", 1)[1].split(";", 1)[0])
-        elif key in ("-P", "--directory-prefix", "--output-dir"):
-            files.unknown_writes.append(value)
-    if (name == "curl" and ("-O" in letters or "--remote-name" in letters or "--remote-name-all" in letters)) or (
-        name == "wget" and not any(key in ("-O", "--output-document") for key, _ in options)
-    ):
-        operands, _ = _operands(args)  # the file is named after the URL's last part
-        files.writes.extend(_url_name(url) for url in operands if "://" in url)
-
-
-def _url_name(url: str) -> str:
-    path = url.split("://", 1)[1].split("?", 1)[0].split("#", 1)[0].partition("/")[2]
-    return path.rstrip("/").rsplit("/", 1)[-1] or "index.html"
-
-
-def _git(name: str, args: list[str], files: Files, stdin: str | None) -> None:
-    sub = args[0] if args else ""
-    rest = args[1:]
-    if sub == "config" and read_only_problem("git", [Word(a) for a in args]):
-        files.config.append("git config writes git's configuration")
-    elif sub == "apply" and (
-        not {"--check", "--stat", "--numstat", "--summary", "--cached"} & _letters(rest) or "--apply" in rest
-    ):
-        _git_apply(rest, files, stdin)
-    elif sub == "am" and not {"--show-current-patch"} & _letters(rest):
-        files.unknown_writes.append("")
-        files.unseen_writes.append("`git am`")
-    elif sub in ("rm", "restore", "checkout"):
-        operands, _ = _operands(rest, _GIT_PATH_VALUES)
-        paths = operands[operands.index("--") + 1 :] if "--" in rest and "--" in operands else operands
-        files.writes.extend(paths)  # a branch name counts as a path too: it can only ask more
-        files.unknown_writes.extend(paths)  # a folder (`.`) with what is under it
-        if sub == "checkout" and "--" not in rest:
-            files.unseen_writes.append("`git checkout`")
-        if any(a.startswith("--pathspec-from-file") for a in rest):
-            files.unknown_writes.append("")
-    elif sub in ("clone", "init") or (sub == "worktree" and rest[:1] == ["add"]):
-        operands, _ = _operands(rest[1:] if sub == "worktree" else rest, _GIT_CLONE_VALUES)
-        target = operands[-1] if operands and (sub != "clone" or len(operands) > 1) else None
-        if sub == "clone" and target is None and operands:
-            target = _url_name(operands[0] if "://" in operands[0] else "x://x/" + operands[0]).removesuffix(".git")
-        files.writes.append(target or ".")
-        files.unknown_writes.append(target or "")
-    elif _changes_the_tree(sub, rest):
-        files.unseen_writes.append(f"`git {sub}`")
-    elif sub in ("add", "stash", "commit", "hash-object", "diff", "show", "blame", "log", "grep", "cat-file", "mv"):
-        operands, _ = _operands(rest)
-        files.reads.extend(op for op in operands if op != ".")
-        if sub == "mv":
-            files.writes.extend(operands)
-        if sub == "grep" and {"--no-index", "--untracked"} & set(rest):  # files git does not track, too
-            patterned = any(a in ("-e", "-f") or a.startswith(("--regexp", "--file")) for a in rest)
-            paths = rest[rest.index("--") + 1 :] if "--" in rest else operands if patterned else operands[1:]
-            files.trees.extend(paths or ["."])
-        if sub == "stash" and _changes_the_tree(sub, rest):
-            files.unseen_writes.append("`git stash`")
-        # `git show HEAD:.env`: a path in a revision; `git add .` is left to .gitignore (and the sandbox)
-        files.reads.extend(op.split(":", 1)[1] for op in operands if ":" in op and op.split(":", 1)[1])
-    for arg in rest:
-        if arg.startswith(("--upload-pack", "--receive-pack", "--exec=", "-u")) and sub in (
-            "fetch",
-            "pull",
-            "push",
-            "clone",
-            "ls-remote",
-            "archive",
-            "remote",
-        ):
-            if arg.startswith("-u") and sub != "clone":
-                continue
-            files.config.append(f"git {sub} {arg.partition('=')[0]} makes git run a program")
-    if sub in ("clone", "init", "submodule") and any(a.startswith("--template") for a in rest):
-        files.config.append(f"git {sub} --template installs hooks")
-    files.writes.extend(git_table.written_files(sub, rest))  # `git rev-list --output=FILE`, `git archive -o FILE`
-    files.unknown_writes.extend(git_table.written_folders(sub, rest))
-
-
-_GIT_PATH_VALUES = frozenset({"-s", "--source", "-b", "-B", "--orphan", "--conflict", "-m"})
-_GIT_CLONE_VALUES = frozenset(
-    "-b --branch -o --origin --depth --reference --reference-if-able -c --config --template --separate-git-dir "
-    "-u --upload-pack -j --jobs --filter --shallow-since --shallow-exclude --bundle-uri --object-format "
-    "--initial-branch --ref-format --server-option -s".split()
-)
-_TREE_CHANGERS = frozenset(
-    "switch merge rebase pull cherry-pick revert clean bisect checkout-index sparse-checkout submodule".split()
-)
-
-
-def _changes_the_tree(sub: str, rest: list[str]) -> bool:
-    """Whether a git subcommand may rewrite tracked or untracked files of the working tree it does not name."""
-    if sub in _TREE_CHANGERS:
-        return True
-    if sub == "reset":
-        return bool({"--hard", "--merge", "--keep"} & set(rest))
-    if sub == "stash":
-        return not rest or rest[0] not in ("list", "show", "create", "store", "drop", "clear")
-    if sub == "read-tree":
-        return "-u" in rest
-    return False
+        files.writes.extend(joined(folder, t) for t in (target, target + ".orig", target + ".rej"))
 
 
 _FIND_WRITES = frozenset({"-fprint", "-fprint0", "-fls", "-fprintf"})
@@ -679,41 +349,17 @@ def _find(name: str, args: list[str], files: Files) -> None:
             files.writes.append(value)
 
 
-def _seven_zip(name: str, args: list[str], files: Files) -> None:
-    command = next((a for a in args if not a.startswith("-")), "")
-    operands = [a for a in args if not a.startswith("-")][1:]
-    if command in ("x", "e"):
-        out = next((a[2:] for a in args if a.startswith("-o")), "")
-        files.unknown_writes.append(out)
-        files.reads.extend(operands[:1])
-    elif command in ("a", "u", "d", "rn") and operands:
-        files.writes.append(operands[0])
-        files.trees.extend(operands[1:])
-    else:
-        files.reads.extend(operands[:1])
-
-
-def _cpio(name: str, args: list[str], files: Files) -> None:
-    operands, options = _operands(args, frozenset({"-D", "--directory", "-F", "--file", "-E", "-H", "-R", "-I", "-O"}))
-    folder = next((value for key, value in options if key in ("-D", "--directory")), "")
-    letters = _letters(args)
-    if letters & {"-i", "--extract"}:
-        files.unknown_writes.append(folder)
-    elif letters & {"-p", "--pass-through"}:
-        files.unknown_writes.extend(operands[:1] or [folder])
-    files.writes.extend(value for key, value in options if key in ("-O",))
-    files.reads.extend(value for key, value in options if key in ("-I", "-E"))
-
-
 def _ssh_keygen(name: str, args: list[str], files: Files) -> None:
-    _, options = _operands(args, frozenset({"-f", "-t", "-b", "-C", "-N", "-P", "-a", "-m", "-n", "-I", "-V", "-O"}))
+    _, options = option_values(
+        args, frozenset({"-f", "-t", "-b", "-C", "-N", "-P", "-a", "-m", "-n", "-I", "-V", "-O"})
+    )
     for key, value in options:
         if key == "-f":
             files.writes.extend((value, value + ".pub"))
 
 
 def _mktemp(name: str, args: list[str], files: Files) -> None:
-    operands, options = _operands(args, frozenset({"-p", "--tmpdir", "--suffix"}))
+    operands, options = option_values(args, frozenset({"-p", "--tmpdir", "--suffix"}))
     folder = next((value for key, value in options if key in ("-p", "--tmpdir") and value), None)
     for template in operands[:1]:
         where = template.rsplit("/", 1)[0] if "/" in template else ""
@@ -723,53 +369,53 @@ def _mktemp(name: str, args: list[str], files: Files) -> None:
 
 
 def _ss(name: str, args: list[str], files: Files) -> None:
-    _, options = _operands(args, frozenset({"-D", "--diag", "-F", "--filter"}))
+    _, options = option_values(args, frozenset({"-D", "--diag", "-F", "--filter"}))
     files.writes.extend(value for key, value in options if key in ("-D", "--diag"))
     files.reads.extend(value for key, value in options if key in ("-F", "--filter"))
 
 
 def _tree(name: str, args: list[str], files: Files) -> None:
-    _, options = _operands(args, frozenset({"-o", "-L", "-P", "-I", "--filelimit", "--charset", "--sort"}))
+    _, options = option_values(args, frozenset({"-o", "-L", "-P", "-I", "--filelimit", "--charset", "--sort"}))
     files.writes.extend(value for key, value in options if key == "-o")
 
 
 def _script(name: str, args: list[str], files: Files) -> None:
-    operands, options = _operands(args, frozenset({"-c", "--command", "-E", "-I", "-O", "-B", "-T", "-m"}))
+    operands, options = option_values(args, frozenset({"-c", "--command", "-E", "-I", "-O", "-B", "-T", "-m"}))
     files.writes.extend(operands[:1] or ["typescript"])
     files.writes.extend(value for key, value in options if key in ("-I", "-O", "-B", "-T"))
 
 
 def _time(name: str, args: list[str], files: Files) -> None:
-    _, options = _operands(args, frozenset({"-o", "--output", "-f", "--format"}))
+    _, options = option_values(args, frozenset({"-o", "--output", "-f", "--format"}))
     files.writes.extend(value for key, value in options if key in ("-o", "--output"))
 
 
 def _shell(name: str, args: list[str], files: Files) -> None:
-    operands, _ = _operands(args, frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}))
+    operands, _ = option_values(args, frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}))
     if not any(a.startswith("-") and "c" in a[1:] and not a.startswith("--") for a in args):
         files.reads.extend(operands[:1])  # the script it runs
 
 
-_FED_HANDLERS = {"patch": _patch, "git": _git}
+_FED_HANDLERS = {"patch": _patch, "git": git_files.learn}
 """Handlers that read the command's input (a diff in a here-document)."""
 _HANDLERS = {
-    "dd": _dd,
-    "tar": _tar,
-    "bsdtar": _tar,
-    "gtar": _tar,
-    "unzip": _unzip,
-    "zip": _zip,
-    "curl": _curl,
-    "wget": _curl,
+    "dd": archives.dd,
+    "tar": archives.tar,
+    "bsdtar": archives.tar,
+    "gtar": archives.tar,
+    "unzip": archives.unzip,
+    "zip": archives.zip_,
+    "curl": archives.curl,
+    "wget": archives.curl,
     "ss": _ss,
     "tree": _tree,
     "script": _script,
     "time": _time,
     "find": _find,
-    "7z": _seven_zip,
-    "7za": _seven_zip,
-    "7zr": _seven_zip,
-    "cpio": _cpio,
+    "7z": archives.seven_zip,
+    "7za": archives.seven_zip,
+    "7zr": archives.seven_zip,
+    "cpio": archives.cpio,
     "ssh-keygen": _ssh_keygen,
     "mktemp": _mktemp,
     **dict.fromkeys(("bash", "sh", "zsh", "dash", "ksh", "fish"), _shell),

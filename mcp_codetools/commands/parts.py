@@ -24,10 +24,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_codetools.commands import operands, wrappers
+from mcp_codetools.commands import git_runs, operands, wrappers
 from mcp_codetools.commands.classify import MAX_PARSED_CHARS, scan_word
+from mcp_codetools.commands.filesets import Files, literal_folder
 from mcp_codetools.commands.parsing import parse
-from mcp_codetools.commands.wrappers import Reading
+from mcp_codetools.commands.readings import Reading, join
 
 _WRITING_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", ">&", "<>"})
 _READING_REDIRECTS = frozenset({"<", "<>"})
@@ -138,7 +139,7 @@ class _Walk:
         self.depth = depth
         self.source = ""
         self.commands: list[SimpleCommand] = []
-        self.files = operands.Files()
+        self.files = Files()
         self.redirect_writes: list[str] = []
         self.redirect_reads: list[str] = []
         self.complete = True
@@ -227,7 +228,7 @@ class _Walk:
             self.complete = False  # `$CMD args`: what runs is not in the text
             self.notes.append("the command name is an expansion")
         found = wrappers.readings(words, known, stdin)
-        if any(wrappers.git_env_assignment(a) for a in assignments) and words[0].rsplit("/", 1)[-1] == "git":
+        if any(git_runs.env_assignment(a) for a in assignments) and words[0].rsplit("/", 1)[-1] == "git":
             found.program_config.append("an environment variable before git changes what it runs")
         simple = SimpleCommand(tuple(words), tuple(assignments), tuple(found.readings), tuple(found.guesses))
         self.commands.append(simple)
@@ -246,7 +247,7 @@ class _Walk:
         self, reading: Reading, words: list[str], known: list[bool], globbed: set[int], stdin: str | None
     ) -> None:
         """What one reading reads and writes, in each folder it may run in."""
-        local = operands.Files()
+        local = Files()
         if reading.words == tuple(words):
             operands.learn(reading.words, known, local, frozenset(globbed), stdin=stdin)
         else:  # a reading through a wrapper: its words are a tail of the command's, so globs are found by text
@@ -258,10 +259,10 @@ class _Walk:
             appended = reading.open_from is not None and reading.open_from >= len(reading.words)
             operands.learn(reading.words, marks, local, tail, appended=appended, stdin=stdin)
         for folder in self.folders:
-            where = wrappers._join(folder, reading.chdir) if folder is not None else None
+            where = join(folder, reading.chdir) if folder is not None else None
             self._add_files(local, where)
 
-    def _add_files(self, local: operands.Files, folder: str | None) -> None:
+    def _add_files(self, local: Files, folder: str | None) -> None:
         files = self.files
         if folder is None:
             if local.reads or local.trees or local.unknown_reads or local.glob_reads or local.visible_trees:
@@ -388,7 +389,7 @@ class _Walk:
         unknown = word.expands or word.glob or word.brace or _stack_dir(text)
         for folder in self.folders:
             if unknown or folder is None:
-                where = None if folder is None else operands.literal_folder(text)
+                where = None if folder is None else literal_folder(text)
                 dest = None if where is None or folder is None else _under(folder, where)
                 (self.files.unknown_writes if kind in _WRITING_REDIRECTS else self.files.unknown_reads).append(dest)
                 if kind == "<>":

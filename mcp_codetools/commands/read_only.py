@@ -24,12 +24,26 @@ counts only without arguments (with them it runs a program).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 
-from mcp_codetools.commands import git_table, sed
+from mcp_codetools.commands import git_read_only, sed
+from mcp_codetools.commands.checks import (
+    Check,
+    any_args,
+    at_most_operands,
+    both,
+    first_operand_in,
+    long_option,
+    only,
+    operands,
+    option_hit,
+    subcommands,
+    texts,
+    unglobbed,
+    version_call,
+    without,
+)
 from mcp_codetools.commands.words import Word
-
-Check = Callable[[Sequence[Word]], str]
 
 ANY_ARGS = frozenset(
     """
@@ -57,152 +71,6 @@ def check(name: str, args: Sequence[Word]) -> str:
     return rule(args)
 
 
-# --- building blocks ----------------------------------------------------------------------------
-
-
-def long_option(arg: str, names: Iterable[str]) -> str | None:
-    """The option among `names` that `arg` selects: the name or any prefix of it, alone or with `=value`."""
-    if not arg.startswith("--"):
-        return None
-    key = arg.partition("=")[0]
-    if len(key) < 3:
-        return None
-    return next((name for name in names if name.startswith(key)), None)
-
-
-def _option_hit(arg: str, long: Iterable[str], short: str, short_values: str) -> bool:
-    """Whether `arg` is one of the options `long` (see `long_option`) or a short cluster holding a `short` letter."""
-    if long_option(arg, long):
-        return True
-    if arg.startswith("-") and not arg.startswith("--") and len(arg) > 1:
-        for letter in arg[1:]:
-            if letter in short:
-                return True
-            if letter in short_values:
-                return False
-    return False
-
-
-def _texts(args: Sequence[Word]) -> list[str]:
-    return [arg.text for arg in args]
-
-
-def unglobbed(args: Sequence[Word]) -> str:
-    """The problem when one of `args` holds a glob, for words whose position matters."""
-    for arg in args:
-        if arg.glob:
-            return f"{arg.text!r} may expand to several words and shift the arguments after it"
-    return ""
-
-
-def without(*options: str, short: str = "", short_values: str = "") -> Check:
-    """Read-only unless one of `options` (or a prefix, see `long_option`) or a `short` letter in a cluster is given.
-
-    `short_values` are letters whose value follows in the same cluster (`-k2o` sorts by `2o`), so scanning
-    the cluster stops there. Every word is looked at alone, so a glob that shifts words changes nothing.
-    """
-
-    def rule(args: Sequence[Word]) -> str:
-        for arg in args:
-            if _option_hit(arg.text, options, short, short_values):
-                return f"option {arg.text!r} writes or runs programs"
-        return ""
-
-    return rule
-
-
-def only(*allowed: str) -> Check:
-    """Read-only only when every argument is one of `allowed` (for commands that can also set things)."""
-    permitted = frozenset(allowed)
-
-    def rule(args: Sequence[Word]) -> str:
-        for arg in args:
-            if arg.text not in permitted:
-                return f"argument {arg.text!r} is not a known read-only form"
-        return ""
-
-    return rule
-
-
-def version_call(*forms: str) -> Check:
-    """Interpreters and compilers: read-only only as `prog --version` alone (an operand would be run or compiled)."""
-    permitted = frozenset(forms)
-
-    def rule(args: Sequence[Word]) -> str:
-        if len(args) == 1 and args[0].text in permitted:
-            return ""
-        return f"only {' or '.join(forms)} alone is read-only (given a file, it runs or compiles it)"
-
-    return rule
-
-
-def both(first: Check, second: Check) -> Check:
-    """A check that passes only when both do; it reports the first objection."""
-
-    def rule(args: Sequence[Word]) -> str:
-        return first(args) or second(args)
-
-    return rule
-
-
-def operands(args: Sequence[str], value_options: frozenset[str] = frozenset()) -> list[str]:
-    """Arguments that are not options, skipping the separate values of `value_options`."""
-    found: list[str] = []
-    skip = False
-    ended = False
-    for arg in args:
-        if skip:
-            skip = False
-        elif ended or arg == "-" or not arg.startswith("-"):
-            found.append(arg)
-        elif arg == "--":
-            ended = True
-        elif arg in value_options:
-            skip = True
-    return found
-
-
-def at_most_operands(count: int, value_options: frozenset[str] = frozenset()) -> Check:
-    """For commands whose extra operand is an output file (`uniq in out`); a glob could be several operands."""
-
-    def rule(args: Sequence[Word]) -> str:
-        problem = unglobbed(args)
-        if problem:
-            return problem
-        if len(operands(_texts(args), value_options)) > count:
-            return f"more than {count} operand(s): the last would be written"
-        return ""
-
-    return rule
-
-
-def subcommands(table: dict[str, Check], *, global_check: Callable[[Sequence[str]], int] | None = None) -> Check:
-    """A tool with subcommands (`git log`, `docker ps`): the first operand picks the rule for the rest."""
-
-    def rule(args: Sequence[Word]) -> str:
-        start = 0
-        if global_check is not None:
-            start = global_check(_texts(args))
-            if start < 0:
-                return "a global option that is not known to be read-only"
-        problem = unglobbed(args[: start + 1])
-        if problem:
-            return problem
-        if start >= len(args):
-            return ""
-        sub = args[start].text
-        sub_rule = table.get(sub)
-        if sub_rule is None:
-            return f"subcommand {sub!r} is not on the read-only list"
-        return sub_rule(args[start + 1 :])
-
-    return rule
-
-
-def _any(args: Sequence[Word]) -> str:
-    return ""
-
-
 # --- per-command checks -------------------------------------------------------------------------
 
 
@@ -210,11 +78,11 @@ def _date(args: Sequence[Word]) -> str:
     problem = unglobbed(args)
     if problem:
         return problem
-    texts = _texts(args)
-    if any(_option_hit(a, ("--set",), "s", "dfrIR") for a in texts):
+    words = texts(args)
+    if any(option_hit(a, ("--set",), "s", "dfrIR") for a in words):
         return "date -s sets the clock"
     values = frozenset({"-d", "--date", "-f", "--file", "-r", "--reference"})
-    if any(not op.startswith("+") for op in operands(texts, values)):
+    if any(not op.startswith("+") for op in operands(words, values)):
         return "a date operand sets the clock"
     return ""
 
@@ -231,7 +99,7 @@ def _find(args: Sequence[Word]) -> str:
 
 
 def _fd(args: Sequence[Word]) -> str:
-    for arg in _texts(args):
+    for arg in texts(args):
         if long_option(arg, ("--exec", "--exec-batch")) or (
             arg.startswith("-") and not arg.startswith("--") and ("x" in arg or "X" in arg)
         ):
@@ -296,160 +164,17 @@ def _xargs(args: Sequence[Word]) -> str:
     return ""
 
 
-# git: global options, then a subcommand with its own rule.
-
-_GIT_GLOBAL_FLAGS = frozenset(
-    {
-        "--no-pager",
-        "-P",
-        "--no-optional-locks",
-        "--bare",
-        "--no-replace-objects",
-        "--literal-pathspecs",
-        "--glob-pathspecs",
-        "--noglob-pathspecs",
-        "--icase-pathspecs",
-        "-p",
-        "--paginate",
-        "--version",
-    }
-)
-_GIT_GLOBAL_PREFIXES = ("--git-dir=", "--work-tree=", "--namespace=")
-
-
-def _git_globals(args: Sequence[str]) -> int:
-    """Index of the subcommand, or -1 for a global option that could change what git runs (-c, --exec-path).
-
-    git matches its global options whole, so these are compared whole too.
-    """
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "-C":
-            i += 2
-        elif arg in _GIT_GLOBAL_FLAGS or arg.startswith(_GIT_GLOBAL_PREFIXES):
-            i += 1
-        elif arg.startswith("-"):
-            return -1
-        else:
-            return i
-    return i
-
-
-_LIST_MODE = frozenset({"-l", "--list", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at"})
-
-
-def _listing(forbidden: Check) -> Check:
-    """git branch/tag: operands create things unless a listing option is present (then they are patterns)."""
-
-    def rule(args: Sequence[Word]) -> str:
-        problem = forbidden(args)
-        if problem:
-            return problem
-        texts = _texts(args)
-        if operands(texts) and not any(a.split("=", 1)[0] in _LIST_MODE for a in texts):
-            return "a name without --list creates it"
-        return ""
-
-    return rule
-
-
-def _first_operand_in(*allowed: str, default_ok: bool = True) -> Check:
-    """`git stash list`, `git remote -v`: the first operand must be a read-only verb (a glob never is one)."""
-    verbs = frozenset(allowed)
-
-    def rule(args: Sequence[Word]) -> str:
-        ops = operands(_texts(args))
-        if not ops:
-            return "" if default_ok else "no read-only verb"
-        return "" if ops[0] in verbs else f"{ops[0]!r} is not a read-only verb"
-
-    return rule
-
-
-_GIT_CONFIG_READING = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "get", "list"})
-_GIT_CONFIG_WRITING = tuple("--add --unset --unset-all --replace-all --rename-section --remove-section --edit".split())
-_GIT_CONFIG_VERBS = frozenset({"set", "unset", "edit", "rename-section", "remove-section"})
-
-
-def _git_config(args: Sequence[Word]) -> str:
-    problem = unglobbed(args)
-    if problem:
-        return problem
-    texts = _texts(args)
-    writes = any(a in _GIT_CONFIG_VERBS or _option_hit(a, _GIT_CONFIG_WRITING, "e", "") for a in texts)
-    if writes or not any(a in _GIT_CONFIG_READING for a in texts):
-        return "git config without --get/--list may write"
-    return ""
-
-
-_GIT_SHORT_VALUES = "SGUMCBLlXn"
-"""Short options of git's log, diff and blame whose value follows in the same word (`-SOops` searches `Oops`)."""
-
-
-def _git_options(sub: str) -> Check:
-    """The check of `git_table`'s entry: no option of `sub` that writes a file or runs a program."""
-    entry = git_table.READ_ONLY[sub]
-    return without(*entry.writes, *entry.runs, short=entry.runs_short, short_values=_GIT_SHORT_VALUES)
-
-
-_GIT_VERBS: dict[str, Check] = {
-    "branch": _listing(
-        without(
-            "--delete",
-            "--move",
-            "--copy",
-            "--force",
-            "--set-upstream-to",
-            "--unset-upstream",
-            "--edit-description",
-            "--track",
-            "--no-track",
-            "--create-reflog",
-            short="dDmMcCfut",
-        )
-    ),
-    "tag": _listing(
-        without(
-            "--delete",
-            "--annotate",
-            "--sign",
-            "--local-user",
-            "--force",
-            "--message",
-            "--file",
-            "--edit",
-            "--create-reflog",
-            short="dasufmFe",
-        )
-    ),
-    "stash": _first_operand_in("list", "show", default_ok=False),
-    "worktree": _first_operand_in("list", default_ok=False),
-    "remote": _first_operand_in("show", "get-url"),
-    "reflog": _first_operand_in("show", "exists"),
-    "config": _git_config,
-}
-"""Subcommands that also change things: read-only only in the forms these checks allow."""
-
-_GIT = subcommands(
-    {
-        sub: both(_git_options(sub), _GIT_VERBS[sub]) if sub in _GIT_VERBS else _git_options(sub)
-        for sub in git_table.READ_ONLY
-    },
-    global_check=_git_globals,
-)
-
 _GH = subcommands(
     {
-        "pr": _first_operand_in("view", "list", "diff", "checks", "status", default_ok=False),
-        "issue": _first_operand_in("view", "list", "status", default_ok=False),
-        "repo": _first_operand_in("view", default_ok=False),
-        "run": _first_operand_in("view", "list", default_ok=False),
-        "release": _first_operand_in("view", "list", default_ok=False),
+        "pr": first_operand_in("view", "list", "diff", "checks", "status", default_ok=False),
+        "issue": first_operand_in("view", "list", "status", default_ok=False),
+        "repo": first_operand_in("view", default_ok=False),
+        "run": first_operand_in("view", "list", default_ok=False),
+        "release": first_operand_in("view", "list", default_ok=False),
     }
 )
 
-_DOCKER = subcommands(dict.fromkeys(("ps", "images", "logs", "inspect", "version", "info"), _any))
+_DOCKER = subcommands(dict.fromkeys(("ps", "images", "logs", "inspect", "version", "info"), any_args))
 
 _VERSION_CALLS: dict[str, Check] = {
     **dict.fromkeys(("bash", "sh", "zsh", "ruby"), version_call("--version")),
@@ -480,7 +205,7 @@ RULES: dict[str, Check] = {
     "env": only(),
     "sed": sed.check_sed,
     "xargs": _xargs,
-    "git": _GIT,
+    "git": git_read_only.GIT,
     "gh": both(_GH, without("--web", short="w")),
     "docker": _DOCKER,
     **_VERSION_CALLS,

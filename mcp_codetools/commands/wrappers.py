@@ -24,289 +24,30 @@ command line: read when the command holds its text, asked about when not.
 from __future__ import annotations
 
 import re
-import shlex
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
-from mcp_codetools.commands import operands, read_only
+from mcp_codetools.commands import git, git_runs, operands, read_only
+from mcp_codetools.commands.readings import (
+    MAX_READINGS,
+    Add,
+    Reading,
+    Readings,
+    basename,
+    join,
+    open_from,
+    parse_options,
+)
+from mcp_codetools.commands.wrapper_tables import (
+    GLOBAL_OPTIONS,
+    RUNNERS,
+    SHELL_VALUES,
+    SHELLS,
+    WRAPPERS,
+    XARGS,
+)
 
-MAX_READINGS = 24
-"""Readings kept for one simple command; past it the command counts as unknown (asked about)."""
 _MAX_DEPTH = 12
 
-
-@dataclass(frozen=True, slots=True)
-class Reading:
-    """One way to read what a command runs: its words, and from which word on they are unknown."""
-
-    words: tuple[str, ...]
-    open_from: int | None = None
-    """Index of the first word whose text is not known (an expansion, input xargs appends); None: all known."""
-    chdir: str | None = ""
-    """The folder it runs in, relative to the command's own ("" the same, None not known: `env -C $D`)."""
-
-    @property
-    def text(self) -> str:
-        """The words joined by single spaces: what a `Bash(...)` pattern is matched against."""
-        return " ".join(self.words)
-
-
-@dataclass(slots=True)
-class Readings:
-    """Everything `readings` found for one simple command."""
-
-    readings: list[Reading] = field(default_factory=list)
-    scripts: list[str | None] = field(default_factory=list)
-    """Command lines the command runs as text (None: a command line whose text is not known)."""
-    program_config: list[str] = field(default_factory=list)
-    """Why the command makes git run a program or change its config (`-c core.hooksPath=…`): asked about."""
-    guesses: list[Reading] = field(default_factory=list)
-    """What an unknown program may run (`prlimit git push`): each later word read as a command, open after it.
-
-    Not what rules match (that would deny `mytool --name git push`), only what could make one apply: asked.
-    """
-
-
-@dataclass(frozen=True, slots=True)
-class Spec:
-    """How a wrapper reads its options before the command it runs."""
-
-    values: frozenset[str] = frozenset()
-    """Options whose value follows (`-n 5`, `-n5`, `--adjustment=5`, `--adjustment 5`)."""
-    flags: frozenset[str] = frozenset()
-    positionals: int = 0
-    """Words between the options and the command (`timeout 5 cmd`, `flock FILE cmd`)."""
-    scripts: frozenset[str] = frozenset()
-    """Options whose value is a command line (`script -c '…'`, `su -c '…'`)."""
-    chdir: frozenset[str] = frozenset()
-    """Options whose value is the folder the command runs in (`env -C dir`, `sudo -D dir`)."""
-    stops: frozenset[str] = frozenset()
-    """Options after which nothing runs (`command -v`, `sudo -l`)."""
-    assignments: bool = False
-    """`NAME=value` words may stand before the command (env, sudo)."""
-    joined: bool = False
-    """The rest is joined into one command line and run by a shell (watch)."""
-    numeric: bool = False
-    """A word of digits after a dash is an option (`nice -10`)."""
-
-
-def _spec(
-    values: str = "",
-    flags: str = "",
-    positionals: int = 0,
-    scripts: str = "",
-    chdir: str = "",
-    stops: str = "",
-    **kwargs: bool,
-) -> Spec:
-    return Spec(
-        frozenset(values.split()),
-        frozenset(flags.split()),
-        positionals,
-        frozenset(scripts.split()),
-        frozenset(chdir.split()),
-        frozenset(stops.split()),
-        **kwargs,
-    )
-
-
-_TIMEOUT = _spec("-s --signal -k --kill-after", "--foreground --preserve-status -v --verbose", 1)
-WRAPPERS: dict[str, Spec] = {
-    "env": _spec(
-        "-u --unset -a --argv0",
-        "-i --ignore-environment -0 --null -v --debug --block-signal --default-signal --ignore-signal",
-        scripts="-S --split-string",
-        chdir="-C --chdir",
-        stops="--list-signal-handling",
-        assignments=True,
-    ),
-    "exec": _spec("-a", "-c -l"),
-    "builtin": _spec(),
-    "command": _spec("", "-p", stops="-v -V"),
-    "nohup": _spec(),
-    "nice": _spec("-n --adjustment", numeric=True),
-    "renice": _spec("-n --priority -g -p -u", numeric=True),
-    "setsid": _spec("", "-c --ctty -f --fork -w --wait"),
-    "ionice": _spec("-c --class -n --classdata -p --pid -P --pgid -u --uid", "-t --ignore"),
-    "chrt": _spec("-T --sched-runtime -P --sched-period -D --sched-deadline", "-a -b -d -e -f -i -o -r -R -m -v", 1),
-    "taskset": _spec("", "-a --all-tasks -c --cpu-list", 1, stops="-p --pid"),
-    "flock": _spec(
-        "-w --timeout --wait -E --conflict-exit-code",
-        "-s --shared -x -e --exclusive -u --unlock -n --nb --nonblock -o --close -F --no-fork --verbose",
-        1,
-    ),
-    "timeout": _TIMEOUT,
-    "gtimeout": _TIMEOUT,
-    "time": _spec("-f --format -o --output", "-p -a --append -v --verbose -q --quiet --portability"),
-    "stdbuf": _spec("-i --input -o --output -e --error"),
-    "watch": _spec(
-        "-n --interval -q --equexit",
-        "-b --beep -c --color -C --no-color -d --differences -e --errexit -g --chgexit -p --precise "
-        "-r --no-rerun -t --no-title -w --no-wrap -x --exec",
-        joined=True,
-    ),
-    "script": _spec(
-        "-E --echo -I --log-in -O --log-out -B --log-io -T --log-timing -m --logging-format",
-        "-a --append -e --return -f --flush -q --quiet",
-        1,  # the typescript file; BSD script runs the words after it
-        scripts="-c --command",
-    ),
-    "sudo": _spec(
-        "-u --user -g --group -C --close-from -h --host -p --prompt -r --role -t --type -U --other-user "
-        "-T --command-timeout -R --chroot",
-        "-A --askpass -b --background -E --preserve-env -H --set-home -K -k --reset-timestamp -n --non-interactive "
-        "-P --preserve-groups -S --stdin -s --shell -i --login -B --bell -N --no-update",
-        chdir="-D --chdir",
-        stops="-l --list -e --edit -v --validate -V --version",
-        assignments=True,
-    ),
-    "doas": _spec("-C -u", "-n -s", stops="-L"),
-    "pkexec": _spec("--user", "--disable-internal-agent --keep-cwd"),
-    "su": _spec(
-        "-s --shell -g --group -G --supp-group -w --whitelist-environment",
-        "-l --login -m -p -P --pty",
-        scripts="-c --command --session-command",
-    ),
-    "runuser": _spec(
-        "-u --user -g --group -G --supp-group -s --shell -w",
-        "-l --login -m -p -P --pty",
-        scripts="-c --command --session-command",
-    ),
-    "chroot": _spec("--groups --userspec", "--skip-chdir", 1),
-    "unshare": _spec("-S --setuid -G --setgid -R --root -w --wd", "-f --fork -m -u -i -n -p -U -C -T -r -c"),
-    "strace": _spec(
-        "-o -e -p -P -s -u -E -S -a -b -I -X -O",
-        "-f -ff -c -C -d -D -q -r -t -tt -ttt -T -v -V -x -xx -y -yy -k -w -z -Z -n -i -F",
-    ),
-    "ltrace": _spec("-o -e -p -s -u -a -n -l -x -F -A -D", "-f -c -C -i -L -r -S -t -tt -ttt -T -w"),
-    "caffeinate": _spec("-t -w", "-d -i -m -s -u"),
-    "unbuffer": _spec("", "-p"),
-    "chronic": _spec("", "-e -v"),
-    "fakeroot": _spec("-l --lib --faked -s -i", "-u --unknown-is-real"),
-    "eatmydata": _spec(),
-    "busybox": _spec(),  # `busybox sh -c …`: the applet is the command
-    "torsocks": _spec("-u -p -a -P", "-i -d -q --shell"),
-    "proxychains": _spec("-f", "-q"),
-    "proxychains4": _spec("-f", "-q"),
-    "dbus-run-session": _spec("--config-file --dbus-daemon"),
-    "catchsegv": _spec(),
-    "valgrind": _spec(),
-    "firejail": _spec(),
-    "systemd-run": _spec(
-        "-u --unit -p --property -E --setenv --slice -M --machine --description -H --host "
-        "--uid --gid --nice --working-directory",
-        "--user --system --scope -t --pty -P --pipe "
-        "-q --quiet -G --collect --wait -S --shell -d --same-dir -r --remain-after-exit",
-    ),
-}
-"""Commands that run the rest of their words as a command, with the options each reads first."""
-
-RUNNERS: dict[tuple[str, str], Spec] = {
-    ("uv", "run"): _spec("--with --python -p --project --directory --package --extra --group --env-file", ""),
-    ("poetry", "run"): _spec(),
-    ("pipenv", "run"): _spec(),
-    ("pdm", "run"): _spec(),
-    ("hatch", "run"): _spec(),
-    ("bundle", "exec"): _spec(),
-    ("pnpm", "exec"): _spec(),
-    ("npm", "exec"): _spec("--package -w --workspace -c --call", "-y --yes"),
-    ("npx", ""): _spec("-p --package -c --call", "-y --yes --no -q --quiet"),
-    ("direnv", "exec"): _spec("", "", 1),
-    ("conda", "run"): _spec("-n --name -p --prefix --cwd", "--live-stream --no-capture-output -v"),
-    ("mise", "exec"): _spec(),
-    ("mise", "x"): _spec(),
-    ("rbenv", "exec"): _spec(),
-    ("pyenv", "exec"): _spec(),
-    ("asdf", "exec"): _spec(),
-}
-"""`tool sub cmd …`: subcommands that run a command (npx: the package's binary, read as a command too)."""
-
-SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish", "yash", "posh", "rbash"})
-_SHELL_VALUES = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
-
-# Global options: what a program reads before its subcommand. Rules name subcommands (`Bash(git push *)`).
-_GIT_VALUES = frozenset(
-    {
-        "-C",
-        "-c",
-        "--git-dir",
-        "--work-tree",
-        "--namespace",
-        "--config-env",
-        "--super-prefix",
-        "--attr-source",
-        "--list-cmds",
-    }
-)
-_GIT_FLAGS = frozenset(
-    "-p --paginate -P --no-pager --no-replace-objects --no-lazy-fetch --no-optional-locks --no-advice --bare "
-    "--literal-pathspecs --glob-pathspecs --noglob-pathspecs --icase-pathspecs --exec-path --html-path "
-    "--man-path --info-path --version -v --help -h".split()
-)
-GIT_COMMANDS = frozenset(
-    """
-    add am annotate apply archimport archive bisect blame branch bugreport bundle cat-file check-attr check-ignore
-    check-mailmap check-ref-format checkout checkout-index cherry cherry-pick citool clean clone column commit
-    commit-graph commit-tree config count-objects credential credential-cache credential-store cvsexportcommit
-    cvsimport cvsserver daemon describe diagnose diff diff-files diff-index diff-tree difftool fast-export
-    fast-import fetch fetch-pack filter-branch fmt-merge-msg for-each-ref for-each-repo format-patch fsck
-    fsck-objects fsmonitor--daemon gc get-tar-commit-id gitk grep gui hash-object help hook http-backend
-    http-fetch http-push imap-send index-pack init init-db instaweb interpret-trailers lfs log ls-files ls-remote
-    ls-tree mailinfo mailsplit maintenance merge merge-base merge-file merge-index merge-one-file merge-tree
-    mergetool mktag mktree multi-pack-index mv name-rev notes p4 pack-objects pack-redundant pack-refs patch-id
-    prune prune-packed pull push quiltimport range-diff read-tree rebase receive-pack reflog refs remote repack
-    replace replay request-pull rerere reset restore rev-list rev-parse revert rm send-email send-pack sh-i18n
-    sh-setup shell shortlog show show-branch show-index show-ref sparse-checkout stage stash status stripspace
-    submodule subtree svn switch symbolic-ref tag unpack-file unpack-objects update-index update-ref
-    update-server-info upload-archive upload-pack var verify-commit verify-pack verify-tag version whatchanged
-    worktree write-tree
-    """.split()
-)
-"""git's own commands. Any other word is an alias or a `git-NAME` program: what it runs is not known."""
-PUSHING = frozenset({"send-pack", "http-push"})
-"""git's plumbing that pushes: a `git push` rule covers `git send-pack` and `git http-push` (read as `git push`)."""
-
-GLOBAL_OPTIONS: dict[str, Spec] = {
-    "docker": _spec(
-        "--config -c --context -H --host -l --log-level --tlscacert --tlscert --tlskey", "-D --debug --tls --tlsverify"
-    ),
-    "podman": _spec(
-        "--connection -c --url --root --runroot --storage-driver --log-level --cgroup-manager", "--remote -r --syslog"
-    ),
-    "kubectl": _spec(
-        "-n --namespace --context --cluster --user --kubeconfig -s --server --token --as --as-group --as-uid "
-        "--certificate-authority --client-certificate --client-key --request-timeout --cache-dir -v --v "
-        "--tls-server-name --username --password --profile --profile-output",
-        "--insecure-skip-tls-verify --match-server-version --warnings-as-errors",
-    ),
-    "helm": _spec(
-        "-n --namespace --kube-context --kubeconfig --registry-config --repository-config "
-        "--repository-cache --burst-limit --qps",
-        "--debug",
-    ),
-    "npm": _spec(
-        "--prefix -C -w --workspace --registry --userconfig --globalconfig --cache --loglevel --tag --otp --scope",
-        "-g --global -s --silent -q --quiet -d -dd -ddd --verbose -y --yes "
-        "--no-audit --no-fund --offline --prefer-offline -ws --workspaces --include-workspace-root "
-        "--if-present --ignore-scripts --foreground-scripts --json --force -f",
-    ),
-    "pnpm": _spec(
-        "-C --dir -F --filter -w --workspace-root --reporter --loglevel",
-        "-r --recursive -s --silent --stream --parallel",
-    ),
-    "yarn": _spec("--cwd --mutex --cache-folder --modules-folder", "-s --silent --verbose --offline"),
-    "cargo": _spec(
-        "-C --config --color -Z --manifest-path --target-dir", "-q --quiet -v --verbose --frozen --locked --offline"
-    ),
-    "make": _spec(
-        "-C --directory -f --file --makefile -j --jobs -l --load-average -o -W -I --include-dir",
-        "-s --silent -k --keep-going -n --dry-run -B --always-make -q -e -i -r -R -w --no-print-directory",
-    ),
-    "gh": _spec("-R --repo --hostname", ""),
-    "terraform": _spec("-chdir", ""),
-    "go": _spec("-C", ""),
-}
-"""Programs whose subcommand follows global options (git's own table is above)."""
 
 _BUILTINS = frozenset(
     """
@@ -322,30 +63,6 @@ KNOWN_PROGRAMS = frozenset(
     }
 )  # fmt: skip
 """Programs whose words the tables place: an unknown one may run a later word as a command (`prlimit git push`)."""
-
-_NAME_VALUE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_RUNS_A_PROGRAM = re.compile(
-    r"^(?:core\.(?:hookspath|fsmonitor|sshcommand|pager|editor|askpass|gitproxy|alternaterefscommand)"
-    r"|sequence\.editor|diff\.external|diff\..+\.(?:textconv|command)|merge\..+\.driver"
-    r"|filter\..+\.(?:clean|smudge|process)|credential\.(?:.+\.)?helper|gpg\.(?:.+\.)?program|pager\..+"
-    r"|uploadpack\.packobjectshook|include\.path|includeif\..+\.path|protocol\..+|remote\..+\.(?:receivepack|uploadpack)"
-    r"|interactive\.difffilter|instaweb\..+|web\.browser|browser\..+\.(?:cmd|path)"
-    r"|mergetool\..+\.cmd|difftool\..+\.cmd|man\..+\.(?:cmd|path)|sendemail\..+|ssh\.variant|http\..+)",
-    re.I | re.S,
-)
-"""git config keys whose value names a program git runs, or more config it reads (with `-c`: asked about)."""
-_GIT_ENV = re.compile(
-    r"^(?:GIT_CONFIG\w*|GIT_SSH\w*|GIT_EXTERNAL_DIFF|GIT_PAGER|GIT_EDITOR|GIT_SEQUENCE_EDITOR|"
-    r"GIT_ASKPASS|GIT_PROXY_COMMAND|GIT_EXEC_PATH|GIT_DIR|GIT_WORK_TREE)="
-)
-
-
-_Add = Callable[[Reading], None]
-
-
-def basename(word: str) -> str:
-    """The program a path names: `/usr/bin/git` and `./git` are `git`."""
-    return word.rsplit("/", 1)[-1] if "/" in word else word
 
 
 def readings(words: Sequence[str], known: Sequence[bool], stdin: str | None = None) -> Readings:
@@ -371,31 +88,27 @@ def readings(words: Sequence[str], known: Sequence[bool], stdin: str | None = No
     return found
 
 
-def _open_from(known: tuple[bool, ...]) -> int | None:
-    return next((i for i, k in enumerate(known) if not k), None)
-
-
 def _read(
     words: tuple[str, ...],
     known: tuple[bool, ...],
     stdin: str | None,
     chdir: str | None,
     depth: int,
-    add: _Add,
+    add: Add,
     found: Readings,
 ) -> None:
     if not words:
         return
-    add(Reading(words, _open_from(known), chdir))
+    add(Reading(words, open_from(known), chdir))
     if depth > _MAX_DEPTH or not known[0]:
         return
     name = basename(words[0])
     if name != words[0]:
         words = (name, *words[1:])
-        add(Reading(words, _open_from(known), chdir))
+        add(Reading(words, open_from(known), chdir))
     rest, rest_known = words[1:], known[1:]
-    if name.startswith("git-") and name[4:] in GIT_COMMANDS:  # git's dashed programs (`git-core/git-push`)
-        _git((name[4:], *rest), (True, *rest_known), chdir, add, found)
+    if name.startswith("git-") and name[4:] in git.COMMANDS:  # git's dashed programs (`git-core/git-push`)
+        git_runs.read((name[4:], *rest), (True, *rest_known), chdir, add, found)
         return
     if name in ("source", "."):
         _source(rest, rest_known, stdin, found)
@@ -407,9 +120,9 @@ def _read(
         return
     spec = WRAPPERS.get(name)
     if spec is not None:
-        for start, scripts, folder in _parse(spec, rest, rest_known):
+        for start, scripts, folder in parse_options(spec, rest, rest_known):
             found.scripts.extend(scripts)
-            where = _join(chdir, folder)
+            where = join(chdir, folder)
             if start is None or (name == "flock" and rest[start] in ("-c", "--command")):
                 continue
             if spec.joined:
@@ -435,19 +148,19 @@ def _read(
         _find(rest, rest_known, chdir, depth, add, found)
         return
     if name == "git":
-        _git(rest, rest_known, chdir, add, found)
+        git_runs.read(rest, rest_known, chdir, add, found)
         return
     runner = RUNNERS.get((name, rest[0] if rest else "")) or RUNNERS.get((name, ""))
     if runner is not None:
         skip = 0 if (name, "") in RUNNERS else 1
-        for start, _, _ in _parse(runner, rest[skip:], rest_known[skip:]):
+        for start, _, _ in parse_options(runner, rest[skip:], rest_known[skip:]):
             if start is not None:
                 _read(rest[skip + start :], rest_known[skip + start :], stdin, chdir, depth + 1, add, found)
     global_spec = GLOBAL_OPTIONS.get(name)
     if global_spec is not None:
-        for start, _, _ in _parse(global_spec, rest, rest_known):
+        for start, _, _ in parse_options(global_spec, rest, rest_known):
             if start is not None and start > 0:
-                add(Reading((name, *rest[start:]), _open_from((True, *rest_known[start:])), chdir))
+                add(Reading((name, *rest[start:]), open_from((True, *rest_known[start:])), chdir))
     elif runner is None and name not in KNOWN_PROGRAMS:
         _guess(rest, rest_known, chdir, found)
 
@@ -486,114 +199,6 @@ def _source(args: tuple[str, ...], known: tuple[bool, ...], stdin: str | None, f
             found.scripts.append(script)
 
 
-def _join(chdir: str | None, folder: str | None) -> str | None:
-    if chdir is None or folder is None:
-        return None
-    if not folder:
-        return chdir
-    if folder.startswith("/") or not chdir:
-        return folder
-    return f"{chdir}/{folder}"
-
-
-def _parse(
-    spec: Spec, args: tuple[str, ...], known: tuple[bool, ...]
-) -> list[tuple[int | None, list[str | None], str | None]]:
-    """The readings of a wrapper's options: (index of the command or None, command lines, folder) each.
-
-    An option the spec does not know is read both as a flag and as an option taking a value.
-    """
-    results: list[tuple[int | None, list[str | None], str | None]] = []
-
-    def value_at(i: int) -> tuple[str | None, int]:
-        if i >= len(args):
-            return None, i
-        return (args[i] if known[i] else None), i + 1
-
-    def finish(i: int, scripts: list[str | None], folder: str | None) -> None:
-        start = i
-        if spec.assignments:
-            while start < len(args) and known[start] and _NAME_VALUE.match(args[start]):
-                start += 1
-        start += spec.positionals
-        results.append((start if start < len(args) else None, scripts, folder))
-
-    def walk(i: int, pos: int, scripts: list[str | None], folder: str | None) -> None:
-        """Read from word `i`; `pos` > 0: from that letter of a short-option cluster."""
-        while len(results) < MAX_READINGS:
-            if i >= len(args):
-                finish(i, scripts, folder)
-                return
-            word = args[i]
-            if pos:
-                if pos >= len(word):
-                    i, pos = i + 1, 0
-                    continue
-                opt = "-" + word[pos]
-                if opt in spec.stops:
-                    results.append((None, scripts, folder))
-                    return
-                kind = _kind(spec, opt)
-                if kind == "flag":
-                    pos += 1
-                    continue
-                if kind == "unknown":
-                    walk(i, pos + 1, list(scripts), folder)  # read as a flag
-                value, nxt = (word[pos + 1 :], i + 1) if pos + 1 < len(word) else value_at(i + 1)
-                scripts, folder = _taken(spec, opt, value, scripts, folder)
-                i, pos = nxt, 0
-                continue
-            if not known[i]:
-                results.append((i, scripts, folder))  # an unknown word: the reading is open from here
-                return
-            if word == "--":
-                finish(i + 1, scripts, folder)
-                return
-            if spec.numeric and re.fullmatch(r"-\d+", word):
-                i += 1
-                continue
-            if not word.startswith("-") or word == "-":
-                finish(i, scripts, folder)
-                return
-            if not word.startswith("--"):
-                pos = 1
-                continue
-            key, eq, attached = word.partition("=")
-            if key in spec.stops:
-                results.append((None, scripts, folder))
-                return
-            kind = _kind(spec, key)
-            if kind == "flag" or (kind == "unknown" and eq):
-                i += 1
-                continue
-            if kind == "unknown":
-                walk(i + 1, 0, list(scripts), folder)  # read as a flag
-            value, nxt = (attached, i + 1) if eq else value_at(i + 1)
-            scripts, folder = _taken(spec, key, value, scripts, folder)
-            i = nxt
-
-    walk(0, 0, [], "")
-    return results
-
-
-def _kind(spec: Spec, option: str) -> str:
-    if option in spec.flags:
-        return "flag"
-    if option in spec.values or option in spec.scripts or option in spec.chdir:
-        return "value"
-    return "unknown"
-
-
-def _taken(
-    spec: Spec, option: str, value: str | None, scripts: list[str | None], folder: str | None
-) -> tuple[list[str | None], str | None]:
-    if option in spec.scripts:  # env -S 'cmd args' splits its string into words: read as a command line too
-        scripts = [*scripts, value]
-    elif option in spec.chdir:
-        folder = None if value is None else _join(folder, value)
-    return scripts, folder
-
-
 def _flock_command(args: tuple[str, ...], known: tuple[bool, ...], found: Readings) -> None:
     """`flock FILE -c 'cmd'`: the command line after the lock file."""
     for i, word in enumerate(args[:-1]):
@@ -615,7 +220,7 @@ def _shell(name: str, args: tuple[str, ...], known: tuple[bool, ...], stdin: str
         if word in ("--", "-"):
             i += 1
             break
-        if word in _SHELL_VALUES:
+        if word in SHELL_VALUES:
             i += 2
             continue
         if word.startswith("--"):
@@ -655,16 +260,8 @@ def _alias_or_trap(name: str, args: tuple[str, ...], known: tuple[bool, ...], fo
             found.scripts.append(word.partition("=")[2] if is_known else None)
 
 
-_XARGS_VALUES = "-I -L -n -P -s -d -E -a --max-args --max-procs --max-chars --delimiter --arg-file --process-slot-var"
-_XARGS = _spec(
-    _XARGS_VALUES,
-    "-0 -r -t -x -p -o --null --no-run-if-empty --verbose --exit --interactive --open-tty -i -l -e --replace "
-    "--max-lines --eof --show-limits",
-)
-
-
 def _xargs(
-    args: tuple[str, ...], known: tuple[bool, ...], chdir: str | None, depth: int, add: _Add, found: Readings
+    args: tuple[str, ...], known: tuple[bool, ...], chdir: str | None, depth: int, add: Add, found: Readings
 ) -> None:
     """The command xargs runs: its words, open after them (the input becomes more arguments)."""
     replace = None
@@ -675,7 +272,7 @@ def _xargs(
             replace = word[2:]
         elif word.startswith(("-i", "--replace")):
             replace = word.partition("=")[2] or (word[2:] if word.startswith("-i") else "") or "{}"
-    for start, _, _ in _parse(_XARGS, args, known):
+    for start, _, _ in parse_options(XARGS, args, known):
         command, command_known = (("echo",), (True,)) if start is None else (args[start:], known[start:])
         marks = tuple(k and not (replace and replace in w) for w, k in zip(command, command_known, strict=True))
         if replace is None:
@@ -702,7 +299,7 @@ def _parallel(
     stdin: str | None,
     chdir: str | None,
     depth: int,
-    add: _Add,
+    add: Add,
     found: Readings,
 ) -> None:
     """GNU parallel: the words before `:::` are a command, with arguments not known; none: the input's lines."""
@@ -719,7 +316,7 @@ def _parallel(
 
 
 def _read_open(
-    words: tuple[str, ...], known: tuple[bool, ...], chdir: str | None, depth: int, add: _Add, found: Readings
+    words: tuple[str, ...], known: tuple[bool, ...], chdir: str | None, depth: int, add: Add, found: Readings
 ) -> None:
     """Read a command whose last word stands for arguments not known (a placeholder "")."""
     if words and words[-1] == "" and not known[-1]:
@@ -729,7 +326,7 @@ def _read_open(
 
 
 def _find(
-    args: tuple[str, ...], known: tuple[bool, ...], chdir: str | None, depth: int, add: _Add, found: Readings
+    args: tuple[str, ...], known: tuple[bool, ...], chdir: str | None, depth: int, add: Add, found: Readings
 ) -> None:
     """`find … -exec cmd {} ;` (also -execdir, -ok, -okdir): each command find runs."""
     i = 0
@@ -743,91 +340,3 @@ def _find(
             _read(command, marks, None, chdir if args[i] in ("-exec", "-ok") else None, depth + 1, add, found)
             i = end
         i += 1
-
-
-def _git(args: tuple[str, ...], known: tuple[bool, ...], chdir: str | None, add: _Add, found: Readings) -> None:
-    """git without its global options; an alias or unknown subcommand leaves the reading open."""
-    i = 0
-    folder = chdir
-    while i < len(args):
-        word = args[i]
-        if not known[i]:
-            break
-        key, eq, attached = word.partition("=")
-        if word.startswith("--") and key in _GIT_VALUES:
-            value = attached if eq else (args[i + 1] if i + 1 < len(args) else "")
-            _git_option(key, value, found)
-            i += 1 if eq else 2
-        elif word in ("-C", "-c"):
-            value = args[i + 1] if i + 1 < len(args) else ""
-            if word == "-C":
-                folder = _join(folder, value if i + 1 < len(args) and known[i + 1] else None)
-            else:
-                _git_option("-c", value, found)
-            i += 2
-        elif word in _GIT_FLAGS or (word.startswith("--exec-path=")):
-            if word.startswith("--exec-path"):
-                found.program_config.append("git --exec-path runs git's commands from another folder")
-            i += 1
-        elif word.startswith("-"):
-            add(Reading(("git", word), 1, folder))  # an option git may not know: what follows is not known
-            return
-        else:
-            break
-    rest, rest_known = args[i:], known[i:]
-    _git_runs(rest, rest_known, found)
-    opened = _open_from((True, *rest_known))
-    if rest and rest_known[0] and rest[0] not in GIT_COMMANDS:
-        opened = 1  # an alias (or a git-NAME program): what it runs is not in the text
-    add(Reading(("git", *rest), opened, folder))
-    if rest and rest[0] in PUSHING and rest_known[0]:  # the plumbing `git push` runs: a push rule covers it
-        add(Reading(("git", "push", *rest[1:]), opened, folder))
-
-
-_GIT_COMMAND_OPTIONS = {
-    "rebase": ("-x", "--exec"),
-    "difftool": ("-x", "--extcmd"),
-    "filter-branch": ("--env-filter", "--tree-filter", "--index-filter", "--parent-filter", "--msg-filter",
-                      "--commit-filter", "--tag-name-filter"),
-}  # fmt: skip
-"""git subcommands' options whose value is a command line git runs."""
-
-
-def _git_runs(rest: tuple[str, ...], known: tuple[bool, ...], found: Readings) -> None:
-    """Command lines a git subcommand runs: `submodule foreach CMD`, `bisect run CMD`, `rebase --exec CMD`."""
-    sub = rest[0] if rest else ""
-    if sub == "submodule" and "foreach" in rest:
-        at = rest.index("foreach") + 1
-        while at < len(rest) and rest[at] in ("--recursive", "-q", "--quiet"):
-            at += 1
-        found.scripts.append(" ".join(rest[at:]) if all(known[at:]) else None)
-    elif sub == "bisect" and rest[1:2] == ("run",):
-        found.scripts.append(shlex.join(rest[2:]) if all(known[2:]) else None)
-    for key in _GIT_COMMAND_OPTIONS.get(sub, ()):
-        for i, word in enumerate(rest):
-            if word == key and i + 1 < len(rest):
-                found.scripts.append(rest[i + 1] if known[i + 1] else None)
-            elif word.startswith(key + "=") or (len(key) == 2 and word.startswith(key) and len(word) > 2):
-                found.scripts.append(word[len(key) + (word[len(key)] == "=") :] if known[i] else None)
-
-
-def _git_option(key: str, value: str, found: Readings) -> None:
-    alias = value.lower().startswith("alias.")
-    if key == "-c" and alias:  # `-c alias.p=push p` is `git push`; with `!`, a shell command
-        found.program_config.append(f"git -c {value.partition('=')[0]} defines a command git runs")
-        body = value.partition("=")[2].lstrip()
-        if body.startswith("!"):
-            found.scripts.append(body[1:])
-    elif key == "-c" and _RUNS_A_PROGRAM.match(value):
-        found.program_config.append(f"git -c {value.partition('=')[0]} makes git run a program or read more config")
-        if not value.lower().startswith(("include", "http.", "protocol.")):
-            found.scripts.append(value.partition("=")[2].lstrip().removeprefix("!"))  # the command git runs
-    elif key == "--config-env":
-        found.program_config.append("git --config-env sets config from the environment")
-    elif key == "--exec-path":
-        found.program_config.append("git --exec-path runs git's commands from another folder")
-
-
-def git_env_assignment(assignment: str) -> bool:
-    """Whether a `NAME=value` before git changes what git runs or which config it reads."""
-    return _GIT_ENV.match(assignment) is not None

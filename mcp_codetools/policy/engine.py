@@ -26,7 +26,7 @@ from typing import Literal, TypeVar
 
 from mcp_codetools.commands.classify import MAX_PARSED_CHARS
 from mcp_codetools.commands.parts import CommandParts, SimpleCommand, split_command
-from mcp_codetools.commands.wrappers import Reading
+from mcp_codetools.commands.readings import Reading
 from mcp_codetools.policy.rules import (
     EDIT_TOOLS,
     RULE_FAMILIES,
