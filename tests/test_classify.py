@@ -47,6 +47,11 @@ READ_ONLY = [
     "git log --oneline -n 5 | cat",
     "git show HEAD~1:README.md",
     "git -C sub log",
+    "git --git-dir .git --work-tree . log",
+    "git --git-dir=.git status",
+    "git log -SOops --oneline",
+    "git stash show -p stash@{0}",
+    "git reflog show -n 3",
     "git --no-pager diff HEAD",
     "git blame -L 1,5 a.py",
     "git branch",
@@ -118,6 +123,13 @@ READ_ONLY = [
 ]
 
 NOT_READ_ONLY = [
+    "git rev-list --output=out HEAD",
+    "git blame --output x a.py",
+    "git shortlog --outp=x HEAD",
+    "git --git-dir .git -c core.pager=x log",
+    "git branch -lM new",
+    "file -p a.txt",
+    "xargs --process-slot-var=X echo",
     "",
     "   ",
     "rm -rf x",

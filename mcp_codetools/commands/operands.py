@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from mcp_codetools.commands import archives, git_files
+from mcp_codetools.commands import archives, git_files, programs
 from mcp_codetools.commands.diffnames import diff_names, stripped
 from mcp_codetools.commands.filesets import Files, joined, literal_folder, option_letters, option_values, strip_level
 
@@ -330,9 +330,6 @@ def _patch(name: str, args: list[str], files: Files, stdin: str | None) -> None:
         files.writes.extend(joined(folder, t) for t in (target, target + ".orig", target + ".rej"))
 
 
-_FIND_WRITES = frozenset({"-fprint", "-fprint0", "-fls", "-fprintf"})
-
-
 def _find(name: str, args: list[str], files: Files) -> None:
     """`find src -delete` removes what it finds under `src`; `-fprint FILE` writes FILE."""
     i = 0
@@ -342,10 +339,10 @@ def _find(name: str, args: list[str], files: Files) -> None:
     while i < len(args) and not args[i].startswith("-") and args[i] not in ("(", "!", ","):
         starts.append(args[i])
         i += 1
-    if "-delete" in args[i:]:
+    if programs.FIND_DELETES in args[i:]:
         files.unknown_writes.extend(starts or ["."])
     for key, value in zip(args[i:], args[i + 1 :], strict=False):
-        if key in _FIND_WRITES:
+        if key in programs.FIND_WRITES:
             files.writes.append(value)
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mcp_codetools.commands import git_read_only, sed
+from mcp_codetools.commands import git_read_only, programs, sed
 from mcp_codetools.commands.checks import (
     Check,
     any_args,
@@ -87,13 +87,10 @@ def _date(args: Sequence[Word]) -> str:
     return ""
 
 
-_FIND_ACTIONS = frozenset({"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls"})
-
-
 def _find(args: Sequence[Word]) -> str:
     """find's primaries are matched whole (no abbreviations); a glob that could become one is refused in `check`."""
     for arg in args:
-        if arg.text in _FIND_ACTIONS:
+        if arg.text in programs.FIND_ACTIONS:
             return f"find {arg.text} changes files or runs programs"
     return ""
 
@@ -107,37 +104,22 @@ def _fd(args: Sequence[Word]) -> str:
     return ""
 
 
-_XARGS_VALUE = frozenset("ILnPsdEa")
-"""Short options whose value is the rest of the word or else the next word."""
-_XARGS_OPTIONAL = frozenset("ile")
-"""Short options whose value, if any, is the rest of the word: the next word is never theirs."""
-_XARGS_FLAGS = frozenset("0rtx")
-_XARGS_LONG_VALUE = frozenset({"--max-args", "--max-procs", "--max-chars", "--delimiter", "--arg-file"})
-_XARGS_LONG_OPTIONAL = frozenset({"--max-lines", "--replace", "--eof"})
-"""`--replace[=R]`: a value only after `=`, so `xargs --replace rm x` runs rm."""
-_XARGS_LONG_FLAGS = frozenset({"--null", "--no-run-if-empty", "--verbose", "--exit"})
-
-
 def _xargs_option(arg: str) -> int:
-    """How many words the option `arg` takes up (1 or 2), or 0 when it is not known to be read-only.
-
-    Long options are matched whole: an abbreviation is not known, so it fails closed.
-    """
+    """How many words the option `arg` takes up (1 or 2), or 0 when it is not known to be read-only."""
     if arg.startswith("--"):
         key, equals, _ = arg.partition("=")
-        if key in _XARGS_LONG_VALUE:
-            return 1 if equals else 2
-        if key in _XARGS_LONG_OPTIONAL or arg in _XARGS_LONG_FLAGS:
-            return 1
-        return 0
+        option = programs.XARGS.get(key)
+        if option is None or not option.read_only or (option.takes == "flag" and equals):
+            return 0
+        return 2 if option.takes == "value" and not equals else 1
     for pos, letter in enumerate(arg[1:], start=1):
-        if letter in _XARGS_FLAGS:
-            continue
-        if letter in _XARGS_OPTIONAL:
+        option = programs.XARGS.get("-" + letter)
+        if option is None or not option.read_only:
+            return 0
+        if option.takes == "optional":
             return 1
-        if letter in _XARGS_VALUE:
+        if option.takes == "value":
             return 1 if pos + 1 < len(arg) else 2
-        return 0
     return 1
 
 
@@ -198,7 +180,7 @@ RULES: dict[str, Check] = {
     "sort": without("--output", "--compress-program", short="o", short_values="kotST"),
     "uniq": at_most_operands(1, frozenset({"-f", "-s", "-w", "--skip-fields", "--skip-chars", "--check-chars"})),
     "tree": without("--output", short="oR", short_values="LPI"),
-    "file": without("--compile", short="C", short_values="mefFP"),
+    "file": without("--compile", "--preserve-date", short="Cp", short_values="mefFP"),  # -p resets access times
     "date": _date,
     "ss": without("--kill", "--diag", short="KD", short_values="fAFN"),
     "hostname": only("-f", "-s", "-i", "-I", "-d", "-A", "-a", "--fqdn", "--short", "--ip-address", "--domain"),

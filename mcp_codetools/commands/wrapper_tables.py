@@ -5,6 +5,7 @@ Data only; `commands.wrappers` reads it. Git's own global options are in git's t
 
 from __future__ import annotations
 
+from mcp_codetools.commands import programs
 from mcp_codetools.commands.readings import Spec, spec
 
 _TIMEOUT = spec("-s --signal -k --kill-after", "--foreground --preserve-status -v --verbose", 1)
@@ -171,11 +172,8 @@ GLOBAL_OPTIONS: dict[str, Spec] = {
 """Programs whose subcommand follows global options (git's own table is above)."""
 
 
-XARGS_VALUES = "-I -L -n -P -s -d -E -a --max-args --max-procs --max-chars --delimiter --arg-file --process-slot-var"
-
-
-XARGS = spec(
-    XARGS_VALUES,
-    "-0 -r -t -x -p -o --null --no-run-if-empty --verbose --exit --interactive --open-tty -i -l -e --replace "
-    "--max-lines --eof --show-limits",
+XARGS = Spec(
+    values=frozenset(name for name, option in programs.XARGS.items() if option.takes == "value"),
+    flags=frozenset(name for name, option in programs.XARGS.items() if option.takes != "value"),
 )
+"""xargs's options before the command it runs (`--replace`'s value only after `=`: read as a flag)."""

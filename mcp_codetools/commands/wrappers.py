@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from mcp_codetools.commands import git, git_runs, operands, read_only
+from mcp_codetools.commands import git, git_runs, operands, programs, read_only
 from mcp_codetools.commands.readings import (
     MAX_READINGS,
     Add,
@@ -331,7 +331,7 @@ def _find(
     """`find … -exec cmd {} ;` (also -execdir, -ok, -okdir): each command find runs."""
     i = 0
     while i < len(args):
-        if args[i] in ("-exec", "-execdir", "-ok", "-okdir"):
+        if args[i] in programs.FIND_RUNS:
             end = i + 1
             while end < len(args) and args[end] not in (";", "+"):
                 end += 1
