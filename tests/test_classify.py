@@ -6,7 +6,6 @@ import pytest
 
 from mcp_codetools.commands import checks, read_only, sed
 from mcp_codetools.commands.classify import analyze, is_read_only, scan_word
-from mcp_codetools.commands.parsing import parse
 from mcp_codetools.commands.words import Word
 
 READ_ONLY = [
@@ -484,11 +483,7 @@ def test_a_check_that_fails_makes_the_command_not_read_only(monkeypatch: pytest.
         raise IndexError("boom")
 
     monkeypatch.setitem(read_only.RULES, "sort", broken)
-    analyze.cache_clear()
-    try:
-        analysis = analyze("sort f")
-    finally:
-        analyze.cache_clear()
+    analysis = analyze("sort f")
     assert not analysis.read_only and "IndexError" in analysis.reason
 
 
@@ -499,11 +494,5 @@ def test_a_parser_failure_makes_the_command_not_read_only(monkeypatch: pytest.Mo
         raise RecursionError
 
     monkeypatch.setattr(bashlex, "parse", broken)
-    analyze.cache_clear()
-    parse.cache_clear()
-    try:
-        analysis = analyze("ls")
-    finally:
-        analyze.cache_clear()
-        parse.cache_clear()
+    analysis = analyze("ls")
     assert not analysis.read_only and "RecursionError" in analysis.reason

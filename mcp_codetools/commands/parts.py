@@ -18,7 +18,6 @@ parts, deny and ask rules are matched against the raw text, and a Bash rule that
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from typing import Any
 from mcp_codetools.commands import git_runs, operands, wrappers
 from mcp_codetools.commands.classify import MAX_PARSED_CHARS, scan_word
 from mcp_codetools.commands.filesets import Files, literal_folder
-from mcp_codetools.commands.parsing import parse
+from mcp_codetools.commands.parsing import Parsed, parse
 from mcp_codetools.commands.readings import Reading, join
 
 _WRITING_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", ">&", "<>"})
@@ -107,30 +106,25 @@ class CommandParts:
             yield from command.guesses
 
 
-def split_command(command: str) -> CommandParts:
-    """The parts of a command line; a huge one is not parsed and counts as incomplete."""
-    if len(command) > MAX_PARSED_CHARS:  # not parsed, and not cached: the cache would keep it alive
+def split_command(command: str, parsed: Parsed | None = None) -> CommandParts:
+    """The parts of a command line, from its parse when the caller has it; a huge one is not parsed (incomplete)."""
+    if len(command) > MAX_PARSED_CHARS:
         return _TOO_LONG
-    return _split_command(command)
+    if not command.strip():
+        return CommandParts((), (), True)
+    walk = _Walk(("",), 0)
+    if not walk.run(command, parsed):  # it may read or write anything
+        return CommandParts(
+            (), (), False, tuple(walk.notes), unknown_reads=(None,), parsed=False,
+            unseen_writes=("a command that could not be parsed",),
+        )  # fmt: skip
+    return walk.parts()
 
 
 _TOO_LONG = CommandParts(
     (), (), False, ("too long to analyse",), unknown_reads=(None,), parsed=False,
     unseen_writes=("a command too long to analyse",),
 )  # fmt: skip
-
-
-@functools.lru_cache(maxsize=256)
-def _split_command(command: str) -> CommandParts:
-    if not command.strip():
-        return CommandParts((), (), True)
-    walk = _Walk(("",), 0)
-    if not walk.run(command):  # it may read or write anything
-        return CommandParts(
-            (), (), False, tuple(walk.notes), unknown_reads=(None,), parsed=False,
-            unseen_writes=("a command that could not be parsed",),
-        )  # fmt: skip
-    return walk.parts()
 
 
 class _Walk:
@@ -146,9 +140,9 @@ class _Walk:
         self.notes: list[str] = []
         self.quoted_heredocs: frozenset[int] = frozenset()
 
-    def run(self, command: str) -> bool:
-        """Walk `command`; False when it does not parse."""
-        parsed = parse(command)
+    def run(self, command: str, parsed: Parsed | None = None) -> bool:
+        """Walk `command` (its parse when the caller has it); False when it does not parse."""
+        parsed = parsed if parsed is not None else parse(command)
         self.source = parsed.source
         self.quoted_heredocs = parsed.quoted_heredocs
         if parsed.error is not None:

@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeVar
 
+from mcp_codetools.commands.analysis import split_command
 from mcp_codetools.commands.classify import MAX_PARSED_CHARS
-from mcp_codetools.commands.parts import CommandParts, SimpleCommand, split_command
+from mcp_codetools.commands.parts import CommandParts, SimpleCommand
 from mcp_codetools.commands.readings import Reading
 from mcp_codetools.policy.rules import (
     EDIT_TOOLS,
