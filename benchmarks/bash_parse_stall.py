@@ -20,7 +20,7 @@ from mcp import Client
 
 from benchmarks.stall import during_figures, idle_figures, idle_reads, reads_during, report, two_sessions
 from benchmarks.stats import median
-from mcp_codetools.shell.classify import MAX_PARSED_CHARS
+from mcp_codetools.commands.classify import MAX_PARSED_CHARS
 
 
 async def measure(root: Path, chars: int, idle_count: int) -> dict[str, float | int | str]:

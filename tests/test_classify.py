@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_codetools.shell import read_only, sed
-from mcp_codetools.shell.classify import analyze, is_read_only, scan_word
-from mcp_codetools.shell.parsing import parse
-from mcp_codetools.shell.words import Word
+from mcp_codetools.commands import checks, read_only, sed
+from mcp_codetools.commands.classify import analyze, is_read_only, scan_word
+from mcp_codetools.commands.words import Word
 
 READ_ONLY = [
     "ls",
@@ -47,6 +46,11 @@ READ_ONLY = [
     "git log --oneline -n 5 | cat",
     "git show HEAD~1:README.md",
     "git -C sub log",
+    "git --git-dir .git --work-tree . log",
+    "git --git-dir=.git status",
+    "git log -SOops --oneline",
+    "git stash show -p stash@{0}",
+    "git reflog show -n 3",
     "git --no-pager diff HEAD",
     "git blame -L 1,5 a.py",
     "git branch",
@@ -118,6 +122,13 @@ READ_ONLY = [
 ]
 
 NOT_READ_ONLY = [
+    "git rev-list --output=out HEAD",
+    "git blame --output x a.py",
+    "git shortlog --outp=x HEAD",
+    "git --git-dir .git -c core.pager=x log",
+    "git branch -lM new",
+    "file -p a.txt",
+    "xargs --process-slot-var=X echo",
     "",
     "   ",
     "rm -rf x",
@@ -456,7 +467,7 @@ def test_sed_allows_blanks_between_the_parts_of_a_command() -> None:
     ],
 )
 def test_long_option_takes_any_prefix(arg: str, option: str | None) -> None:
-    assert read_only.long_option(arg, ("--output", "--compress-program")) == option
+    assert checks.long_option(arg, ("--output", "--compress-program")) == option
 
 
 def test_unknown_commands_are_not_read_only() -> None:
@@ -472,11 +483,7 @@ def test_a_check_that_fails_makes_the_command_not_read_only(monkeypatch: pytest.
         raise IndexError("boom")
 
     monkeypatch.setitem(read_only.RULES, "sort", broken)
-    analyze.cache_clear()
-    try:
-        analysis = analyze("sort f")
-    finally:
-        analyze.cache_clear()
+    analysis = analyze("sort f")
     assert not analysis.read_only and "IndexError" in analysis.reason
 
 
@@ -487,11 +494,5 @@ def test_a_parser_failure_makes_the_command_not_read_only(monkeypatch: pytest.Mo
         raise RecursionError
 
     monkeypatch.setattr(bashlex, "parse", broken)
-    analyze.cache_clear()
-    parse.cache_clear()
-    try:
-        analysis = analyze("ls")
-    finally:
-        analyze.cache_clear()
-        parse.cache_clear()
+    analysis = analyze("ls")
     assert not analysis.read_only and "RecursionError" in analysis.reason

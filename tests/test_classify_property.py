@@ -28,8 +28,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_codetools.shell import sed
-from mcp_codetools.shell.classify import analyze
+from mcp_codetools.commands import sed
+from mcp_codetools.commands.classify import analyze
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 

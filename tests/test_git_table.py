@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_codetools.shell import git_table
-from mcp_codetools.shell.classify import analyze
+from mcp_codetools.commands import git
+from mcp_codetools.commands.classify import analyze
 
 VERBS = {"stash": ("list", "show"), "reflog": ("show",), "worktree": ("list",), "remote": ("show", "get-url")}
 """Subcommands read-only only with a verb: their options are the verb's."""
@@ -35,21 +35,19 @@ def _listed(git: str, words: list[str], cwd: Path) -> set[str]:
     return found
 
 
-def _known(entry: git_table.GitOptions) -> set[str]:
+def _known(entry: git.Subcommand) -> set[str]:
     short = {f"-{letter}" for letter in entry.runs_short}
     return {*entry.writes, *entry.runs, *entry.reads, *entry.inert, *short}
 
 
 def _invocations() -> list[tuple[str, tuple[str, ...]]]:
     return [
-        (sub, (sub, *verb))
-        for sub in git_table.READ_ONLY
-        for verb in ([(v,) for v in VERBS[sub]] if sub in VERBS else [()])
+        (sub, (sub, *verb)) for sub in git.READ_ONLY for verb in ([(v,) for v in VERBS[sub]] if sub in VERBS else [()])
     ]
 
 
 @pytest.fixture(scope="module")
-def git(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     found = shutil.which("git")
     if found is None:
         pytest.skip("git is not installed")
@@ -59,21 +57,23 @@ def git(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
 
 
 @pytest.mark.parametrize(("sub", "words"), _invocations(), ids=lambda v: " ".join(v) if isinstance(v, tuple) else v)
-def test_every_option_that_may_write_is_in_the_table(git: tuple[str, Path], sub: str, words: tuple[str, ...]) -> None:
-    program, repo = git
+def test_every_option_that_may_write_is_in_the_table(
+    installed: tuple[str, Path], sub: str, words: tuple[str, ...]
+) -> None:
+    program, repo = installed
     listed = _listed(program, list(words), repo)
-    known = _known(git_table.READ_ONLY[sub])
+    known = _known(git.READ_ONLY[sub])
     unplaced = sorted(
         option
         for option in listed
         if _LOOKS_WRITING.match(option) and option not in known and option.replace("--no-", "--", 1) not in known
     )
-    assert not unplaced, f"git {' '.join(words)} has options git_table.py does not place: {unplaced}"
+    assert not unplaced, f"git {' '.join(words)} has options git.py does not place: {unplaced}"
 
 
 @pytest.mark.parametrize(("sub", "words"), _invocations(), ids=lambda v: " ".join(v) if isinstance(v, tuple) else v)
 def test_each_writer_or_runner_in_the_table_makes_the_command_not_read_only(sub: str, words: tuple[str, ...]) -> None:
-    entry = git_table.READ_ONLY[sub]
+    entry = git.READ_ONLY[sub]
     for option in (*entry.writes, *entry.runs):
         command = f"git {' '.join(words)} {option}=x"
         assert not analyze(command).read_only, command
@@ -81,9 +81,9 @@ def test_each_writer_or_runner_in_the_table_makes_the_command_not_read_only(sub:
         assert not analyze(f"git {' '.join(words)} -{letter}x").read_only
 
 
-def test_the_listing_is_read(git: tuple[str, Path]) -> None:
+def test_the_listing_is_read(installed: tuple[str, Path]) -> None:
     """`-h` and the completion list are parsed: blame's file options and diff's `--output` are found."""
-    program, repo = git
+    program, repo = installed
     assert {"--contents", "--ignore-revs-file"} <= _listed(program, ["blame"], repo)
     assert "--output" in _listed(program, ["diff"], repo)
 
@@ -93,9 +93,9 @@ def test_the_check_finds_an_option_the_table_does_not_place() -> None:
 
 
 def test_the_table_names_the_file_an_option_writes() -> None:
-    assert git_table.written_files("rev-list", ["--output=a", "HEAD"]) == ["a"]
-    assert git_table.written_files("blame", ["--outp", "b", "f"]) == ["b"]
-    assert git_table.written_files("archive", ["-oc.tar", "HEAD"]) == ["c.tar"]
-    assert git_table.written_files("log", ["--", "--output=x"]) == []
-    assert git_table.written_files("status", ["--output=x"]) == []
-    assert git_table.written_folders("format-patch", ["-o", "out", "HEAD~1"]) == ["out"]
+    assert git.written_files("rev-list", ["--output=a", "HEAD"]) == ["a"]
+    assert git.written_files("blame", ["--outp", "b", "f"]) == ["b"]
+    assert git.written_files("archive", ["-oc.tar", "HEAD"]) == ["c.tar"]
+    assert git.written_files("log", ["--", "--output=x"]) == []
+    assert git.written_files("status", ["--output=x"]) == []
+    assert git.written_folders("format-patch", ["-o", "out", "HEAD~1"]) == ["out"]

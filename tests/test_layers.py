@@ -5,8 +5,9 @@ The layers, lowest first (a module may import its own layer and those below it; 
 layer never import each other both ways):
 
     errors, settings/ (and the package's __init__; config only for a transition)
-    files/, search/, shell/, lsp/, dispatcher, audit   each needs only the layer below
-    policy/                                 permission rules, modes, hooks (reads Bash commands with shell/)
+    commands/                               understanding a Bash command: parse, wrappers, files, read-only
+    files/, search/, shell/, lsp/, dispatcher, audit   each needs only the layers below
+    policy/                                 permission rules, modes, hooks (reads commands/' analysis)
     session                                 holds the ledger, history, cwd, jobs and the dispatcher
     roots                                   which folders are served
     tools/                                  one module per tool; tools/base.py is what they share
@@ -33,6 +34,7 @@ SOURCE = Path(__file__).resolve().parents[1] / PACKAGE
 
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({PACKAGE, "errors", "settings", "child_pipes"}),
+    frozenset({"commands"}),
     frozenset({"files", "search", "shell", "dispatcher", "audit", "lsp"}),
     frozenset({"policy"}),
     frozenset({"session"}),
@@ -120,6 +122,19 @@ def test_every_module_imports_only_its_own_layer_and_below() -> None:
     assert violations(sources) == []
 
 
+def test_commands_imports_neither_policy_nor_shell() -> None:
+    """Understanding a command is below both its readers: policy/ and shell/ import commands/, never the reverse."""
+    sources = package_sources()
+    upward = [
+        f"{name} imports {target}"
+        for name, source in sources.items()
+        if unit(name) == "commands"
+        for target in imported_modules(name, source, sources)
+        if target.startswith(PACKAGE + ".") and unit(target) != "commands"
+    ]
+    assert [name for name in sources if unit(name) == "commands"] and upward == []
+
+
 def test_the_check_catches_each_kind_of_wrong_import() -> None:
     """Upward (even deferred), tool to tool (even relative), MCP outside its modules, a two-way pair in a layer."""
     sources = {
@@ -184,8 +199,8 @@ def test_no_modules_import_each_other_in_a_circle() -> None:
 
 def test_the_cycle_check_finds_a_circle_through_a_deferred_import() -> None:
     sources = {
-        f"{PACKAGE}.shell.read_only": "from mcp_codetools.shell.sed import x\n",
-        f"{PACKAGE}.shell.sed": "def later():\n    from mcp_codetools.shell import read_only\n",
-        f"{PACKAGE}.shell.words": "",
+        f"{PACKAGE}.commands.read_only": "from mcp_codetools.commands.sed import x\n",
+        f"{PACKAGE}.commands.sed": "def later():\n    from mcp_codetools.commands import read_only\n",
+        f"{PACKAGE}.commands.words": "",
     }
-    assert import_cycles(sources) == [[f"{PACKAGE}.shell.read_only", f"{PACKAGE}.shell.sed"]]
+    assert import_cycles(sources) == [[f"{PACKAGE}.commands.read_only", f"{PACKAGE}.commands.sed"]]

@@ -24,7 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from mcp_codetools.policy.commands import CommandParts, SimpleCommand, split_command
+from mcp_codetools.commands.analysis import split_command
+from mcp_codetools.commands.classify import MAX_PARSED_CHARS
+from mcp_codetools.commands.parts import CommandParts, SimpleCommand
+from mcp_codetools.commands.readings import Reading
 from mcp_codetools.policy.rules import (
     Behaviour,
     Rule,
@@ -34,8 +37,6 @@ from mcp_codetools.policy.rules import (
     path_regex,
     relative,
 )
-from mcp_codetools.policy.wrappers import Reading
-from mcp_codetools.shell.classify import MAX_PARSED_CHARS
 
 Mode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
 MODES: tuple[Mode, ...] = ("default", "acceptEdits", "plan", "bypassPermissions")

@@ -25,11 +25,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import anyio
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 from typing_extensions import override
 
+from mcp_codetools.commands.analysis import AnalysedCommand, CommandAnalysis, analyse
 from mcp_codetools.errors import ExecutionError, InvalidInputError
-from mcp_codetools.policy.commands import split_command
 from mcp_codetools.policy.engine import CallFacts, Policy
 from mcp_codetools.policy.sandboxing import SandboxPaths, SandboxPathsUnknown, remove_appeared, sandbox_paths
 from mcp_codetools.session import CodeSession
@@ -37,7 +37,6 @@ from mcp_codetools.shell import capture as capture_limits
 from mcp_codetools.shell import reaping, running, spawning
 from mcp_codetools.shell.background import Job
 from mcp_codetools.shell.capture import OutputCapture
-from mcp_codetools.shell.classify import analyze
 from mcp_codetools.shell.sandbox import Confinement, SandboxUnavailable, refusal_note
 from mcp_codetools.shell.spills import removal_note
 from mcp_codetools.tools.base import CallContext, Tool, ToolInput, ToolOutput
@@ -71,6 +70,7 @@ class BashInput(ToolInput):  # noqa: D101  (no docstring: pydantic would send it
     run_in_background: bool = Field(
         default=False, description="Start as a background job and return its id at once (see BashOutput)."
     )
+    _analysis: CommandAnalysis | None = PrivateAttr(default=None)
 
 
 class BashTool(Tool[BashInput]):
@@ -103,12 +103,12 @@ class BashTool(Tool[BashInput]):
     @override
     async def classify(self, args: BashInput) -> None:
         # bashlex takes about 25 µs a character, and its first parse 0.2-0.3 s to build its tables: on the
-        # event loop that would hold every session's calls. Both analyses are cached by command.
-        await anyio.to_thread.run_sync(_analyse, args.command)
+        # event loop that would hold every session's calls. Built once; every later step reads it.
+        args._analysis = await anyio.to_thread.run_sync(analyse, args.command)
 
     @override
     def is_read_only(self, args: BashInput) -> bool:
-        return not args.run_in_background and analyze(args.command).read_only
+        return not args.run_in_background and _analysis_of(args).read_only
 
     @override
     def is_concurrency_safe(self, args: BashInput) -> bool:
@@ -116,7 +116,8 @@ class BashTool(Tool[BashInput]):
 
     @override
     def permission_facts(self, args: BashInput, ctx: CallContext) -> CallFacts:
-        return CallFacts(self.name, self.is_read_only(args), command=args.command, cwd=ctx.session.cwd)
+        command = AnalysedCommand(_analysis_of(args))  # the engine reads the parts without parsing again
+        return CallFacts(self.name, self.is_read_only(args), command=command, cwd=ctx.session.cwd)
 
     @override
     async def validate_input(self, args: BashInput, ctx: CallContext) -> None:
@@ -124,7 +125,7 @@ class BashTool(Tool[BashInput]):
             raise InvalidInputError("`command` is empty. Give the shell command to run.")
         if "\x00" in args.command:
             raise InvalidInputError("`command` contains a NUL byte, which no shell command can hold.")
-        editor = _idle_screen_editor(args.command)
+        editor = _idle_screen_editor(args.command, _analysis_of(args))
         if editor is not None:
             raise InvalidInputError(
                 f"`{editor}` with nothing to do waits for keys from a terminal, and commands here have none: it "
@@ -135,7 +136,7 @@ class BashTool(Tool[BashInput]):
     @override
     async def call(self, args: BashInput, ctx: CallContext, prepared: None) -> ToolOutput:
         session = ctx.session
-        analysis = analyze(args.command)
+        analysis = _analysis_of(args).verdict
         read_only = self.is_read_only(args)
         notes: list[str] = []
         cwd = _usable_cwd(session, ctx, notes)
@@ -371,13 +372,13 @@ _SCREEN_EDITORS = frozenset({"vi", "vim", "nvim", "view", "vimdiff", "rvim", "rv
 _EDITOR_WORD = re.compile(r"\b(?:n?vim?|view|vimdiff|rvim|rview)\b")
 
 
-def _idle_screen_editor(command: str) -> str | None:
+def _idle_screen_editor(command: str, analysis: CommandAnalysis) -> str | None:
     """The full-screen editor `command` starts without options or commands, which would hang until the timeout."""
     if _EDITOR_WORD.search(command) is None:  # most commands: no parse
         return None
     if "<" in command or "|" in command:  # keys may come from a here-document, a file or a pipe
         return None
-    for simple in split_command(command).commands:
+    for simple in analysis.parts.commands:
         words = simple.unwrapped().words
         if words and os.path.basename(words[0]) in _SCREEN_EDITORS and not any(w[:1] in "-+" for w in words[1:]):
             return words[0]
@@ -462,9 +463,11 @@ def _stale_note(changed: list[Path], cwd: Path) -> str:
     )
 
 
-def _analyse(command: str) -> None:
-    analyze(command)
-    split_command(command)
+def _analysis_of(args: BashInput) -> CommandAnalysis:
+    """The analysis `classify` built off the loop; built here when it did not run (a direct call, a failure)."""
+    if args._analysis is None:
+        args._analysis = analyse(args.command)
+    return args._analysis
 
 
 def _not_started(exc: OSError, command: str) -> ExecutionError:

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from mcp_codetools.commands.classify import analyze
 from mcp_codetools.policy.engine import CallFacts, Mode, Policy
 from mcp_codetools.policy.rules import Rule, parse_rule
-from mcp_codetools.shell.classify import analyze
 
 
 def policy(root: Path, *, deny: tuple[str, ...] = (), mode: Mode = "default") -> Policy:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_codetools.policy.diffnames import MAX_DIFF_CHARS, diff_names, stripped
+from mcp_codetools.commands.diffnames import MAX_DIFF_CHARS, diff_names, stripped
 
 
 def test_unified_headers_give_both_names_without_the_timestamp() -> None:

@@ -420,7 +420,7 @@ async def test_parsing_a_command_does_not_hold_other_sessions(
     from mcp_codetools.tools import bash
 
     entered, release, gave_up = threading.Event(), threading.Event(), threading.Event()
-    real = bash.analyze
+    real = bash.analyse
     command = "echo " + "word " * 20
 
     def held(text: str) -> Any:
@@ -430,7 +430,7 @@ async def test_parsing_a_command_does_not_hold_other_sessions(
                 gave_up.set()
         return real(text)
 
-    monkeypatch.setattr(bash, "analyze", held)
+    monkeypatch.setattr(bash, "analyse", held)
     (root / "small.txt").write_text("hello\n", encoding="utf-8")
     other = CodeSession(session.settings)
     try:

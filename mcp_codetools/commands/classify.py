@@ -17,14 +17,13 @@ check). It is not a security boundary: a repository's own config can make `git d
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_codetools.shell import read_only
-from mcp_codetools.shell.parsing import parse
-from mcp_codetools.shell.words import Word
+from mcp_codetools.commands import read_only
+from mcp_codetools.commands.parsing import Parsed, parse
+from mcp_codetools.commands.words import Word
 
 MAX_PARSED_CHARS = 10_000
 """Longer commands are not parsed (bounded cost per call) and count as not read-only."""
@@ -53,14 +52,13 @@ def is_read_only(command: str) -> bool:
     return analyze(command).read_only
 
 
-@functools.lru_cache(maxsize=256)
-def analyze(command: str) -> Analysis:
-    """Classify `command` (cached: the pipeline asks before the call and the tool asks again)."""
+def analyze(command: str, parsed: Parsed | None = None) -> Analysis:
+    """Classify `command`, from its parse when the caller has it (`commands.analysis` builds both once)."""
     if not command.strip():
         return Analysis(False, "empty command", None)
     if len(command) > MAX_PARSED_CHARS:
         return Analysis(False, "too long to analyse", None)
-    parsed = parse(command)
+    parsed = parsed if parsed is not None else parse(command)
     if parsed.error is not None:
         return Analysis(False, f"not parsed ({parsed.error})", None)
     if parsed.timed:

@@ -8,7 +8,6 @@ what follows), and a quoted here-document delimiter (`<<'EOF'`) is unquoted, its
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -32,9 +31,8 @@ class Parsed:
     """A `time` keyword was blanked."""
 
 
-@functools.lru_cache(maxsize=256)
 def parse(command: str) -> Parsed:
-    """Parse `command` (cached: the classifier and the policy ask for the same command in one call)."""
+    """Parse `command` (once per call: `commands.analysis` shares the result between the classifier and the rules)."""
     import bashlex  # builds its parser tables on import (0.2-0.3 s): paid by the first Bash call, in a worker thread
 
     source = _TIME_KEYWORD.sub(lambda m: m.group(1) + " " * (len(m.group(0)) - len(m.group(1))), command)

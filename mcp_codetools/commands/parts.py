@@ -3,11 +3,11 @@
 Every simple command anywhere in the parse tree counts (after `&&`, `||`, `;`, `|`, newlines, inside
 subshells, `$(…)`, loops and functions), so `npm test && rm -rf /` is two commands, not one that starts
 with `npm test`. Rules match a command's words joined by single spaces, quotes removed. Deny and ask
-rules also see each `Reading` of it (`policy.wrappers`): through wrappers, program paths and global
+rules also see each `Reading` of it (`commands.wrappers`): through wrappers, program paths and global
 options, and into the command lines that shells, `eval`, `watch` and the like run, which are split here
 like the command itself.
 
-Files: redirections, and the operands of recognised commands (`policy.operands`), relative to the folder
+Files: redirections, and the operands of recognised commands (`commands.operands`), relative to the folder
 each part runs in. A `cd` or `pushd` inside the command moves that folder for what follows; since a `cd`
 may fail, what follows is checked in the folder before it too. A folder that is not known (`cd $D`) makes
 the paths after it unknown.
@@ -18,16 +18,16 @@ parts, deny and ask rules are matched against the raw text, and a Bash rule that
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_codetools.policy import operands, wrappers
-from mcp_codetools.policy.wrappers import Reading
-from mcp_codetools.shell.classify import MAX_PARSED_CHARS, scan_word
-from mcp_codetools.shell.parsing import parse
+from mcp_codetools.commands import git_runs, operands, wrappers
+from mcp_codetools.commands.classify import MAX_PARSED_CHARS, scan_word
+from mcp_codetools.commands.filesets import Files, literal_folder
+from mcp_codetools.commands.parsing import Parsed, parse
+from mcp_codetools.commands.readings import Reading, join
 
 _WRITING_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", ">&", "<>"})
 _READING_REDIRECTS = frozenset({"<", "<>"})
@@ -106,11 +106,19 @@ class CommandParts:
             yield from command.guesses
 
 
-def split_command(command: str) -> CommandParts:
-    """The parts of a command line; a huge one is not parsed and counts as incomplete."""
-    if len(command) > MAX_PARSED_CHARS:  # not parsed, and not cached: the cache would keep it alive
+def split_command(command: str, parsed: Parsed | None = None) -> CommandParts:
+    """The parts of a command line, from its parse when the caller has it; a huge one is not parsed (incomplete)."""
+    if len(command) > MAX_PARSED_CHARS:
         return _TOO_LONG
-    return _split_command(command)
+    if not command.strip():
+        return CommandParts((), (), True)
+    walk = _Walk(("",), 0)
+    if not walk.run(command, parsed):  # it may read or write anything
+        return CommandParts(
+            (), (), False, tuple(walk.notes), unknown_reads=(None,), parsed=False,
+            unseen_writes=("a command that could not be parsed",),
+        )  # fmt: skip
+    return walk.parts()
 
 
 _TOO_LONG = CommandParts(
@@ -119,35 +127,22 @@ _TOO_LONG = CommandParts(
 )  # fmt: skip
 
 
-@functools.lru_cache(maxsize=256)
-def _split_command(command: str) -> CommandParts:
-    if not command.strip():
-        return CommandParts((), (), True)
-    walk = _Walk(("",), 0)
-    if not walk.run(command):  # it may read or write anything
-        return CommandParts(
-            (), (), False, tuple(walk.notes), unknown_reads=(None,), parsed=False,
-            unseen_writes=("a command that could not be parsed",),
-        )  # fmt: skip
-    return walk.parts()
-
-
 class _Walk:
     def __init__(self, folders: tuple[str | None, ...], depth: int) -> None:
         self.folders = folders
         self.depth = depth
         self.source = ""
         self.commands: list[SimpleCommand] = []
-        self.files = operands.Files()
+        self.files = Files()
         self.redirect_writes: list[str] = []
         self.redirect_reads: list[str] = []
         self.complete = True
         self.notes: list[str] = []
         self.quoted_heredocs: frozenset[int] = frozenset()
 
-    def run(self, command: str) -> bool:
-        """Walk `command`; False when it does not parse."""
-        parsed = parse(command)
+    def run(self, command: str, parsed: Parsed | None = None) -> bool:
+        """Walk `command` (its parse when the caller has it); False when it does not parse."""
+        parsed = parsed if parsed is not None else parse(command)
         self.source = parsed.source
         self.quoted_heredocs = parsed.quoted_heredocs
         if parsed.error is not None:
@@ -227,7 +222,7 @@ class _Walk:
             self.complete = False  # `$CMD args`: what runs is not in the text
             self.notes.append("the command name is an expansion")
         found = wrappers.readings(words, known, stdin)
-        if any(wrappers.git_env_assignment(a) for a in assignments) and words[0].rsplit("/", 1)[-1] == "git":
+        if any(git_runs.env_assignment(a) for a in assignments) and words[0].rsplit("/", 1)[-1] == "git":
             found.program_config.append("an environment variable before git changes what it runs")
         simple = SimpleCommand(tuple(words), tuple(assignments), tuple(found.readings), tuple(found.guesses))
         self.commands.append(simple)
@@ -246,7 +241,7 @@ class _Walk:
         self, reading: Reading, words: list[str], known: list[bool], globbed: set[int], stdin: str | None
     ) -> None:
         """What one reading reads and writes, in each folder it may run in."""
-        local = operands.Files()
+        local = Files()
         if reading.words == tuple(words):
             operands.learn(reading.words, known, local, frozenset(globbed), stdin=stdin)
         else:  # a reading through a wrapper: its words are a tail of the command's, so globs are found by text
@@ -258,10 +253,10 @@ class _Walk:
             appended = reading.open_from is not None and reading.open_from >= len(reading.words)
             operands.learn(reading.words, marks, local, tail, appended=appended, stdin=stdin)
         for folder in self.folders:
-            where = wrappers._join(folder, reading.chdir) if folder is not None else None
+            where = join(folder, reading.chdir) if folder is not None else None
             self._add_files(local, where)
 
-    def _add_files(self, local: operands.Files, folder: str | None) -> None:
+    def _add_files(self, local: Files, folder: str | None) -> None:
         files = self.files
         if folder is None:
             if local.reads or local.trees or local.unknown_reads or local.glob_reads or local.visible_trees:
@@ -388,7 +383,7 @@ class _Walk:
         unknown = word.expands or word.glob or word.brace or _stack_dir(text)
         for folder in self.folders:
             if unknown or folder is None:
-                where = None if folder is None else operands.literal_folder(text)
+                where = None if folder is None else literal_folder(text)
                 dest = None if where is None or folder is None else _under(folder, where)
                 (self.files.unknown_writes if kind in _WRITING_REDIRECTS else self.files.unknown_reads).append(dest)
                 if kind == "<>":

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mcp_codetools.shell.words import Word
+from mcp_codetools.commands.words import Word
 
 _SED_FLAG_LETTERS = frozenset("nErszu")
 _SED_LONG_FLAGS = frozenset(
