@@ -22,6 +22,7 @@ from typing import Any
 import anyio
 
 from benchmarks.edit_miss.make_corpus import CORPUS, expected_after
+from benchmarks.edit_miss.make_more import CORPUS_MORE
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import Settings
@@ -31,8 +32,11 @@ _NAMES_LINES = re.compile(r"\blines? \d+")
 
 
 def load() -> list[dict[str, Any]]:
-    """The corpus, one dict per case."""
-    return [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    """Both corpora (make_corpus.py's and make_more.py's), one dict per case."""
+    cases = []
+    for corpus in (CORPUS, CORPUS_MORE):
+        cases += [json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return cases
 
 
 async def run_case(pipeline: Pipeline, root: Path, case: dict[str, Any], mode: str) -> str:

@@ -121,6 +121,39 @@ def kinds_between(region: str, old: str) -> list[str]:
     return found
 
 
+def _counts(text: str) -> dict[str, int]:
+    return {
+        "invisible": sum(text.count(char) for char in INVISIBLE),
+        "dashes": sum(text.count(char) for char in (*DASHES, *ELLIPSIS)),
+        "entities": len(_ENTITY.findall(text)),
+        "escapes": len(_ESCAPE.findall(text)),
+    }
+
+
+def copy_only(region: str, old: str) -> tuple[str, ...]:
+    """The kinds old_string holds and the file's region never uses: damage of the copy, to undo in new_string."""
+    mine, theirs = _counts(old), _counts(region)
+    return tuple(kind for kind, n in mine.items() if n and not theirs[kind])
+
+
+_UNDO = {
+    "invisible": str.maketrans(INVISIBLE),
+    "dashes": str.maketrans({**DASHES, **ELLIPSIS}),
+}
+
+
+def undo(text: str, kinds: tuple[str, ...]) -> str:
+    """`text` with the listed kinds (from `copy_only`) put back in the plain form."""
+    for kind in kinds:
+        if kind in _UNDO:
+            text = text.translate(_UNDO[kind])
+        elif kind == "entities":
+            text = _ENTITY.sub(_entity, text)
+        elif kind == "escapes":
+            text = _ESCAPE.sub(_escape, text)
+    return text
+
+
 def describe_invisible(text: str, what: str, first_line: int = 1, limit: int = 3) -> str:
     """Where `text` holds what prints as a space or as nothing: "U+00A0 NO-BREAK SPACE at line 12, column 5"."""
     spots: list[str] = []

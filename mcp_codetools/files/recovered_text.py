@@ -15,7 +15,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Literal
 
-from mcp_codetools.files.lookalikes import normalise, units
+from mcp_codetools.files.lookalikes import normalise, undo, units
 
 WS = " \t\r\f\v"
 _INDENT_CHARS = frozenset(" \t\f\u00a0\u2007\u202f\u200b\u200c\u200d\u2060\ufeff")
@@ -38,6 +38,8 @@ class Frame:
     strip_trailing: bool
     base: tuple[int, int] | None
     """(old_string's, the file's) columns of the first line whose indentation was compared, if any."""
+    undo: tuple[str, ...] = ()
+    """Lookalike kinds only the copy has: new_string's own text gets them undone too (`lookalikes.undo`)."""
 
 
 def columns(indent: str, tab: int) -> int:
@@ -126,12 +128,20 @@ def reading(
 
 
 def compose(
-    region: list[str], old: list[str], new: list[str], pairs: list[tuple[int, int]], frame: Frame, how: Reading
+    region: list[str],
+    old: list[str],
+    new: list[str],
+    pairs: list[tuple[int, int]],
+    frame: Frame,
+    how: Reading,
+    blank_late: bool = True,
 ) -> str | None:
     """new_string as it should be written over `region`, or None when it cannot be mapped safely.
 
     `region` is the matched text's lines, `old` and `new` the strings' lines (no line-number prefixes, LF), and
-    `pairs` each non-blank line of `old` with its line of `region`.
+    `pairs` each non-blank line of `old` with its line of `region`. Where old_string lost blank lines and
+    new_string adds lines at that spot, the file's blank lines go after the added lines when `blank_late`,
+    else before them (the caller composes both; if they differ, it cannot tell which was meant).
     """
     new_nb = [m for m, line in enumerate(new) if _key(line, frame.loose)]
     aligned = _align([_key(old[o], frame.loose) for o, _ in pairs], [_key(new[m], frame.loose) for m in new_nb])
@@ -140,6 +150,7 @@ def compose(
     out: list[str] = []
     bounds_new = [-1, *new_nb, len(new)]
     bounds_region = [-1, *(r for _, r in pairs), len(region)]
+    lost = _lost_blanks(aligned, old_gaps, new_gaps, bounds_region, blank_late)
 
     def paired(s: int) -> int | None:
         if s < len(new_nb):
@@ -148,6 +159,8 @@ def compose(
         return len(pairs) if last_ok else None
 
     for s in range(len(new_nb) + 1):
+        if s in lost:
+            out += region[bounds_region[lost[s]] + 1 : bounds_region[lost[s] + 1]]
         t = paired(s)
         kept = t is not None and (s == 0 and t == 0 or s > 0 and t > 0 and paired(s - 1) == t - 1)
         if kept and t is not None and new_gaps[s] == old_gaps[t]:
@@ -166,6 +179,26 @@ def compose(
     return "\n".join(out)
 
 
+def _lost_blanks(
+    aligned: _Align, old_gaps: list[int], new_gaps: list[int], bounds_region: list[int], late: bool
+) -> dict[int, int]:
+    """Where to put blank lines of the file that old_string lost, at spots where new_string inserts lines.
+
+    Maps a non-blank line of new_string to the old_string line whose gap (in the file) goes before it.
+    """
+    placed: dict[int, int] = {}
+    previous = None
+    for s in sorted(aligned.pair):
+        t = aligned.pair[s]
+        if previous is not None and t > 0 and aligned.pair[previous] == t - 1 and previous < s - 1:
+            file_gap = bounds_region[t + 1] - bounds_region[t] - 1
+            quiet = all(new_gaps[x] == 0 for x in range(previous + 1, s + 1))
+            if old_gaps[t] == 0 and file_gap > 0 and quiet:
+                placed[s if late else previous + 1] = t
+        previous = s
+    return placed
+
+
 def _line(mine: str, old: str | None, file: str | None, index: int, frame: Frame, how: Reading) -> str | None:
     if old is not None and file is not None and mine == old:
         return file
@@ -177,6 +210,7 @@ def _line(mine: str, old: str | None, file: str | None, index: int, frame: Frame
             return None
         indent = indent_or_none
     if old is None or file is None:
+        body = undo(body, frame.undo)
         return indent + (body.rstrip(WS) if frame.strip_trailing else body)
     old_body = old if partial else split_indent(old)[1]
     file_body = file if partial else split_indent(file)[1]
@@ -216,7 +250,7 @@ def _map_body(old: str, new: str, file: str, frame: Frame) -> str | None:
     matcher = difflib.SequenceMatcher(None, old_core, new_core, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag != "equal":
-            pieces.append(new_core[j1:j2])
+            pieces.append(undo(new_core[j1:j2], frame.undo))
             continue
         a, b = old_back[i1], old_back[i2]
         if a < 0 or b < 0 or file_at[a] < 0 or file_at[b] < 0:

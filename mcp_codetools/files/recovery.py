@@ -56,13 +56,15 @@ class Ambiguous:
 
 @dataclass(frozen=True, slots=True)
 class Unsure:
-    """One region matches, but new_string fits both old_string's indentation and the file's: nothing is changed."""
+    """One region matches, but new_string can be read two ways that write different text: nothing is changed."""
 
     first_line: int
     last_line: int
     kinds: tuple[str, ...]
-    as_sent: str
-    shifted: str
+    question: str
+    """What could not be told, as the refusal says it."""
+    readings: tuple[tuple[str, str], tuple[str, str]]
+    """The two plausible texts, each with how it was read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,11 +355,12 @@ def _raw_offset(line: str, plain_index: int, loose: bool) -> int | None:
 
 def _uses_tabs(text: str, region: list[str]) -> bool:
     """The file's indentation style: the region's indented lines decide, else the whole file's."""
+    # One leading space is alignment (a JSDoc comment's ` * `), not indentation.
     tabs = sum(line.startswith("\t") for line in region)
-    spaces = sum(line.startswith(" ") and line.strip() != "" for line in region)
+    spaces = sum(line.startswith("  ") and line.strip() != "" for line in region)
     if tabs != spaces:
         return tabs > spaces
-    return text.count("\n\t") > text.count("\n ")
+    return text.count("\n\t") > text.count("\n  ")
 
 
 def _span(
@@ -365,9 +368,9 @@ def _span(
 ) -> tuple[int, int, list[str], list[tuple[int, int]]] | None:
     """[start, end) of a candidate in the text, its lines, and each non-blank old_string line's line in it."""
     k = len(want.raw)
-    first, last = file.at(c.line), file.at(c.line + k - 1)
-    first_raw = file.raw[first]
-    first_start = file.starts[first]
+    first = file.at(c.line)
+    first_raw = file.raw[c.line]
+    first_start = file.starts[c.line]
     if at_line_start:
         start: int | None = first_start
     elif not want.raw[0]:
@@ -376,11 +379,11 @@ def _span(
         offset = _raw_offset(first_raw, len(file.indent[c.line]) + c.pos, loose)
         start = None if offset is None else first_start + offset
     if ends_line:
-        end: int | None = min(len(text), file.starts[last] + len(file.raw[last]) + 1)
+        end: int | None = min(len(text), file.starts[c.line + k - 1] + len(file.raw[c.line + k - 1]) + 1)
     else:
         stop = len(file.indent[c.line + k - 1]) + (c.pos if k == 1 else 0) + len(want.content[-1])
-        offset = _raw_offset(file.raw[last], stop, loose)
-        end = None if offset is None else file.starts[last] + offset
+        offset = _raw_offset(file.raw[c.line + k - 1], stop, loose)
+        end = None if offset is None else file.starts[c.line + k - 1] + offset
     if start is None or end is None:
         return None
     piece = text[start:end]
@@ -412,7 +415,7 @@ def _build(
     start, end, region, pairs = span
     k = len(want.raw)
     first, last = file.at(c.line), file.at(c.line + k - 1)
-    first_raw, first_start = file.raw[first], file.starts[first]
+    first_raw, first_start = file.raw[c.line], file.starts[c.line]
     lead: tuple[int, int] | None = None
     if (
         not at_line_start
@@ -439,11 +442,18 @@ def _build(
         if sent is None or shifted is None:
             return None
         if sent != shifted:
-            return Unsure(first + 1, last + 1, shown, sent + tail, shifted + tail)
+            question = "new_string's indentation fits both the file and old_string, so it is unclear which was meant"
+            pair = (("Written as sent", sent + tail), ("Re-indented like old_string", shifted + tail))
+            return Unsure(first + 1, last + 1, shown, question, pair)
         reading = "file"
     new = recovered_text.compose(region, old, search.new_lines, pairs, frame, reading)
-    if new is None:
+    early = recovered_text.compose(region, old, search.new_lines, pairs, frame, reading, blank_late=False)
+    if new is None or early is None:
         return None
+    if new != early:
+        question = "old_string lacks a blank line where new_string adds lines, so it is unclear on which side it goes"
+        pair = (("With the blank line after the added lines", new + tail), ("Before them", early + tail))
+        return Unsure(first + 1, last + 1, shown, question, pair)
     if "quote style" in kinds:
         new = recovered_text.match_quotes(new, piece)
     sent_as_is = "\n".join(search.new_lines)
@@ -487,6 +497,7 @@ def _frame(
         loose=loose,
         strip_trailing="trailing whitespace" in kinds,
         base=base,
+        undo=lookalikes.copy_only("\n".join(region), "\n".join(search.old_lines)) if loose else (),
     )
 
 

@@ -52,12 +52,12 @@ def miss_detail(text: str, found: Recovered | Ambiguous | Unsure) -> str:
         )
     where = _lines(found.first_line, found.last_line)
     if isinstance(found, Unsure):
+        (label_a, text_a), (label_b, text_b) = found.readings
         return (
-            f"Ignoring {_join(found.kinds)}, it matches {where} once, but new_string's indentation fits both the "
-            "file and old_string, so it is unclear which was meant. Nothing was changed.\n"
-            f"Written as sent, the lines would read:\n{_numbered(found.as_sent, found.first_line)}\n"
-            f"Re-indented like old_string, they would read:\n{_numbered(found.shifted, found.first_line)}\n"
-            "Copy old_string exactly from Read, and give new_string at the file's indentation."
+            f"Ignoring {_join(found.kinds)}, it matches {where} once, but {found.question}. Nothing was changed.\n"
+            f"{label_a}, the lines would read:\n{_numbered(text_a, found.first_line)}\n"
+            f"{label_b}, they would read:\n{_numbered(text_b, found.first_line)}\n"
+            "Copy old_string exactly from Read, and give new_string exactly as the lines should be."
         )
     lines = text.split("\n")[found.first_line - 1 : min(found.last_line, found.first_line + 29)]
     return (

@@ -1,4 +1,4 @@
-"""Did an edit break a Python file? Python's own parser says, at the cost of the few lines the edit touched.
+"""Did an edit break a Python file? Python's own compiler says, at the cost of the few lines the edit touched.
 
 Parsing a whole 2,000-line module takes ~20 ms, far more than the edit. A change inside a function can only
 break that function, so the parse covers the innermost `def` or `class` around the change, dedented, in the
@@ -10,7 +10,6 @@ before and after, so an error is reported only when the edit introduced it.
 
 from __future__ import annotations
 
-import ast
 import re
 import warnings
 from dataclasses import dataclass
@@ -42,7 +41,10 @@ def _problem(source: str) -> SyntaxProblem | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "invalid escape sequence" and the like are not our business
-            ast.parse(source)
+            # Compiling adds the checks the parser leaves to the compiler: `return` outside a function, `break`
+            # outside a loop, `await` outside async code, a `nonlocal` with no binding. From source it costs
+            # about what ast.parse did (no tree of Python objects is built), half of parsing then compiling.
+            compile(source, "<edit>", "exec", dont_inherit=True)
     except SyntaxError as exc:
         lines = source.split("\n")
         line = exc.lineno or 1
@@ -82,7 +84,7 @@ def _block_check(old: str, new: str, first: int, last: int) -> bool | None:
     """True when the edited block parses after the edit (and did before); None when the shortcut cannot tell."""
     lines = new.split("\n")
     start, end = _enclosing(lines, first, min(last, len(lines) - 1))
-    offset = sum(len(line) + 1 for line in lines[:start])
+    offset = sum(map(len, lines[:start])) + start  # map keeps the sum in C: a generator cost ~0.5 ms here
     if new.count('"""', 0, offset) % 2 or new.count("'''", 0, offset) % 2:
         return None  # the block may sit inside a string
     old_lines = old.split("\n")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.edit_miss.make_corpus import RECOVERABLE
+from benchmarks.edit_miss.make_more import RECOVERABLE_MORE
 from benchmarks.edit_miss.run import load, run_case
 from mcp_codetools.pipeline import Pipeline
 
@@ -19,7 +20,7 @@ async def test_the_corpus_lands_every_recoverable_case_and_changes_nothing_else(
     outcomes = Counter()
     for case in cases:
         outcomes[(case["expect"], await run_case(pipeline, root, case, "apply"))] += 1
-    assert len(cases) >= 200 and {c["kind"] for c in cases} >= set(RECOVERABLE)
+    assert len(cases) >= 800 and {c["kind"] for c in cases} >= set(RECOVERABLE) | set(RECOVERABLE_MORE)
     assert outcomes[("applied", "wrong")] == outcomes[("unchanged", "wrong")] == 0, outcomes
     recoverable = sum(n for (expect, _), n in outcomes.items() if expect == "applied")
     assert outcomes[("applied", "applied")] >= 0.95 * recoverable, outcomes

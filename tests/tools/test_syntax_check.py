@@ -100,3 +100,24 @@ def test_the_shortcut_agrees_with_a_whole_parse_on_random_edits_of_real_files() 
         new = "\n".join([*lines[:i], changed, *lines[i + 1 :]])
         truth = parses(text) and not parses(new)
         assert (syntax.introduced_error(text, new, i, i + changed.count("\n")) is not None) == truth, (i, changed)
+
+
+def test_errors_only_the_compiler_finds_are_reported() -> None:
+    """The parser accepts `return` outside a function and `break` outside a loop; compiling the tree does not."""
+    module = "import os\n\ndef f():\n    return 1\n\nfor x in range(3):\n    print(x)\n"
+    moved = module.replace("    print(x)\n", "    print(x)\nbreak\n")
+    found = syntax.introduced_error(module, moved, 7, 7)
+    assert found is not None and "'break' outside loop" in found.message and found.line == 8
+    top = module.replace("import os\n", "import os\nreturn os\n")
+    found = syntax.introduced_error(module, top, 1, 1)
+    assert found is not None and "'return' outside function" in found.message
+    two = module.replace("    return 1\n", "    one = 1\n    return one\n")
+    dedented = two.replace("    return one\n", "return one\n")
+    found = syntax.introduced_error(two, dedented, 4, 4)
+    assert found is not None and "'return' outside function" in found.message
+
+
+def test_a_nonlocal_inside_a_nested_function_is_not_a_false_alarm() -> None:
+    """The quick check compiles one block alone, where a `nonlocal` has no binding: the whole file settles it."""
+    module = "def outer():\n    n = 0\n    def inner():\n        nonlocal n\n        n += 1\n    return inner\n"
+    assert syntax.introduced_error(module, module.replace("n += 1", "n += 2"), 4, 4) is None
