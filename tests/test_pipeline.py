@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -137,6 +138,10 @@ async def test_progress_values_only_increase() -> None:
     assert sent == [5.0, 6.0, 7.0, 10.0]
 
 
+def _plain_text(schema: dict[str, Any]) -> bool:
+    return schema.get("type") == "string" and "enum" not in schema
+
+
 async def test_unpaired_surrogates_are_refused_for_every_tool(session: CodeSession, root: Path) -> None:
     pipe = Pipeline(default_tools())
     cases = {
@@ -144,8 +149,18 @@ async def test_unpaired_surrogates_are_refused_for_every_tool(session: CodeSessi
         "Write": {"file_path": str(root / "w.txt"), "content": "bad \ud800"},
         "Edit": {"file_path": str(root / "w.txt"), "old_string": "\udfff", "new_string": "x"},
     }
-    for name, arguments in cases.items():
+    for tool in default_tools():  # every tool: a lone surrogate in each of its plain text fields
+        properties = tool.input_model.model_json_schema()["properties"]
+        texts = [key for key, prop in properties.items() if any(_plain_text(p) for p in [prop, *prop.get("anyOf", [])])]
+        assert texts, f"{tool.name} has no text field to try"
+        cases.update({f"{tool.name}.{key}": {key: "a\ud800b"} for key in texts})
+    tried = set()
+    for case, arguments in cases.items():
+        name = case.split(".")[0]
         out = await pipe.run(session, name, arguments)
-        assert out.is_error and out.meta["errorCode"] == "invalid_input", (name, out.text)
-        assert "unpaired surrogate" in out.text
+        assert out.is_error and out.meta["errorCode"] == "invalid_input", (case, out.text)
+        # Fields with a pattern constraint are refused by pydantic-core's own check ("... a unicode string").
+        assert "unpaired surrogate" in out.text or "unicode string" in out.text, (case, out.text)
+        tried.add(name)
+    assert tried == {tool.name for tool in default_tools()}
     assert not (root / "w.txt").exists()
