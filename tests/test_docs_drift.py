@@ -6,6 +6,7 @@ parser, `LAYERS`, the reliability harness) and fails naming the file and the wor
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 from mcp_codetools import __doc__ as package_doc
 from mcp_codetools.cli import _parser
 from mcp_codetools.pipeline import PROGRESS_INTERVAL_S
-from mcp_codetools.policy.loading import check_policy_file
+from mcp_codetools.policy.loading import DEFAULT_SERVER_NAMES, check_policy_file
 from mcp_codetools.settings import PLACES, check_file
 from mcp_codetools.tools import default_tools
 from tests.reliability.harness import KNOWN_BUGS
@@ -216,3 +217,21 @@ def test_the_reliability_report_has_a_row_for_every_tool() -> None:
 @pytest.mark.parametrize("report", ["## Open bugs pinned by xfail tests\n\n- `test_x` (fuzz): a bug\n\n## Next\n"])
 def test_an_open_bug_in_the_report_is_seen(report: str) -> None:
     assert open_bugs(report) == ["- `test_x` (fuzz): a bug"]
+
+
+# Claude Code's names for this server's tools
+
+
+def test_every_name_the_shipped_configs_give_the_server_is_honoured() -> None:
+    """`mcp__<name>__Bash(...)` rules work for each name the README's client configs and the bundle use."""
+    names = {json.loads(read(REPO / "manifests" / "manifest.json"))["name"]}
+    for path in (REPO / "manifests").glob("*.json"):
+        data = json.loads(read(path))
+        for table in ("mcpServers", "servers"):
+            names |= set(data.get(table, {}))
+    names |= set(re.findall(r"claude mcp add (?:--\S+ \S+ )*([\w-]+) ", read(README)))
+    assert "codetools" in names, "the pattern found no config: fix it"
+    assert names <= set(DEFAULT_SERVER_NAMES), (
+        f"names the server does not answer to: {names - set(DEFAULT_SERVER_NAMES)}"
+    )
+    assert "`mcp__codetools__Bash(rm:*)`" in read(README), "the README shows Claude Code's form"
