@@ -1,12 +1,43 @@
 """Entry point of the MCP Bundle (packed as server/main.py by pack-bundle.sh).
 
-The host passes the workspace folders the user picked as separate arguments; each becomes a `--root`.
+The host passes the bundle's settings as `--sandbox=<true|false>` and `--permission-mode=<mode>`, then
+the workspace folders the user picked as separate arguments; each folder becomes a `--root`.
 """
 
-import sys
+from __future__ import annotations
 
-from mcp_codetools.cli import main
+import os
+import sys
+from collections.abc import MutableMapping, Sequence
+
+SANDBOX = "--sandbox="
+MODE = "--permission-mode="
+
+
+def server_argv(argv: Sequence[str], environ: MutableMapping[str, str]) -> list[str]:
+    """The server's arguments for what the host passed (a sandbox switched off is said in `environ`).
+
+    `--sandbox` is a flag that can only turn the sandbox on, so "false" sets MCP_CODETOOLS_SANDBOX=0,
+    which turns it off even where a config file or the platform's default turns it on. The mode
+    `default` is left to the config files, so a project's stricter mode still holds.
+    """
+    out: list[str] = []
+    for arg in argv:
+        if arg.startswith(SANDBOX):
+            if arg[len(SANDBOX) :].strip().lower() == "true":
+                out.append("--sandbox")
+            else:
+                environ["MCP_CODETOOLS_SANDBOX"] = "0"
+        elif arg.startswith(MODE):
+            mode = arg[len(MODE) :].strip()
+            if mode and mode != "default":
+                out += ["--permission-mode", mode]
+        elif arg:
+            out += ["--root", arg]
+    return out
+
 
 if __name__ == "__main__":
-    folders = [arg for arg in sys.argv[1:] if arg]
-    raise SystemExit(main([flag for folder in folders for flag in ("--root", folder)]))
+    from mcp_codetools.cli import main
+
+    raise SystemExit(main(server_argv(sys.argv[1:], os.environ)))

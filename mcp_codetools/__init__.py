@@ -1,4 +1,6 @@
-"""mcp-codetools: code tools (Read, Grep, Glob, Edit, Write, Bash) served over MCP.
+"""mcp-codetools: code tools served over MCP.
+
+The tools: Read, Edit, Write, MultiEdit, NotebookEdit, FileHistory, Grep, Glob, LSP, Bash, BashOutput and KillShell.
 
 The package exports only its version. The entry points live in their modules
 (`mcp_codetools.settings.Settings`, `mcp_codetools.protocol.server.CodeToolsServer`, `mcp_codetools.cli.main`),

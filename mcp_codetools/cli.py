@@ -36,7 +36,8 @@ def _log_level(raw: str) -> str:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcp-codetools",
-        description="Serve code tools (Read, Grep, Glob, Edit, Write, Bash) over MCP. Logs go to stderr.",
+        description="Serve code tools (Read, Edit, Write, MultiEdit, NotebookEdit, FileHistory, Grep, Glob, LSP, "
+        "Bash, BashOutput and KillShell) over MCP. Logs go to stderr.",
     )
     parser.add_argument("--version", action="version", version=f"mcp-codetools {__version__}")
     parser.add_argument(

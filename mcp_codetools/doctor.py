@@ -135,7 +135,8 @@ def native_windows_notice() -> str:
         "confine every path by opening it from a checked folder's descriptor without following links, which "
         "Windows does not offer, and the server would rather not start than run them unconfined. What works "
         "on Windows: `mcp-codetools config`, `mcp-codetools doctor` and `--version`. Run the server under WSL "
-        "instead: install it there (`pipx install mcp-codetools`; `command -v mcp-codetools` prints its path) "
+        f"instead: install it there (from a clone: `pip wheel --no-deps -w dist .`, then `pipx install "
+        f"dist/mcp_codetools-{__version__}-py3-none-any.whl`; `command -v mcp-codetools` prints its path) "
         f"and put in the client's config: {config} (Windows drives are under /mnt/c in WSL)."
     )
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from mcp_codetools import audit
+from mcp_codetools import pipeline as pipeline_module
 from mcp_codetools.cli import main
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.policy.loading import PolicyConfigError, load_policy_config
@@ -28,6 +29,7 @@ from mcp_codetools.settings import (
     markdown_reference,
 )
 from mcp_codetools.tools import default_tools as tools
+from tests.clocks import SteppingClock
 from tests.conftest import Caller
 
 REPO = Path(__file__).resolve().parents[1]
@@ -307,11 +309,14 @@ async def test_the_limits_come_from_the_settings(small: Caller, root: Path) -> N
 
 
 @pytest.mark.anyio
-async def test_each_call_writes_one_audit_line_without_file_contents(root: Path, tmp_path: Path) -> None:
+async def test_each_call_writes_one_audit_line_without_file_contents(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     log = tmp_path / "audit.jsonl"
     session = CodeSession(Settings(roots=(root,), audit_log=log))
     caller = Caller(Pipeline(tools()), session)
     secret = "x" * 5000
+    monkeypatch.setattr(pipeline_module, "time", SteppingClock(0.125))  # each call: 125 ms from start to end
     try:
         await caller.ok("Write", {"file_path": str(root / "new.txt"), "content": secret})
         await caller.ok("Read", {"file_path": str(root / "new.txt")})
@@ -328,7 +333,7 @@ async def test_each_call_writes_one_audit_line_without_file_contents(root: Path,
     ]
     assert lines[0]["input"]["content"] == {"chars": 5000}
     assert secret not in log.read_text(encoding="utf-8")
-    assert all(r["session"] == session.id and r["durationMs"] >= 0 and r["time"].endswith("Z") for r in lines)
+    assert all(r["session"] == session.id and r["durationMs"] == 125.0 and r["time"].endswith("Z") for r in lines)
     assert lines[2]["errorCode"] == "permission_denied"
     assert log.stat().st_mode & 0o077 == 0
 

@@ -18,6 +18,7 @@ from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import Settings
 from mcp_codetools.tools import default_tools
 from mcp_codetools.tools.base import ToolOutput
+from tests.clocks import SteppingClock
 from tests.gates import Gates
 
 pytestmark = pytest.mark.anyio
@@ -215,12 +216,14 @@ async def test_progress_is_reported_for_long_calls(gates: Gates, root: Path, mon
     assert reports[0][1] == "W: running"
 
 
-async def test_timing_goes_into_meta(root: Path) -> None:
+async def test_timing_goes_into_meta(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     f = root / "t.txt"
     f.write_text("x\n", encoding="utf-8")
+    monkeypatch.setattr(pipeline_module, "time", SteppingClock(0.25))  # the call's start and end: 250 ms apart
     out = await Pipeline(default_tools()).run(session_with(root), "Read", {"file_path": str(f)})
     timing = out.meta["timing"]
-    assert timing["seq"] == 1 and timing["queuedMs"] >= 0 and timing["runMs"] >= 0
+    assert timing["seq"] == 1
+    assert timing["queuedMs"] + timing["runMs"] == pytest.approx(250.0, abs=0.002), "milliseconds, split in two"
 
 
 def check_rule(order: list[tuple[str, bool]], gates: Gates, limit: int) -> None:

@@ -3,6 +3,8 @@ manifests/pack-bundle.sh packs starts the server on the folders a user picks."""
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -16,7 +18,9 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from mcp_codetools import __version__
+from mcp_codetools import __version__, cli
+from mcp_codetools.policy.engine import MODES
+from mcp_codetools.settings import load_settings
 from tests.ecosystem.support import MANIFESTS, TOOL_NAMES, node_tool, project_version, venv_tool
 
 MANIFEST = MANIFESTS / "manifest.json"
@@ -41,6 +45,8 @@ def test_manifest_matches_the_project() -> None:
     server = data["server"]
     assert server["type"] == "uv", "uv lets the host install the platform's wheels (rg, regex, pydantic-core)"
     assert server["mcp_config"]["args"][-1] == "${user_config.workspace_folders}"
+    for key in data["user_config"]:
+        assert any(f"${{user_config.{key}}}" in arg for arg in server["mcp_config"]["args"]), f"{key} is not wired"
     assert (MANIFESTS / "bundle_main.py").is_file() and server["entry_point"] == "server/main.py"
     assert "win32" not in data["compatibility"]["platforms"], "the file tools need POSIX descriptor-relative opens"
 
@@ -62,17 +68,57 @@ def test_mcpb_validate_rejects_a_uv_server_without_mcp_config(tmp_path: Path) ->
     assert "mcp_config" in result.stdout + result.stderr
 
 
-def expand(args: list[str], dirname: Path, folders: list[Path]) -> list[str]:
-    """What the host does with mcp_config's args: ${__dirname} is the unpacked bundle, and a multiple
-    directory setting becomes one argument per folder."""
+def expand(args: list[str], dirname: Path, folders: list[Path], values: dict[str, str] | None = None) -> list[str]:
+    """What the host does with mcp_config's args: ${__dirname} is the unpacked bundle, a multiple
+    directory setting becomes one argument per folder, and the other settings their value or default."""
+    settings = {key: str(entry.get("default", "")).lower() for key, entry in manifest()["user_config"].items()}
+    settings.update(values or {})
     out: list[str] = []
     for arg in args:
         if arg == "${user_config.workspace_folders}":
             out.extend(str(folder) for folder in folders)
-        else:
-            out.append(arg.replace("${__dirname}", str(dirname)))
+            continue
+        arg = arg.replace("${__dirname}", str(dirname))
+        for key, value in settings.items():
+            arg = arg.replace(f"${{user_config.{key}}}", value)
+        out.append(arg)
     assert not any("${" in arg for arg in out), out
     return out
+
+
+def bundle_main() -> Any:
+    spec = importlib.util.spec_from_file_location("bundle_main", MANIFESTS / "bundle_main.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def server_args(values: dict[str, str], folders: list[Path]) -> tuple[argparse.Namespace, dict[str, str]]:
+    """The server's parsed arguments and the variables set for what a Claude Desktop user picked."""
+    host_args = expand(manifest()["server"]["mcp_config"]["args"], Path("/bundle"), folders, values)
+    environ: dict[str, str] = {}
+    argv = bundle_main().server_argv(host_args[host_args.index("server/main.py") + 1 :], environ)
+    return cli._parser().parse_args(argv), environ
+
+
+def test_the_bundle_offers_the_sandbox_and_the_permission_mode() -> None:
+    config = manifest()["user_config"]
+    assert (config["sandbox"]["type"], config["sandbox"]["default"]) == ("boolean", False)
+    mode = config["permission_mode"]
+    assert (mode["type"], mode["default"]) == ("string", "default")
+    assert all(choice in mode["description"] for choice in MODES), "the description names every mode"
+
+
+def test_the_bundles_settings_reach_the_servers_flags(tmp_path: Path) -> None:
+    args, environ = server_args({"sandbox": "true", "permission_mode": "plan"}, [tmp_path])
+    assert (args.sandbox, args.permission_mode, args.root) == (True, "plan", [str(tmp_path)])
+    assert environ == {}
+    args, environ = server_args({}, [tmp_path, tmp_path / "b"])
+    assert (args.sandbox, args.permission_mode, args.root) == (None, None, [str(tmp_path), str(tmp_path / "b")])
+    assert environ == {"MCP_CODETOOLS_SANDBOX": "0"}, "off turns a sandbox on by default off"
+    loaded = load_settings([str(tmp_path)], environ=environ, read_files=False)
+    assert loaded.settings.sandbox.enabled is False
 
 
 @pytest.fixture

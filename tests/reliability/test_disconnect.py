@@ -22,6 +22,7 @@ import pytest
 from tests.reliability import procfs
 from tests.reliability.report import Figures
 from tests.reliability.stdio_peer import Peer, meta_of
+from tests.reliability.waiting import left_after
 
 pytestmark = pytest.mark.anyio
 
@@ -44,10 +45,9 @@ def marked_processes(tag: str) -> list[procfs.ProcInfo]:
     return found
 
 
-async def wait_until_gone(tag: str, seconds: float = 10) -> None:
-    with anyio.fail_after(seconds):
-        while marked_processes(tag):  # noqa: ASYNC110 - bounded poll of /proc
-            await anyio.sleep(0.05)
+async def assert_gone(tag: str, seconds: float = 10) -> None:
+    left = await left_after(lambda: marked_processes(tag), seconds)
+    assert not left, f"still running {seconds:g} s later: {[p.pid for p in left]}"
 
 
 async def start_everything(peer: Peer, tag: str) -> dict[str, object]:
@@ -80,7 +80,7 @@ async def test_a_disconnect_kills_commands_and_jobs(root: Path, figures: Figures
         peer.close_pipes(all_of_them=how == "both pipes closed")
         with anyio.fail_after(20):
             code = await peer.raw.proc.wait()
-        await wait_until_gone(tag)
+        await assert_gone(tag)
     finally:
         await peer.kill()
     figures.count(suite, calls=5, faults=1)
@@ -101,7 +101,7 @@ async def test_a_signal_to_the_server_kills_commands_and_jobs_first(
         before = len(marked_processes(tag))
         peer.raw.proc.send_signal(signum)
         code = await peer.wait_exit()
-        await wait_until_gone(tag)
+        await assert_gone(tag)
     finally:
         await peer.kill()
     figures.count(suite, calls=5, faults=1)
@@ -117,18 +117,15 @@ async def test_a_cancelled_command_is_killed_and_leaves_no_zombie(root: Path, fi
         foreground = await start_everything(peer, tag)
         cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": foreground["id"]}}
         await peer.send_lines([json.dumps(cancel).encode()])
-        with anyio.fail_after(10):
-            while _foreground_left(tag):  # noqa: ASYNC110 - bounded poll of /proc
-                await anyio.sleep(0.05)
+        left = await left_after(lambda: _foreground_left(tag), 10)
+        assert not left, f"the cancelled command still runs: {[p.pid for p in left]}"
         await peer.ping()  # the session goes on; the cancelled call is never answered
         jobs = marked_processes(tag)
         assert len(jobs) >= 5, "cancelling the foreground call must not touch the background jobs"
-        with anyio.fail_after(10):
-            while zombies := [p for p in procfs.descendants(peer.pid) if p.state == "Z"]:  # noqa: ASYNC110
-                await anyio.sleep(0.05)
-        assert not zombies
+        zombies = await left_after(lambda: [p for p in procfs.descendants(peer.pid) if p.state == "Z"], 10)
+        assert not zombies, f"zombie children of the server: {[p.pid for p in zombies]}"
         code = await peer.close()
-        await wait_until_gone(tag)
+        await assert_gone(tag)
     finally:
         await peer.kill()
     figures.count(suite, calls=7, faults=1)

@@ -28,17 +28,11 @@ from tests.reliability import procfs
 from tests.reliability.harness import has_tool
 from tests.reliability.report import FIGURES, Figures
 from tests.reliability.stdio_peer import COUNTABLE, Peer, meta_of, result_text
+from tests.reliability.waiting import left_after
 
 pytestmark = pytest.mark.anyio
 
 CALLS = 100_000 if FIGURES.long_mode else 5_000
-HISTORY_BUG_OPEN = False
-"""True while test_the_memory_of_a_session_does_not_grow_with_its_edits was xfail: the soak then did not count
-what the session's FileHistory held as growth (the pre-edit content since warm-up, at most its 64 MiB cap, times
-1.6 for the entries' own objects and allocator slack; measured: 100,000 calls grew 56 MiB for 37 MB of content,
-the same soak without Edits stayed flat). The history is now capped in bytes and entries, so it is counted."""
-HISTORY_CAP = 64 * 1024 * 1024
-HISTORY_OVERHEAD = 1.6
 FILES = 12
 SLOTS = 40
 WARM_UP = 0.1
@@ -150,7 +144,6 @@ async def test_soak(soak_peer: tuple[Peer, Model], root: Path, figures: Figures,
     warm: int | None = None
     peak_rss = 0
     edits = 0
-    kept = 0  # bytes of pre-edit content the server's FileHistory holds since warm-up
     started = anyio.current_time()
     with anyio.fail_after(60 + CALLS * 0.05):
         while sent < CALLS:
@@ -162,17 +155,13 @@ async def test_soak(soak_peer: tuple[Peer, Model], root: Path, figures: Figures,
                 check(got[0], expected, message)
             sent += len(burst)
             edits += sum(1 for _, e in burst if e.kind == "edit")
-            if warm is not None:
-                kept += sum(e.detail for _, e in burst if e.kind == "edit")
             rss = peer.memory().rss_kib
             peak_rss = max(peak_rss, rss)
             if warm is None and sent >= CALLS * WARM_UP:
                 warm = rss
     elapsed = anyio.current_time() - started
     await peer.ping()
-    with anyio.fail_after(10):
-        while live := peer.live_children():  # noqa: ASYNC110 - bounded: leftovers die after their grace
-            await anyio.sleep(0.05)
+    live = await left_after(peer.live_children, 10)  # leftovers die after their grace
     zombies = procfs.descendants(peer.pid)  # live ones are gone: whatever is left is a zombie
     end = peer.memory()
     fds_end = peer.fds()
@@ -180,20 +169,18 @@ async def test_soak(soak_peer: tuple[Peer, Model], root: Path, figures: Figures,
         on_disk = (root / model.name(f)).read_text(encoding="utf-8")
         assert on_disk == model.content(f), f"{model.name(f)} lost an edit (seed {seed})"
     assert warm is not None
-    excused = int(min(kept, HISTORY_CAP) * HISTORY_OVERHEAD) // 1024 if HISTORY_BUG_OPEN else 0
-    growth = (end.rss_kib - excused - warm) / warm
+    growth = (end.rss_kib - warm) / warm
     figures.count(suite, calls=sent + FILES + 2, inputs=sent)
     figures.measure("soak: calls (of which Edits)", f"{sent:,} ({edits:,})", note=f"{sent / elapsed:,.0f} calls/s")
     figures.measure(
         "soak: server RSS after warm-up / peak / end",
         f"{warm // 1024} / {max(peak_rss, end.rss_kib) // 1024} / {end.rss_kib // 1024}",
         "MiB",
-        f"growth after warm-up {growth:+.1%}"
-        + (f", not counting {excused // 1024} MiB of edit history (pinned bug)" if excused else ""),
+        f"growth after warm-up {growth:+.1%}",
     )
     figures.measure("soak: server fds at start / end", f"{fds_start} / {fds_end}")
     figures.measure("soak: child processes left / zombies", f"{len(live)} / {len(zombies)}")
-    assert not live and not zombies
+    assert not live and not zombies, f"left: {len(live)} live, {len(zombies)} zombies"
     assert fds_end == fds_start, f"descriptors: {fds_start} at the start, {fds_end} at the end"
     assert growth < 0.10, f"RSS grew {growth:.1%} after warm-up ({warm} -> {end.rss_kib} KiB)"
     assert await peer.close() == 0
