@@ -21,6 +21,7 @@ import errno
 import logging
 import os
 import re
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -100,7 +101,11 @@ class BashTool(Tool[BashInput]):
     @override
     async def classify(self, args: BashInput) -> None:
         # bashlex takes about 25 µs a character, and its first parse 0.2-0.3 s to build its tables: on the
-        # event loop that would hold every session's calls. Both analyses are cached by command.
+        # event loop that would hold every session's calls. Both analyses are cached by command, so a
+        # command analysed lately skips the thread hop (a scheduler wake-up per call, the largest cost of
+        # a repeated `echo hi` after the spawn).
+        if args.command in _RECENTLY_ANALYSED:
+            return
         await anyio.to_thread.run_sync(_analyse, args.command)
 
     @override
@@ -457,9 +462,22 @@ def _stale_note(changed: list[Path], cwd: Path) -> str:
     )
 
 
+_RECENTLY_ANALYSED: dict[str, None] = {}
+"""Commands `_analyse` saw lately, oldest first: far fewer than the analyses' caches hold (256 each), and
+short, so one pushed out of those caches by other callers costs the event loop little."""
+_RECENT_MAX = 64
+_RECENT_LOCK = threading.Lock()
+_RECENT_MAX_CHARS = 400
+
+
 def _analyse(command: str) -> None:
     analyze(command)
     split_command(command)
+    if len(command) <= _RECENT_MAX_CHARS:
+        with _RECENT_LOCK:  # several worker threads may analyse at once
+            _RECENTLY_ANALYSED[command] = None
+            while len(_RECENTLY_ANALYSED) > _RECENT_MAX:
+                del _RECENTLY_ANALYSED[next(iter(_RECENTLY_ANALYSED))]
 
 
 def _not_started(exc: OSError, command: str) -> ExecutionError:

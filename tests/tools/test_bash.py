@@ -16,6 +16,7 @@ import pytest
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
 from mcp_codetools.shell import running
+from mcp_codetools.tools import bash as bash_module
 from mcp_codetools.tools.bash import BashInput, BashTool
 from tests import processes
 from tests.conftest import Caller
@@ -59,6 +60,24 @@ async def test_echo_round_trip(call: Caller) -> None:
     assert not out.is_error
     assert out.text == "hi"
     assert out.meta["exitCode"] == 0 and out.meta["readOnly"] is True
+
+
+async def test_a_command_analysed_lately_is_classified_without_a_thread_hop(monkeypatch: pytest.MonkeyPatch) -> None:
+    hops: list[str] = []
+    real = anyio.to_thread.run_sync
+
+    async def counting(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if func is bash_module._analyse:
+            hops.append(args[0])
+        return await real(func, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counting)
+    tool = BashTool()
+    short = f"echo {os.urandom(8).hex()}"
+    long = f"echo {os.urandom(8).hex()} " + "x" * bash_module._RECENT_MAX_CHARS
+    for command in (short, short, long, long):
+        await tool.classify(BashInput(command=command))
+    assert hops == [short, long, long]  # a long one would hold the loop if its analysis had left the cache
 
 
 async def test_stdout_and_stderr_are_interleaved_in_order(call: Caller) -> None:
