@@ -6,6 +6,7 @@ The process helpers at the top are shared with the other Bash and job test modul
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
 from mcp_codetools.shell import running
+from mcp_codetools.tools import bash as bash_module
 from mcp_codetools.tools.bash import BashInput, BashTool
 from tests import processes
 from tests.conftest import Caller
@@ -59,6 +61,29 @@ async def test_echo_round_trip(call: Caller) -> None:
     assert not out.is_error
     assert out.text == "hi"
     assert out.meta["exitCode"] == 0 and out.meta["readOnly"] is True
+
+
+async def test_a_short_command_is_analysed_without_a_thread_hop_once_the_parser_is_warm(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hops: list[str] = []
+    real = anyio.to_thread.run_sync
+
+    async def counting(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if func is bash_module.analyse:
+            hops.append(args[0])
+        return await real(func, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counting)
+    monkeypatch.setattr(bash_module, "_parser_warm", threading.Event())
+    tool = BashTool()
+    first, short = f"echo {os.urandom(8).hex()}", f"echo {os.urandom(8).hex()}"
+    long = f"echo {os.urandom(8).hex()} " + "x" * bash_module.INLINE_MAX_CHARS
+    for command in (first, short, long, short):
+        args = BashInput(command=command)
+        await tool.classify(args)
+        assert args._analysis is not None and args._analysis.command == command
+    assert hops == [first, long]  # the first builds the parser's tables; a long one would hold the loop
 
 
 async def test_stdout_and_stderr_are_interleaved_in_order(call: Caller) -> None:
