@@ -11,12 +11,16 @@ from mcp_codetools.lsp.servers import python_server
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import Settings
+from tests import facilities
 from tests.conftest import Caller
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.skipif(python_server() is None, reason="jedi-language-server is not installed"),
-]
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def jedi() -> None:
+    if python_server() is None:
+        facilities.missing("jedi", "jedi-language-server is not installed")
 
 
 @pytest.fixture
