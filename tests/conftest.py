@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,32 +18,58 @@ from mcp_codetools.settings import Settings
 from mcp_codetools.shell import procs
 from mcp_codetools.tools import default_tools
 from mcp_codetools.tools.base import ToolOutput
-from tests import processes
+from tests import facilities, processes
 from tests.gates import Gates
 from tests.platform_marks import reads_proc
+
+pytest_plugins = ("tests.parallel",)  # how the suite runs on pytest-xdist's workers
 
 os.environ.setdefault("MCP_CODETOOLS_START_SNAPSHOT", "0")
 """Servers the tests start keep no start snapshot in the user's cache; tests/protocol/test_start_snapshot.py
 turns it on with a cache folder of its own."""
 
 
+_LEFT_BY_WORKERS: list[str] = []
+"""Scratch folders that pytest-xdist's workers found left behind (the controller fails the run for them)."""
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Fail the run when a session the tests opened in this process left its scratch folder behind."""
-    import shutil
-    import tempfile
-
     from mcp_codetools.files.scratch import PREFIX
     from mcp_codetools.shell.overlay import SUFFIX  # the sandbox's overlay folder lives until the process exits
 
     left = [
-        f for f in sorted(Path(tempfile.gettempdir()).glob(f"{PREFIX}{os.getpid()}-*")) if not f.name.endswith(SUFFIX)
+        folder.name
+        for folder in sorted(Path(tempfile.gettempdir()).glob(f"{PREFIX}{os.getpid()}-*"))
+        if not folder.name.endswith(SUFFIX)
     ]
-    for folder in left:
-        shutil.rmtree(folder, ignore_errors=True)
+    for name in left:
+        shutil.rmtree(Path(tempfile.gettempdir()) / name, ignore_errors=True)
+    worker_output = getattr(session.config, "workeroutput", None)
+    if worker_output is not None:  # a worker's exit status is not the run's: tell the controller
+        worker_output["scratch_left"] = left
+    left += _LEFT_BY_WORKERS
     if left:
-        names = ", ".join(folder.name for folder in left)
-        print(f"\nscratch folders left by unclosed sessions (removed): {names}", file=sys.stderr)
+        print(f"\nscratch folders left by unclosed sessions (removed): {', '.join(left)}", file=sys.stderr)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object | None) -> None:
+    """A pytest-xdist worker ended (called on the controller): keep what it found left behind."""
+    _LEFT_BY_WORKERS.extend(getattr(node, "workeroutput", {}).get("scratch_left", []))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        facilities.required()
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    names = sorted(facilities.required())
+    return f"facilities required ({facilities.REQUIRE_ENV}): {', '.join(names)}" if names else None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -122,6 +150,27 @@ def outside(tmp_path: Path) -> Path:
     folder.mkdir()
     (folder / "secret.txt").write_text("top secret\n", encoding="utf-8")
     return folder.resolve()
+
+
+@pytest.fixture
+def beyond_tmp() -> Iterator[Path]:
+    """A fresh folder outside /tmp and the temporary folder, removed after the test.
+
+    bubblewrap gives commands a private /tmp, which would hide an escape into a folder there; HOME itself is
+    often under /tmp in containers and CI, so the folder is made in the first of ~/.cache, ~ and /var/tmp that
+    exists, is writable and lies outside both.
+    """
+    temporary = [Path(os.path.realpath(folder)) for folder in ("/tmp", tempfile.gettempdir())]
+    for candidate in (Path.home() / ".cache", Path.home(), Path("/var/tmp")):
+        real = Path(os.path.realpath(candidate))
+        if real.is_dir() and os.access(real, os.W_OK) and not any(real.is_relative_to(t) for t in temporary):
+            folder = Path(tempfile.mkdtemp(prefix="mcp-codetools-test-", dir=real))
+            try:
+                yield folder
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+            return
+    pytest.skip("no writable folder outside /tmp here (tried ~/.cache, ~ and /var/tmp)")
 
 
 @pytest.fixture

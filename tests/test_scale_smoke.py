@@ -21,12 +21,18 @@ from pathlib import Path
 
 import pytest
 
+from tests import facilities
+
 REPO = Path(__file__).resolve().parent.parent
 LIMIT_S = 240
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("haproxy") is None, reason="haproxy is not installed (Debian: apt-get install haproxy)"
-)
+pytestmark = pytest.mark.serial  # replicas, HAProxy and clients in a time limit: not beside other heavy tests
+
+
+@pytest.fixture(autouse=True)
+def haproxy() -> None:
+    if shutil.which("haproxy") is None:
+        facilities.missing("haproxy", "it is not installed (Debian: apt-get install haproxy)")
 
 
 def alive(pid: int) -> bool:

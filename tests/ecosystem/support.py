@@ -15,6 +15,8 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from tests import facilities
+
 REPO = Path(__file__).resolve().parents[2]
 MANIFESTS = REPO / "manifests"
 TOOL_NAMES = [
@@ -73,14 +75,15 @@ def node_tool(name: str) -> tuple[str, dict[str, str]]:
     env = node_env()
     tool = shutil.which(name, path=env["PATH"])
     if tool is None:
-        pytest.skip(f"{name} not found in {NODE_TOOLS} or on the PATH: {INSTALL_HINT}")
+        facilities.missing("node-tools", f"{name} not found in {NODE_TOOLS} or on the PATH: {INSTALL_HINT}")
     node = shutil.which("node", path=env["PATH"])
     if node is None:
-        pytest.skip(f"Node.js is not installed: {INSTALL_HINT}")
+        facilities.missing("node-tools", f"Node.js is not installed: {INSTALL_HINT}")
     out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30, env=env).stdout
     match = re.match(r"v(\d+)\.(\d+)", out.strip())
     if match is None or (int(match[1]), int(match[2])) < MIN_NODE:
-        pytest.skip(f"{name} needs Node {MIN_NODE[0]}.{MIN_NODE[1]}+, found {out.strip() or 'none'}: {INSTALL_HINT}")
+        wanted = f"{MIN_NODE[0]}.{MIN_NODE[1]}+"
+        facilities.missing("node-tools", f"{name} needs Node {wanted}, found {out.strip() or 'none'}: {INSTALL_HINT}")
     return tool, env
 
 

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,7 @@ from mcp_codetools.shell.sandbox import (
     landlock_abi,
     probe,
 )
+from tests import facilities
 from tests.cmdlines import processes_with
 
 TIMEOUT_S = 30
@@ -31,18 +30,13 @@ def backend(kind: str, **settings: object) -> Sandbox:
     try:
         return probe(SandboxSettings(enabled=True, backend=kind, **settings))  # type: ignore[arg-type]
     except SandboxUnavailable as exc:
-        pytest.skip(f"{kind} does not work on this machine: {exc}")
+        facilities.missing(kind, f"it does not work on this machine: {exc}")
 
 
 @pytest.fixture
-def outside() -> Iterator[Path]:
+def outside(beyond_tmp: Path) -> Path:
     """A folder outside the roots and outside /tmp: a private /tmp would hide an escape into /tmp."""
-    folder = Path.home() / ".cache" / f"mcp-codetools-sandbox-test-{secrets.token_hex(4)}"
-    folder.mkdir(parents=True)
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    return beyond_tmp
 
 
 def run(sandbox: Sandbox, root: Path, script: str, scratch: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -195,7 +189,7 @@ def test_bwrap_keeps_a_folder_with_many_entries_through_landlock(
     tmp_path = outside
     sandbox = backend("bwrap")
     if landlock_abi() < 1:
-        pytest.skip("Landlock is not available here")
+        facilities.missing("landlock", "this kernel has no Landlock")
     monkeypatch.setattr(sandbox_module, "MAX_BINDS", 2)
     (tmp_path / ".git" / "hooks").mkdir(parents=True)
     for name in ("a", "b", "c"):

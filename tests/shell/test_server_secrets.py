@@ -20,6 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcp_codetools.settings import SandboxSettings
 from mcp_codetools.shell.sandbox import SandboxUnavailable, probe
+from tests import facilities
 from tests.protocol.http_peer import http_server
 from tests.protocol.stdio_raw import RawServer, text
 
@@ -38,7 +39,7 @@ def sandbox_flags(request: pytest.FixtureRequest) -> list[str]:
     try:
         probe(SandboxSettings(enabled=True, backend=request.param))
     except SandboxUnavailable as exc:
-        pytest.skip(f"{request.param} does not work on this machine: {exc}")
+        facilities.missing(request.param, f"it does not work on this machine: {exc}")
     return ["--sandbox", "--sandbox-backend", str(request.param)]
 
 

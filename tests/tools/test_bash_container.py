@@ -25,9 +25,10 @@ from mcp_codetools.shell import container as containers
 from mcp_codetools.shell import procs
 from mcp_codetools.shell import sandbox as sandbox_module
 from mcp_codetools.shell.sandbox import NONE_CAN_RUN, SandboxUnavailable, probe
+from tests import facilities
 from tests.conftest import Caller
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.serial]  # Docker's daemon: one container test at a time
 
 WAIT_S = 60
 CLI_S = 30
@@ -45,22 +46,23 @@ def _docker(*args: str) -> subprocess.CompletedProcess[str]:
 def _find_image(engine: str) -> str:
     """The image to run: MCP_CODETOOLS_TEST_IMAGE, else the container lane's; skips when there is none."""
     if shutil.which(engine) is None:
-        pytest.skip(f"no {engine} command (the container lane installs docker.io; Debian's podman for podman)")
+        facilities.missing(engine, "no such command (the container lane installs docker.io; Debian's podman: podman)")
     try:
         info = _docker("info", "--format", "{{.Host.OCIRuntime.Name}}" if engine == "podman" else "{{.ServerVersion}}")
     except subprocess.TimeoutExpired:
-        pytest.skip(f"{engine} did not answer")
+        facilities.missing(engine, "it did not answer")
     if info.returncode != 0:
-        pytest.skip(f"{engine} cannot run containers here: {info.stderr.strip()[:200]}")
+        facilities.missing(engine, f"it cannot run containers here: {info.stderr.strip()[:200]}")
     wanted = os.environ.get("MCP_CODETOOLS_TEST_IMAGE")
     if wanted:
         return wanted
     listed = _docker("images", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
     listed = [name for name in listed if name.rpartition("/")[2].startswith("mcp-codetools-ci:")]
     if not listed:
-        pytest.skip(
+        facilities.missing(
+            engine,
             f"no local image for {engine}: run .ci/container-lane (for podman, `podman import` its root "
-            "filesystem tarball), or set MCP_CODETOOLS_TEST_IMAGE"
+            "filesystem tarball), or set MCP_CODETOOLS_TEST_IMAGE",
         )
     return min(listed, key=len)  # the base image, without the test dependencies
 

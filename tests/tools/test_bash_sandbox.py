@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -23,6 +21,7 @@ from mcp_codetools.settings import SandboxSettings, Settings
 from mcp_codetools.shell import sandbox as sandbox_module
 from mcp_codetools.shell import spawning
 from mcp_codetools.shell.sandbox import Sandbox, SandboxUnavailable, probe
+from tests import facilities
 from tests.cmdlines import processes_with
 from tests.conftest import Caller
 
@@ -35,7 +34,7 @@ def working(backend: str, **options: object) -> Sandbox:
     try:
         return probe(SandboxSettings(enabled=True, backend=backend, **options))  # type: ignore[arg-type]
     except SandboxUnavailable as exc:
-        pytest.skip(f"{backend} does not work on this machine: {exc}")
+        facilities.missing(backend, f"it does not work on this machine: {exc}")
 
 
 @pytest.fixture(params=["bwrap", "landlock", "seatbelt"])
@@ -45,14 +44,9 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def far(tmp_path: Path) -> Iterator[Path]:
+def far(beyond_tmp: Path) -> Path:
     """A folder outside the roots and outside /tmp: bwrap's private /tmp would hide an escape into /tmp."""
-    folder = Path.home() / ".cache" / f"mcp-codetools-sandbox-tool-{secrets.token_hex(4)}"
-    folder.mkdir(parents=True)
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    return beyond_tmp
 
 
 @pytest.fixture

@@ -29,6 +29,7 @@ from mcp_codetools.settings import SandboxSettings, Settings
 from mcp_codetools.shell.sandbox import SandboxUnavailable, probe
 from mcp_codetools.tools import default_tools
 from mcp_codetools.tools.base import ToolOutput
+from tests import facilities
 from tests.conftest import Caller
 
 pytestmark = pytest.mark.anyio
@@ -41,7 +42,7 @@ def backend(request: pytest.FixtureRequest) -> str:
     try:
         probe(SandboxSettings(enabled=True, backend=request.param))
     except SandboxUnavailable as exc:
-        pytest.skip(f"{request.param} does not work on this machine: {exc}")
+        facilities.missing(request.param, f"it does not work on this machine: {exc}")
     return str(request.param)
 
 

@@ -17,6 +17,7 @@ import pytest
 from mcp_codetools.files import opening
 from mcp_codetools.files.paths import Workspace
 from mcp_codetools.search import sandbox
+from tests import facilities
 from tests.conftest import Caller
 from tests.reliability.deep import listing, make_deep
 from tests.tools.swaps import swap_after_resolve
@@ -250,9 +251,10 @@ async def test_grep_shows_paths_as_given_after_pinning(call: Caller, root: Path,
     assert globbed == "Found 1 file\nsrc/sub/a.py"
 
 
-@pytest.mark.skipif(not sandbox.available(), reason="this kernel has no Landlock")
 async def test_rg_cannot_read_outside_the_pinned_folder_even_through_a_link(root: Path, outside: Path) -> None:
     """Landlock holds rg below the pinned folder: even told to follow links, it reads nothing outside."""
+    if not sandbox.available():
+        facilities.missing("landlock", "this kernel has no Landlock")
     from mcp_codetools.search.process import run_rg_on
     from mcp_codetools.search.sinks import LineCollector
     from mcp_codetools.search.targets import pin_search_target
@@ -396,7 +398,7 @@ async def test_a_swap_after_pinning_cannot_move_rg_out(
 ) -> None:
     """The last moment before rg starts: rg still searches the pinned folder or file, not the link's target."""
     if landlock and not sandbox.available():
-        pytest.skip("this kernel has no Landlock")
+        facilities.missing("landlock", "this kernel has no Landlock")
     monkeypatch.setattr(sandbox, "enabled", landlock)
     target = swap_at_spawn if what == "folder" else swap_at_spawn / "f.txt"
     shown = await _search(target, root, ["--no-config", "--no-heading", "-H", "--null", "-e", "needle", "--"])
