@@ -246,7 +246,9 @@ def _language_servers(loaded: LoadedSettings | None) -> None:
                 row = next(r for r in servers.status() if r["name"] == spec.name)
                 memory = f", {row['rssMiB']} MiB resident" if row["rssMiB"] is not None else ""
                 served = " ".join(sorted(spec.extensions))
-                print(f"  lsp          {spec.name} for {served}: started in {client.started_ms:.0f} ms{memory}")
+                missing = client.unsupported()
+                lacks = f"; cannot answer {', '.join(missing)}" if missing else "; answers every operation"
+                print(f"  lsp          {spec.name} for {served}: started in {client.started_ms:.0f} ms{memory}{lacks}")
         finally:
             await servers.aclose()
 

@@ -43,6 +43,20 @@ Only a server that has answered a call before counts them: a cold one may be ind
 starting it again would only start the indexing again."""
 
 
+NEEDS = {
+    "goToDefinition": "definitionProvider",
+    "findReferences": "referencesProvider",
+    "hover": "hoverProvider",
+    "documentSymbol": "documentSymbolProvider",
+    "workspaceSymbol": "workspaceSymbolProvider",
+    "goToImplementation": "implementationProvider",
+    "prepareCallHierarchy": "callHierarchyProvider",
+    "incomingCalls": "callHierarchyProvider",
+    "outgoingCalls": "callHierarchyProvider",
+}
+"""The capability a server announces for each of the LSP tool's operations."""
+
+
 def _digest(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
@@ -100,6 +114,10 @@ class Client:
     def supports(self, capability: str) -> bool:
         """Whether the server announced a provider (`definitionProvider`, `callHierarchyProvider`, …)."""
         return bool(self.capabilities.get(capability))
+
+    def unsupported(self) -> list[str]:
+        """The LSP tool's operations this server cannot answer."""
+        return [operation for operation, capability in NEEDS.items() if not self.supports(capability)]
 
     def has_seen(self, path: Path, text: str) -> bool:
         """Whether the server's copy of `path` is `text`."""

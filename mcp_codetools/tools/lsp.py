@@ -24,6 +24,7 @@ from mcp_codetools.lsp.servers import available
 from mcp_codetools.lsp.wire import ServerError, ServerGone
 from mcp_codetools.lsp.workspace import (
     MAX_DOCUMENT_BYTES,
+    NEEDS,
     Client,
     LanguageServerUnavailable,
     file_uri,
@@ -44,17 +45,6 @@ Operation = Literal[
     "incomingCalls",
     "outgoingCalls",
 ]
-_NEEDS = {
-    "goToDefinition": "definitionProvider",
-    "findReferences": "referencesProvider",
-    "hover": "hoverProvider",
-    "documentSymbol": "documentSymbolProvider",
-    "workspaceSymbol": "workspaceSymbolProvider",
-    "goToImplementation": "implementationProvider",
-    "prepareCallHierarchy": "callHierarchyProvider",
-    "incomingCalls": "callHierarchyProvider",
-    "outgoingCalls": "callHierarchyProvider",
-}
 _WHOLE_FILE = frozenset({"documentSymbol", "workspaceSymbol"})
 MAX_PAGE = 500
 """The most results one answer shows (a line each, so a page stays far below the result limit)."""
@@ -130,7 +120,7 @@ class LSPTool(Tool[LSPInput, _Target]):
             client = await session.language_servers.client(path, target.root)
         except LanguageServerUnavailable as exc:
             raise ExecutionError(str(exc)) from None
-        if not client.supports(_NEEDS[args.operation]):
+        if not client.supports(NEEDS[args.operation]):
             raise ExecutionError(
                 f"The {client.spec.name} language server does not support {args.operation}. "
                 "Use findReferences, goToDefinition or Grep instead."

@@ -152,7 +152,10 @@ def test_doctor_starts_language_servers_as_a_session_does(
     report = tmp_path / "report.json"
     settings = _fake_settings(root, report, bash_env_exclude=frozenset({"DB_PASSWORD"}))
     doctor._language_servers(LoadedSettings(settings, {}, ()))
-    assert "fake for .py: started" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "fake for .py: started" in printed and "; answers every operation" in printed
+    if python_server() is not None:  # jedi announces neither implementations nor call hierarchy
+        assert "cannot answer goToImplementation, prepareCallHierarchy, incomingCalls, outgoingCalls" in printed
     facts = json.loads(report.read_text(encoding="utf-8"))
     assert "DB_PASSWORD" not in facts["env"]
     assert "mcp-codetools-doctor-lsp-" not in facts["cwd"]  # doctor's sample project is not the working folder
