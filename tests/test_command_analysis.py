@@ -34,7 +34,9 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
     for module in (analysis, classify, parts):
         monkeypatch.setattr(module, "parse", counting)
+    analysis._remembered.cache_clear()
     yield seen
+    analysis._remembered.cache_clear()
 
 
 def test_the_analysis_parses_once(parses: list[str]) -> None:
@@ -58,6 +60,10 @@ def test_the_engine_reads_the_analysis_the_text_carries(parses: list[str]) -> No
     assert split_command(command) is command.analysis.parts and parses == []
     assert policy.decide(CallFacts("Bash", False, command="git push origin", cwd=root)).behaviour == "deny"
     assert parses == ["git push origin"]  # plain text: parsed where it is read
+
+
+def test_a_repeated_command_is_analysed_once(parses: list[str]) -> None:
+    assert analyse("git status") is analyse("git status") and parses == ["git status"]
 
 
 def test_a_long_or_empty_command_is_not_parsed(parses: list[str]) -> None:
