@@ -210,12 +210,22 @@ def open_beneath(path: Path, workspace: Workspace, flags: int, mode: int = 0o600
     root = workspace.root_of(path, for_read=for_read)
     if root is None:
         raise PermissionDeniedError(f"Access denied: {path} is outside the workspace roots.")
-    relative = "." if path == root else str(path.relative_to(root))
+    relative = _below(str(path), str(root))
     root_fd = open_root(root, workspace)
     try:
         return open_below(root_fd, relative, flags, mode)
     finally:
         os.close(root_fd)
+
+
+def _below(path: str, root: str) -> str:
+    """`path` relative to `root`, which holds it (both real paths); "." for the root itself.
+
+    String slicing: `PurePath.relative_to` parses both paths again, and this runs on every confined open.
+    """
+    if path == root:
+        return "."
+    return path[len(root) :].lstrip(os.sep)
 
 
 def open_below(dir_fd: int, relative: str, flags: int, mode: int = 0o600) -> int:

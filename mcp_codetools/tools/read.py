@@ -9,7 +9,7 @@ import anyio
 from pydantic import Field
 from typing_extensions import override
 
-from mcp_codetools.errors import BinaryFileError, InvalidInputError, os_errors, tool_error_from_os
+from mcp_codetools.errors import BinaryFileError, FileMissingError, InvalidInputError, os_errors, tool_error_from_os
 from mcp_codetools.files.opening import open_regular_for_read
 from mcp_codetools.files.refusals import missing_file_error, unreadable_error
 from mcp_codetools.files.rich import Kind, RichLimits, read_rich, rich_kind
@@ -71,9 +71,12 @@ class ReadTool(Tool[ReadInput]):
         max_lines = args.limit or session.settings.read_default_lines
         budget = session.settings.max_result_chars - _NOTICE_RESERVE
 
-        if not os.path.lexists(path):
-            raise missing_file_error(path, session.cwd, session.workspace)
-        fd, st = open_regular_for_read(path, session.workspace, str(path))
+        try:
+            fd, st = open_regular_for_read(path, session.workspace, str(path))
+        except FileMissingError:
+            if os.path.lexists(path):
+                raise  # a dangling link: that, not a spelling, is what to report
+            raise missing_file_error(path, session.cwd, session.workspace) from None
         try:
             with os_errors("read", path):
                 head = os.pread(fd, SAMPLE_BYTES, 0)

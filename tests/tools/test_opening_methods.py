@@ -69,3 +69,9 @@ def test_o_nofollow_any_refuses_a_link_in_the_middle_in_one_call(
         opening.open_beneath(root.resolve() / "l" / "f.txt", workspace, os.O_RDONLY)
     assert caught.value.errno == errno.ELOOP
     assert opened == [], "the walk ran: the one-call open was not used"
+
+
+def test_the_path_below_a_root_is_what_relative_to_gives() -> None:
+    for path, root in [("/", "/"), ("/a", "/"), ("/a/b c/d", "/a"), ("/a/b", "/a/b"), ("/ab/c", "/ab")]:
+        expected = "." if Path(path) == Path(root) else str(Path(path).relative_to(root))
+        assert opening._below(path, root) == expected
