@@ -40,6 +40,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+QUICK_CAVEAT = (
+    "Quick mode: a tiny corpus and a few runs of each workload, to show that each one works. Its figures, "
+    "and a NO beside a target, say nothing about speed; a full run (without --quick) judges the targets."
+)
+
+
 def _corpus(quick: bool, root: Path) -> Path:
     if quick:
         return fixtures.tiny_tree(root / "tree")
@@ -121,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     facts["server code"] = _git_state()
     facts["run time"] = f"{elapsed:.0f} s; 1-minute load average {load_before:.2f} at start, {load_after:.2f} at end"
     print()
+    if args.quick:
+        print(QUICK_CAVEAT)
     print(report.table(ctx.rows, ctx.peers))
     for note in report.notes_of(ctx.rows) + ctx.notes:
         print(f"- {note}")

@@ -21,6 +21,7 @@ def test_benchmark_quick_run_prints_the_table() -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     out = done.stdout
     assert "| workload | metric | mcp-codetools | baseline |" in out
+    assert out.index("Quick mode: ") < out.index("| workload |"), "a NO row in quick mode is no verdict: say so first"
     for title in (
         "1. Cold start",
         "2. Small Read",
