@@ -148,7 +148,8 @@ class Renderer:
                 f"{place}: {clip_line(text.strip())}" if text is not None else f"{place} (outside the workspace)"
             )
         files = f"{len(order)} file{'s' if len(order) != 1 else ''}"
-        head = f"{len(spots)} {noun} in {files}{window.note(len(spots), len(page))}:"
+        counted = noun if len(spots) != 1 else noun.removesuffix("s")  # "1 definition", not "1 definitions"
+        head = f"{len(spots)} {counted} in {files}{window.note(len(spots), len(page))}:"
         return "\n".join([head, *lines])
 
     def hover(self, result: Any) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -119,6 +120,15 @@ class NotebookEditTool(Tool[NotebookEditInput, _Prepared]):
 
 
 def _python_notebook(data: bytes) -> bool:
-    """Whether the notebook says its language is Python (its metadata sits at the end; unsure: no check)."""
-    tail = data[-4096:]
-    return b'"name": "python"' in tail or b'"language": "python"' in tail
+    """Whether the notebook's code is Python: its kernel's language, else its language_info's name, else Python.
+
+    Read shows a notebook with no language metadata as Python, so its cells are checked as Python too. The
+    metadata sits at the end (nbformat writes it after the cells): only the tail is searched, not parsed.
+    """
+    tail = data[-8192:]
+    found = _KERNEL_LANGUAGE.search(tail) or _INFO_NAME.search(tail)
+    return found is None or found.group(1).strip().lower() in (b"python", b"python3", b"")
+
+
+_KERNEL_LANGUAGE = re.compile(rb'"kernelspec"\s*:\s*\{[^{}]*?"language"\s*:\s*"([^"]*)"')
+_INFO_NAME = re.compile(rb'"language_info"\s*:\s*\{[^{}]*?"name"\s*:\s*"([^"]*)"')
