@@ -256,11 +256,26 @@ def _map_body(old: str, new: str, file: str, frame: Frame) -> str | None:
         if tag != "equal":
             pieces.append(undo(new_core[j1:j2], frame.undo))
             continue
-        a, b = old_back[i1], old_back[i2]
-        if a < 0 or b < 0 or file_at[a] < 0 or file_at[b] < 0:
-            return None
-        pieces.append(file_core[file_at[a] : file_at[b]])
+        # A stretch may start or end inside one unit (`&` of `&amp;` kept, `amp;` deleted): its edges come
+        # from new_string, the rest from the file.
+        a, b = i1, i2
+        while a < b and not _boundary(old_back, file_at, a):
+            a += 1
+        while b > a and not _boundary(old_back, file_at, b):
+            b -= 1
+        if a == b:
+            pieces.append(undo(new_core[j1:j2], frame.undo))
+            continue
+        head, rest = new_core[j1 : j1 + a - i1], new_core[j1 + b - i1 : j2]
+        file_piece = file_core[file_at[old_back[a]] : file_at[old_back[b]]]
+        pieces += [undo(head, frame.undo), file_piece, undo(rest, frame.undo)]
     return "".join(pieces) + tail
+
+
+def _boundary(old_back: list[int], file_at: list[int], index: int) -> bool:
+    """Whether raw index `index` of old_string's line starts a unit there and at the same place in the file."""
+    plain = old_back[index]
+    return plain >= 0 and file_at[plain] >= 0
 
 
 def match_quotes(new: str, region: str) -> str:
