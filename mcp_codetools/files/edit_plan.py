@@ -92,7 +92,8 @@ def plan_edits(
     """
     # Bytes are edited in place in one buffer: a replacement moves the tail instead of building a new
     # copy of the whole file for every edit (ten 10 MB copies cost more than the scanning).
-    body = bytearray(loaded.body) if loaded.as_bytes else loaded.body
+    # A single step needs no buffer: one replacement builds the new bytes once (a bytearray would add a copy).
+    body = bytearray(loaded.body) if loaded.as_bytes and not single else loaded.body
     planned = Planned(body, [], 0, {})
     first: int | None = None
     for index, step in enumerate(steps):
@@ -127,7 +128,10 @@ def _apply_one(
         matches = matching.find_matches(body, old) if old is not None else []
     new_string, how = step.new_string, None
     if not matches:
-        text = bytes(body).decode(loaded.fmt.encoding, loaded.fmt.errors) if isinstance(body, bytearray) else body
+        if isinstance(body, bytearray):
+            text = bytes(body).decode(loaded.fmt.encoding, loaded.fmt.errors)
+        else:
+            text = loaded.text if isinstance(body, bytes) else body  # bytes: the body as loaded (Edit's one step)
         found = recovery.recover(text, step.old_string, step.new_string) if mode != "off" else None
         span = recovery.body_span(text, found, loaded.convert) if isinstance(found, recovery.Recovered) else None
         if mode != "apply" or span is None:

@@ -90,7 +90,7 @@ class EditTool(Tool[EditInput, Replacement | None]):
             return await edit_checks.create(session, path, args.new_string)
         loaded, planned = replacement.loaded, replacement.planned
         body = loaded.body
-        new_body = bytes(planned.body) if isinstance(planned.body, bytearray) else planned.body
+        new_body = planned.body  # bytes or text: a plan of one builds no buffer
         matches, new_len = planned.first_matches, planned.first_new_len
         checked = edit_checks.applies(session, path)
         new_text = loaded.to_display(new_body) if checked else ""
