@@ -35,7 +35,8 @@ def load() -> list[dict[str, Any]]:
     """Both corpora (make_corpus.py's and make_more.py's), one dict per case."""
     cases = []
     for corpus in (CORPUS, CORPUS_MORE):
-        cases += [json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines() if line.strip()]
+        # split("\n"), not splitlines(): a case may hold U+2028 or U+0085, which JSON leaves unescaped here.
+        cases += [json.loads(line) for line in corpus.read_text(encoding="utf-8").split("\n") if line.strip()]
     return cases
 
 
@@ -63,16 +64,22 @@ async def run_case(pipeline: Pipeline, root: Path, case: dict[str, Any], mode: s
     return "answered" if out.is_error and _NAMES_LINES.search(out.text) else "silent"
 
 
+BY_TYPE: dict[str, Counter[str]] = {}
+"""Outcomes per file type (suffix) of the last run, for the line under the table."""
+
+
 async def run(mode: str) -> tuple[dict[str, Counter[str]], float]:
     """Outcomes per kind of damage, and the seconds the whole corpus took."""
     pipeline = Pipeline(default_tools())
     outcomes: dict[str, Counter[str]] = {}
+    BY_TYPE.clear()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="edit-miss-") as scratch:
         root = Path(scratch).resolve()
         for case in load():
             outcome = await run_case(pipeline, root, case, mode)
             outcomes.setdefault(case["kind"], Counter())[outcome] += 1
+            BY_TYPE.setdefault(Path(case["source"]).suffix, Counter())[outcome] += 1
     return outcomes, time.perf_counter() - started
 
 
@@ -107,6 +114,11 @@ def _table(mode: str, outcomes: dict[str, Counter[str]], seconds: float) -> str:
         f"  first-try success {s['applied']}/{s['recoverable']} ({share:.1f}%), decoys answered with line numbers "
         f"{s['answered']}/{s['decoys']}, wrong changes {s['wrong']}"
     )
+    types = ", ".join(
+        f"{suffix} {c['applied']}/{c['applied'] + c['missed']} applied, {c['wrong']} wrong"
+        for suffix, c in sorted(BY_TYPE.items())
+    )
+    rows.append(f"  by file type (recoverable cases): {types}")
     return "\n".join(rows)
 
 

@@ -150,7 +150,7 @@ def compose(
     out: list[str] = []
     bounds_new = [-1, *new_nb, len(new)]
     bounds_region = [-1, *(r for _, r in pairs), len(region)]
-    lost = _lost_blanks(aligned, old_gaps, new_gaps, bounds_region, blank_late)
+    lost, dropped = _lost_blanks(aligned, old_gaps, new_gaps, bounds_region, blank_late)
 
     def paired(s: int) -> int | None:
         if s < len(new_nb):
@@ -165,7 +165,7 @@ def compose(
         kept = t is not None and (s == 0 and t == 0 or s > 0 and t > 0 and paired(s - 1) == t - 1)
         if kept and t is not None and new_gaps[s] == old_gaps[t]:
             out += region[bounds_region[t] + 1 : bounds_region[t + 1]]
-        else:
+        elif s not in dropped:
             blanks = new[bounds_new[s] + 1 : bounds_new[s + 1]]
             out += [line.rstrip(WS) if frame.strip_trailing else line for line in blanks]
         if s == len(new_nb):
@@ -181,22 +181,26 @@ def compose(
 
 def _lost_blanks(
     aligned: _Align, old_gaps: list[int], new_gaps: list[int], bounds_region: list[int], late: bool
-) -> dict[int, int]:
-    """Where to put blank lines of the file that old_string lost, at spots where new_string inserts lines.
+) -> tuple[dict[int, int], set[int]]:
+    """Blank lines old_string got wrong at a spot where new_string inserts lines, and new_string copied.
 
-    Maps a non-blank line of new_string to the old_string line whose gap (in the file) goes before it.
+    Returns where the file's own blank lines go (a non-blank line of new_string, mapped to the old_string line
+    whose gap in the file goes before it) and which of new_string's gaps are dropped as the copied damage.
     """
     placed: dict[int, int] = {}
+    dropped: set[int] = set()
     previous = None
     for s in sorted(aligned.pair):
         t = aligned.pair[s]
         if previous is not None and t > 0 and aligned.pair[previous] == t - 1 and previous < s - 1:
             file_gap = bounds_region[t + 1] - bounds_region[t] - 1
-            quiet = all(new_gaps[x] == 0 for x in range(previous + 1, s + 1))
-            if old_gaps[t] == 0 and file_gap > 0 and quiet:
-                placed[s if late else previous + 1] = t
+            stretch = range(previous + 1, s + 1)
+            if old_gaps[t] != file_gap and sum(new_gaps[x] for x in stretch) == old_gaps[t]:
+                dropped.update(stretch)
+                if file_gap:
+                    placed[s if late else previous + 1] = t
         previous = s
-    return placed
+    return placed, dropped
 
 
 def _line(mine: str, old: str | None, file: str | None, index: int, frame: Frame, how: Reading) -> str | None:
@@ -252,11 +256,26 @@ def _map_body(old: str, new: str, file: str, frame: Frame) -> str | None:
         if tag != "equal":
             pieces.append(undo(new_core[j1:j2], frame.undo))
             continue
-        a, b = old_back[i1], old_back[i2]
-        if a < 0 or b < 0 or file_at[a] < 0 or file_at[b] < 0:
-            return None
-        pieces.append(file_core[file_at[a] : file_at[b]])
+        # A stretch may start or end inside one unit (`&` of `&amp;` kept, `amp;` deleted): its edges come
+        # from new_string, the rest from the file.
+        a, b = i1, i2
+        while a < b and not _boundary(old_back, file_at, a):
+            a += 1
+        while b > a and not _boundary(old_back, file_at, b):
+            b -= 1
+        if a == b:
+            pieces.append(undo(new_core[j1:j2], frame.undo))
+            continue
+        head, rest = new_core[j1 : j1 + a - i1], new_core[j1 + b - i1 : j2]
+        file_piece = file_core[file_at[old_back[a]] : file_at[old_back[b]]]
+        pieces += [undo(head, frame.undo), file_piece, undo(rest, frame.undo)]
     return "".join(pieces) + tail
+
+
+def _boundary(old_back: list[int], file_at: list[int], index: int) -> bool:
+    """Whether raw index `index` of old_string's line starts a unit there and at the same place in the file."""
+    plain = old_back[index]
+    return plain >= 0 and file_at[plain] >= 0
 
 
 def match_quotes(new: str, region: str) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_codetools.errors import SyntaxIntroducedError
+from mcp_codetools.files.editing import create_file, created_message
 from mcp_codetools.files.paths import is_within
 from mcp_codetools.files.syntax import PYTHON_SUFFIXES, SyntaxProblem, introduced_error
 from mcp_codetools.files.text import clip_line
@@ -66,6 +67,16 @@ def syntax_check(
 def cell_syntax_check(settings: Settings, path: Path, old: str | None, new: str) -> SyntaxProblem | None:
     """`syntax_check` for a notebook's Python code cell, with IPython's `%` and `!` lines left out."""
     return syntax_check(settings, path.with_suffix(".py"), _unmagic(old), _unmagic(new) or "")
+
+
+async def create(session: CodeSession, path: Path, content: str) -> ToolOutput:
+    """Create a new file with `content` and say so, with its checks: the one create of Edit and Write."""
+    problem = syntax_check(session.settings, path, None, content)
+    size = await create_file(path, content, session.workspace, session.history, session.ledger)
+    created = ToolOutput(created_message(path, content), meta={"path": str(path), "type": "create", "bytes": size})
+    add_syntax_note(created, problem)
+    await add_diagnostics_note(created, session, path, None, content)
+    return created
 
 
 def add_syntax_note(output: ToolOutput, problem: SyntaxProblem | None, where: str = "") -> None:

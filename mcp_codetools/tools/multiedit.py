@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -11,10 +10,9 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import override
 
-from mcp_codetools.errors import NotAFileError
 from mcp_codetools.files import matching, recovery_notes
+from mcp_codetools.files.edit_plan import EditStep, Planned, plan_edits, refuse_notebook
 from mcp_codetools.files.editing import Loaded, commit_write, load_checked
-from mcp_codetools.files.multi_edit import EditStep, Planned, plan_edits
 from mcp_codetools.files.refusals import missing_file_error
 from mcp_codetools.files.writes import hard_link_note
 from mcp_codetools.tools import edit_checks
@@ -73,8 +71,7 @@ class MultiEditTool(Tool[MultiEditInput, _Prepared]):
     async def validate_input(self, args: MultiEditInput, ctx: CallContext) -> _Prepared:
         path = ctx.paths["file_path"]
         session = ctx.session
-        if path.suffix == ".ipynb" and os.path.lexists(path):
-            raise NotAFileError("File is a Jupyter Notebook. Use NotebookEdit to change its cells.")
+        refuse_notebook(path)
         loaded = load_checked(path, session.workspace, session.ledger, session.settings.hard_links)
         if loaded is None:
             error = missing_file_error(path, session.cwd, session.workspace)

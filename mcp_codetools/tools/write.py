@@ -11,8 +11,6 @@ from mcp_codetools.files.editing import (
     Loaded,
     commit_write,
     count_lines,
-    create_file,
-    created_message,
     load_checked,
 )
 from mcp_codetools.files.refusals import refuse_folder_name
@@ -67,14 +65,7 @@ class WriteTool(Tool[WriteInput, Loaded | None]):
         path = ctx.paths["file_path"]
         session = ctx.session
         if loaded is None:
-            problem = edit_checks.syntax_check(session.settings, path, None, args.content)
-            size = await create_file(path, args.content, session.workspace, session.history, session.ledger)
-            created = ToolOutput(
-                created_message(path, args.content), meta={"path": str(path), "type": "create", "bytes": size}
-            )
-            edit_checks.add_syntax_note(created, problem)
-            await edit_checks.add_diagnostics_note(created, session, path, None, args.content)
-            return created
+            return await edit_checks.create(session, path, args.content)
         content = (
             matching.adapt_newlines(args.content, loaded.fmt.newline) if "\r" not in args.content else args.content
         )

@@ -166,3 +166,17 @@ async def test_a_literal_match_inside_a_longer_word_says_so(call: Caller, root: 
     g.write_text("value = 1\n")
     await call.ok("Read", {"file_path": str(g)})
     assert "longer word" not in await call.ok("Edit", {"file_path": str(g), "old_string": "1", "new_string": "2"})
+
+
+def test_a_lost_blank_line_where_new_string_adds_lines_is_refused_with_both_placements() -> None:
+    text = "a = 1\n\nb = 2\n"
+    found = recovery.recover(text, "a = 1\nb = 2", "a = 1\nadded = 3\nb = 2")
+    assert isinstance(found, recovery.Unsure)
+    assert [t for _, t in found.readings] == ["a = 1\nadded = 3\n\nb = 2", "a = 1\n\nadded = 3\nb = 2"]
+
+
+def test_an_extra_blank_line_copied_into_new_string_with_added_lines_is_dropped() -> None:
+    text = "a = 1\nb = 2\nc = 3\n"
+    found = recovery.recover(text, "a = 1\n\nb = 2", "a = 1\n\nadded = 3\nb = 2")
+    assert isinstance(found, recovery.Recovered)
+    assert text[: found.start] + found.new + text[found.end :] == "a = 1\nadded = 3\nb = 2\nc = 3\n"
