@@ -130,14 +130,23 @@ class Tool(Generic[InputT, PreparedT]):
     """It reads or leaves something in the session (the read ledger, the working directory, jobs, history);
     False: a call needs nothing kept and keeps nothing, so it takes no state handle."""
 
+    _derived: ClassVar[frozenset[str]] = frozenset()
+    """The file facts this class did not declare, so a subclass derives them again from its own fields."""
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        # Undeclared file access fails closed: a tool with path fields counts as reading what they name, and
-        # writing it too unless its hint says read-only, so it is in a rule family before anyone lists it.
-        if not hasattr(cls, "reads_files"):
+        # Undeclared file access fails closed: a tool with path fields counts as reading what they name when its
+        # hint says read-only, as writing it otherwise, so it is in a rule family before anyone lists it.
+        derived = {
+            fact
+            for fact in ("reads_files", "writes_files")
+            if not any(fact in vars(klass) and fact not in vars(klass).get("_derived", ()) for klass in cls.__mro__)
+        }
+        if "reads_files" in derived:
             cls.reads_files = bool(cls.path_fields) and cls.read_only
-        if not hasattr(cls, "writes_files"):
+        if "writes_files" in derived:
             cls.writes_files = bool(cls.path_fields) and not cls.read_only
+        cls._derived = frozenset(derived)
 
     async def classify(self, args: InputT) -> None:
         """Do the work the sync questions below need that is too slow for the event loop (by default none).

@@ -97,6 +97,27 @@ def test_a_tool_that_does_not_declare_what_it_touches_is_in_a_family_by_its_path
     assert undeclared([_Undeclared()]) == []
 
 
+def test_a_subclass_that_adds_path_fields_derives_its_family_again() -> None:
+    class Base(Tool[_SneakyInput]):
+        name = "Base"
+        read_only = True
+
+    class WithPaths(Base):
+        name = "WithPaths"
+        path_fields = ("file_path", "other_path")
+
+    class Declared(WithPaths):
+        name = "Declared"
+        reads_files = False
+        writes_files = True
+
+    assert not Base.reads_files and not Base.writes_files
+    assert WithPaths.reads_files and not WithPaths.writes_files
+    assert (Declared.reads_files, Declared.writes_files) == (False, True)
+    assert (SubDeclared := type("SubDeclared", (Declared,), {"name": "SubDeclared"})).writes_files
+    assert not SubDeclared.reads_files, "a declaration holds for subclasses"
+
+
 def test_the_pipeline_hands_its_policy_the_families_its_tools_declare(root: Path) -> None:
     tools = every_tool()
     given = PermissionGate(Policy(roots=(root,), mode="plan"), unanswered="allow", sandboxed_bash=True)
