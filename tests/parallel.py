@@ -1,24 +1,37 @@
-"""How the suite runs on several pytest-xdist workers (`-n auto --dist loadgroup`, pyproject.toml's addopts).
+"""How the suite runs on several pytest-xdist workers (`-n auto --dist worksteal`, pyproject.toml's addopts).
 
-- Tests marked `serial` share one worker and run one after another: they hold something the machine has once
-  (Docker's daemon and its containers, HAProxy's fixed ports, a whole-tree ruff or mypy run).
-- A module whose tests share a module- or class-scoped fixture (a built wheel, a container engine) runs on
-  one worker: spread over several, or interleaved with other modules, it would build that fixture again each
-  time its tests came back.
-- The slowest tests are sent first (SLOW_FIRST), so the run does not end waiting on one long test started last.
+- worksteal hands each worker a contiguous half of the collection and lets an idle worker take the tail of a
+  busy one's: a module's tests mostly stay together, so a module-scoped fixture (the built wheel, the
+  container engine) is seldom built twice. (`--dist loadgroup` would pin groups to one worker, but pytest 9.2
+  builds node ids in a way pytest-xdist 3.8's group suffix no longer reaches: its groups are ignored.)
+- Tests marked `serial` hold something the machine has once (Docker's daemon and its containers, a cluster of
+  replicas behind HAProxy in a time limit): a file lock shared by the run's workers lets one run at a time.
+- The slowest modules are put first (SLOW_FIRST), so the run does not end waiting on one started last.
 - A run that writes the reliability report runs in one process: the report is built from what its tests
-  record in that process.
+  record in that process. So does a run of one test file with `-n auto`: starting the workers (each imports
+  and collects) would cost more than they save. `-n 0` runs anything in one process, `-n 4` on 4 workers.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-SERIAL_GROUP = "serial"
-SLOW_FIRST = ("tests/test_quality.py",)
-"""Node id prefixes of the slowest tests (from `--durations`), in the order they are sent to the workers."""
+SERIAL = "serial"
+SERIAL_WAIT_S = 1800
+"""How long a serial test waits for the one before it (the lock is held for one test at a time)."""
+SLOW_FIRST = (
+    "tests/protocol/test_start_snapshot.py",
+    "tests/ecosystem/test_inspector.py",
+    "tests/protocol/test_http_isolation.py",
+    "tests/protocol/test_protocol_2026.py",
+    "tests/ecosystem/test_wheel.py",
+    "tests/test_quality.py",
+)
+"""Node id prefixes of the slowest modules (from `--durations`), in the order they go to the workers."""
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -29,27 +42,32 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         config.option.numprocesses = 0
 
 
-def _shares_fixtures(item: pytest.Item) -> bool:
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return False
-    return any(
-        definitions[-1].scope in ("module", "class", "package") for definitions in info.name2fixturedefs.values()
-    )
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    files = {arg.split("::", 1)[0] for arg in config.args}
+    if len(files) == 1 and Path(config.invocation_params.dir, *files).is_file():
+        return 0
+    return None  # pytest-xdist's own choice: one worker a core
 
 
-@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Pin each test that must share a worker to its group, and put the slowest tests first."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        if item.get_closest_marker(SERIAL_GROUP) is not None:
-            item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))
-        elif _shares_fixtures(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+    """The slowest modules first; the rest keep the collection's order (every worker sorts alike)."""
 
     def rank(item: pytest.Item) -> int:
         return next((i for i, prefix in enumerate(SLOW_FIRST) if item.nodeid.startswith(prefix)), len(SLOW_FIRST))
 
-    items.sort(key=rank)  # stable: the rest keep the collection's order
+    items.sort(key=rank)
+
+
+@pytest.fixture(autouse=True)
+def _one_serial_test_at_a_time(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """A test marked serial holds the run's lock (in the workers' shared temporary folder) while it runs."""
+    if request.node.get_closest_marker(SERIAL) is None or "PYTEST_XDIST_WORKER" not in os.environ:
+        yield
+        return
+    from filelock import FileLock
+
+    with FileLock(tmp_path_factory.getbasetemp().parent / "serial.lock", timeout=SERIAL_WAIT_S):
+        yield

@@ -15,10 +15,12 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 async def server(root: Path) -> RawServer:
     raw = await RawServer.start(root)
-    with anyio.fail_after(30):
-        await raw.initialize()
-    yield raw
-    await raw.close()
+    try:  # a start that times out must not leave the server running (later tests count live children)
+        with anyio.fail_after(30):
+            await raw.initialize()
+        yield raw
+    finally:
+        await raw.close()
 
 
 async def still_answers(server: RawServer, root: Path) -> None:
