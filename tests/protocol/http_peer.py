@@ -67,10 +67,16 @@ def http_server(root: Path, *extra: str, env: dict[str, str] | None = None) -> I
 
         reader = threading.Thread(target=drain, daemon=True)
         reader.start()
-        yield server
+        try:
+            yield server
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+            reader.join(timeout=20)  # the pipe ends with the server: then it may be closed
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+        proc.stderr.close()
 
 
 def session_of(response: httpx2.Response) -> str:

@@ -44,6 +44,8 @@ def http_server(root: Path) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+        assert proc.stderr is not None
+        proc.stderr.close()
 
 
 async def wait_listening(port: int) -> None:
