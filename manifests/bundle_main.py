@@ -17,17 +17,17 @@ MODE = "--permission-mode="
 def server_argv(argv: Sequence[str], environ: MutableMapping[str, str]) -> list[str]:
     """The server's arguments for what the host passed (a sandbox switched off is said in `environ`).
 
-    "false" sets MCP_CODETOOLS_SANDBOX=0, which turns the sandbox off even where a config file or the
-    platform's default turns it on; "true" keeps the default, which is on where bubblewrap works. The mode
+    `--sandbox` is a flag that can only turn the sandbox on, so "false" sets MCP_CODETOOLS_SANDBOX=0,
+    which turns it off even where a config file or the platform's default turns it on. The mode
     `default` is left to the config files, so a project's stricter mode still holds.
     """
     out: list[str] = []
     for arg in argv:
         if arg.startswith(SANDBOX):
-            if arg[len(SANDBOX) :].strip().lower() != "true":
+            if arg[len(SANDBOX) :].strip().lower() == "true":
+                out.append("--sandbox")
+            else:
                 environ["MCP_CODETOOLS_SANDBOX"] = "0"
-            # "true" leaves the platform's default on (network open, questions kept); `--sandbox` would
-            # close the network and let the sandbox answer for Bash, which is the user's own choice to make
         elif arg.startswith(MODE):
             mode = arg[len(MODE) :].strip()
             if mode and mode != "default":

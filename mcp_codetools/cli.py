@@ -7,7 +7,6 @@ the effective settings and where each came from, or checks a config file.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 import os
 import signal
@@ -115,8 +114,8 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
         default = setting_default(name)
         help_text = f"{(info.description or '').rstrip('.')} (default {shown(default)}; or {place.env})"
         help_text = help_text.replace("%", "%%")
-        if info.annotation is bool:  # `--no-sandbox` too: the sandbox may be on by default
-            target.add_argument(flag, dest=dest, action=argparse.BooleanOptionalAction, default=None, help=help_text)
+        if info.annotation is bool:
+            target.add_argument(flag, dest=dest, action="store_true", default=None, help=help_text)
             continue
         choices = typing.get_args(info.annotation) if typing.get_origin(info.annotation) is Literal else None
         numeric = info.annotation in (int, float)
@@ -153,32 +152,18 @@ def start_up(args: argparse.Namespace) -> Startup:
         ValueError: a root, a setting or a permission source is refused; the message to show (exit status 2).
     """
     from mcp_codetools.policy.loading import load_gate
-    from mcp_codetools.shell.sandbox import DEFAULT_ON_SOURCE, prepared, sandbox_by_default
+    from mcp_codetools.shell.sandbox import prepared
 
     loaded = _load(args)
-    chosen = loaded.sources.get("sandbox.enabled", "default") != "default"
-    if not chosen:
-        network_set = loaded.sources.get("sandbox.network", "default") != "default"
-        wanted, line = sandbox_by_default(loaded.settings.sandbox, network_set=network_set)
-        logging.getLogger(__name__).info("%s", line)
-        if wanted.enabled:
-            settings = dataclasses.replace(loaded.settings, sandbox=wanted)
-            sources = {**loaded.sources, "sandbox.enabled": DEFAULT_ON_SOURCE}
-            if not network_set:
-                sources["sandbox.network"] = DEFAULT_ON_SOURCE
-            loaded = dataclasses.replace(loaded, settings=settings, sources=sources)
     settings = loaded.settings
     sandbox = prepared(settings.sandbox)
     if sandbox is not None:
         logging.getLogger(__name__).info("Bash sandbox: %s", sandbox.describe())
         for note in sandbox.notes:
             logging.getLogger(__name__).warning("Bash sandbox: %s", note)
-    # A sandbox the user chose answers the questions no rule answers for Bash; one on by default does not:
-    # it is a second wall, with the network open, not the user's word that commands may run unasked.
     gate = load_gate(
-        settings.roots, config_file=args.config, mode_flag=args.permission_mode,
-        sandboxed_bash=settings.sandbox.enabled and chosen,
-    )  # fmt: skip
+        settings.roots, config_file=args.config, mode_flag=args.permission_mode, sandboxed_bash=settings.sandbox.enabled
+    )
     return Startup(loaded, gate, sandbox)
 
 
@@ -191,7 +176,7 @@ def server_flags(args: argparse.Namespace) -> list[str]:
         flag = PLACES[name].flag
         if value is None or flag is None or PLACES[name].section != "sandbox":  # the rest do not change a call
             continue
-        flags += [flag] if value is True else [f"--no-{flag[2:]}"] if value is False else [flag, str(value)]
+        flags += [flag] if value is True else [flag, str(value)]
     return flags
 
 

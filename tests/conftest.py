@@ -25,9 +25,6 @@ from tests.platform_marks import reads_proc
 pytest_plugins = ("tests.parallel",)  # how the suite runs on pytest-xdist's workers
 
 os.environ.setdefault("MCP_CODETOOLS_START_SNAPSHOT", "0")
-os.environ.setdefault("MCP_CODETOOLS_SANDBOX_BY_DEFAULT", "0")
-"""Servers the tests start run Bash unconfined, as they were written for, unless a test asks for the sandbox;
-tests/test_sandbox_default.py checks the default itself with this variable removed."""
 """Servers the tests start keep no start snapshot in the user's cache; tests/protocol/test_start_snapshot.py
 turns it on with a cache folder of its own."""
 

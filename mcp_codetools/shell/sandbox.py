@@ -355,41 +355,6 @@ def prepared(settings: SandboxSettings) -> Sandbox | None:
     return found
 
 
-DEFAULT_ON: tuple[Backend, ...] = ("bwrap",)
-"""The backends that let ordinary work through (tests/tools/test_bash_sandbox_workflow.py: files and folders made,
-renamed and removed at a root's top level, venv, git, tar, make): where one works, the sandbox is on unless
-the user's settings say otherwise. Landlock and the container freeze a folder holding a missing protected name;
-Seatbelt waits for the suite's run on macOS."""
-BY_DEFAULT_VAR = "MCP_CODETOOLS_SANDBOX_BY_DEFAULT"
-"""`0`: no sandbox unless a setting asks for one (for packagers, and the tests' servers)."""
-TURN_OFF = "--no-sandbox, MCP_CODETOOLS_SANDBOX=0 or `[sandbox] enabled = false` turns it off"
-DEFAULT_ON_SOURCE = f"default: on where bubblewrap works; {TURN_OFF}"
-"""Where `sandbox.enabled` came from when no setting names it and the sandbox went on by itself."""
-
-
-def sandbox_by_default(settings: SandboxSettings, *, network_set: bool) -> tuple[SandboxSettings, str]:
-    """The sandbox to run with when no setting turns it on or off, and the line that says so at start.
-
-    On, with the network open unless a setting closes it (a default that broke `pip install` would be a
-    surprise), where a backend of `DEFAULT_ON` works; off, as before, elsewhere.
-    """
-    if os.environ.get(BY_DEFAULT_VAR, "").strip().lower() in ("0", "false", "no", "off"):
-        return settings, f"Bash sandbox: off ({BY_DEFAULT_VAR}=0 keeps it off unless a setting turns it on)"
-    backends = PLATFORM_BACKENDS.get(sys.platform, ())
-    if settings.backend not in ("auto", *DEFAULT_ON) or not any(b in DEFAULT_ON for b in backends):
-        return settings, "Bash sandbox: off (no backend that lets ordinary work through is the default here)"
-    trial = replace(settings, enabled=True, network=settings.network if network_set else True)
-    backend = settings.backend if settings.backend != "auto" else next(b for b in backends if b in DEFAULT_ON)
-    try:
-        found = prepared(replace(trial, backend=backend))
-    except SandboxUnavailable as exc:
-        return settings, f"Bash sandbox: off, as {backend} cannot run here ({exc}); commands run unconfined"
-    assert found is not None
-    return replace(
-        trial, backend=backend
-    ), f"Bash sandbox: on by default ({backend}, network {'open' if trial.network else 'closed'}); {TURN_OFF}"
-
-
 def filter_env(env: Mapping[str, str], extra: Sequence[str] = ()) -> dict[str, str]:
     allowed = set(PASSED_ENV) | set(extra)
     return {k: v for k, v in env.items() if k in allowed or k.startswith(_ENV_PREFIXES)}
