@@ -41,6 +41,7 @@ class Process:
     name: str
     proc: subprocess.Popen[bytes]
     lines: list[str] = field(default_factory=list)
+    reader: threading.Thread | None = None
 
     @property
     def pid(self) -> int:
@@ -55,6 +56,7 @@ class Process:
             os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=STOP_TIMEOUT_S)
+        self._close_output()
 
     def stop(self) -> None:
         """SIGTERM the group, SIGKILL what is left of it (a replica's Bash jobs too), and reap the leader."""
@@ -68,6 +70,14 @@ class Process:
                 os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=STOP_TIMEOUT_S)
+        self._close_output()
+
+    def _close_output(self) -> None:
+        """Close the output pipe once its reader has seen it end (the group is dead: it ends at once)."""
+        if self.reader is not None:
+            self.reader.join(timeout=STOP_TIMEOUT_S)
+        if self.proc.stdout is not None and (self.reader is None or not self.reader.is_alive()):
+            self.proc.stdout.close()
 
 
 def _exited(pid: int) -> bool:
@@ -155,7 +165,8 @@ def _read_until_url(process: Process, deadline: float) -> str:
         line = raw.decode(errors="replace")
         process.lines.append(line)
         if "serving MCP over HTTP at http://" in line:
-            threading.Thread(target=_drain, args=(process,), daemon=True).start()
+            process.reader = threading.Thread(target=_drain, args=(process,), daemon=True)
+            process.reader.start()
             return line[line.index("http://") :].split(";")[0].strip()
 
 
