@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from mcp_codetools.commands.checks import long_option
+
 
 @dataclass(frozen=True, slots=True)
 class GlobalOption:
@@ -228,12 +230,7 @@ ENV = re.compile(
 
 def selects(arg: str, names: tuple[str, ...]) -> str | None:
     """The long option among `names` that `arg` (`--name`, `--name=value` or a prefix, `--na`) selects."""
-    if not arg.startswith("--"):
-        return None
-    key = arg.partition("=")[0]
-    if len(key) < 3:
-        return None
-    return next((name for name in names if name.startswith(key)), None)
+    return long_option(arg, names)
 
 
 def written_files(sub: str, args: list[str]) -> list[str]:
