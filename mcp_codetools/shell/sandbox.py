@@ -410,32 +410,33 @@ def bwrap_argv(
     kept = kept_paths(read_only)
     frozen_by_landlock: list[str] = []
     overlays: list[overlay.Overlay] = []
-    opened: list[Path] = []  # folders that take new entries: the folders on the way to kept paths are pinned
+    pinned: list[str] = []  # in folders that take new entries: the folders on the way to kept paths
     for folder in writable:  # after the private /tmp, so a root or scratch folder under /tmp stays visible
         frozen = freeze_for(kept, folder)
+        on_the_way = pinned_folders(kept, folder, frozen)
         over = None
-        if frozen and overlays_allowed and pinned_folders(kept, folder, frozen) is not None:
+        if frozen and overlays_allowed and on_the_way is not None:
             over = overlay.overlay_for(bwrap, folder, frozen, writable)  # None: frozen below, as before
         if over is not None:
             args += over.mount_args()
             overlays.append(over)
             if shown is not None:
                 shown += [p[len(str(folder)) + 1 :] for p in over.placeholders]
-            opened.append(folder)
+            pinned += on_the_way or ()
             continue
         entries = around(frozen, top=str(folder)) if frozen else []
         if not frozen or (len(entries) > MAX_BINDS and landlock_abi() >= 1):
             args += ["--bind", str(folder), str(folder)]
             frozen_by_landlock += frozen
-            opened.append(folder)
+            pinned += (on_the_way if not frozen else pinned_folders(kept, folder, ())) or ()
             continue
-        # Bound read-only, then every entry around the paths that must not appear bound writable again.
+        # Bound read-only, then every entry around the paths that must not appear bound writable again (no
+        # pinning here: a writable bind in a frozen folder would undo its freeze).
         args += ["--ro-bind", str(folder), str(folder)]
         for entry, _ in entries:
             args += ["--bind-try", entry, entry]  # one removed since it was listed is not an error
-    for folder in opened:  # not in a frozen folder: a writable bind there would undo its freeze
-        for pinned in pinned_folders(kept, folder, ()) or ():
-            args += ["--bind-try", pinned, pinned]
+    for on_the_way_folder in pinned:
+        args += ["--bind-try", on_the_way_folder, on_the_way_folder]
     for kept_path in kept:  # after the binds above: a mount over a path hides them there
         if os.path.lexists(kept_path):
             args += ["--ro-bind", kept_path, kept_path]
