@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 from pydantic import Field, PrivateAttr
 from typing_extensions import override
 
@@ -161,6 +162,10 @@ class BashTool(Tool[BashInput]):
                 kept.hidden, (*kept.read_only, *(kept.absent if always else ())), lasting=args.run_in_background
             )
         await _ready(confinement)
+        # A cancel that came while the call sat in a worker thread (classify's analysis runs to its end
+        # whatever happens) is only seen at the next checkpoint, and from here to the spawn there is none:
+        # without this look a cancelled call would start its command (a job nobody is told of).
+        await anyio.lowlevel.checkpoint_if_cancelled()
         if args.run_in_background:
             return _start_job(session, args.command, cwd, env, notes, confinement)
 

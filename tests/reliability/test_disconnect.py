@@ -26,7 +26,10 @@ from tests.reliability.waiting import left_after
 
 pytestmark = pytest.mark.anyio
 
-MARK = "7771"  # sleep 7771.x: a duration no other process on the machine uses
+MARK = f"7771{os.getpid()}"
+"""`sleep 7771<pid>.x`: a duration no other process on the machine uses, not even this file run at the same time
+by another checkout (the scans below read every process of the machine, and a run that saw another's sleeps
+failed on them)."""
 
 
 def marked_processes(tag: str) -> list[procfs.ProcInfo]:
@@ -43,6 +46,20 @@ def marked_processes(tag: str) -> list[procfs.ProcInfo]:
         if f"{MARK}.{tag}" in cmdline:
             found.append(info)
     return found
+
+
+def sleeping(tag: str) -> set[str]:
+    """The `sleep MARK.<tag>N` commands running now as processes of their own (not a shell naming one)."""
+    names = set()
+    for info in marked_processes(tag):
+        try:
+            with open(f"/proc/{info.pid}/cmdline", "rb") as handle:
+                words = handle.read().split(b"\0")
+        except OSError:
+            continue
+        if len(words) >= 2 and words[0].endswith(b"sleep"):
+            names.add(words[1].decode(errors="replace"))
+    return names
 
 
 async def assert_gone(tag: str, seconds: float = 10) -> None:
@@ -63,10 +80,23 @@ async def start_everything(peer: Peer, tag: str) -> dict[str, object]:
         assert meta_of(answer).get("backgroundTaskId"), answer
     foreground = peer.call("Bash", {"command": f"sleep {MARK}.{tag}8 & sleep {MARK}.{tag}9"})
     await peer.send_lines([json.dumps(foreground).encode()])
+    # Each of the nine sleeps itself: the shells that name them in their command lines made a count of
+    # marked processes reach nine before the foreground command had even started.
+    expected = {f"{MARK}.{tag}{n}" for n in range(1, 10)}
     with anyio.fail_after(10):
-        while len(marked_processes(tag)) < 9:  # noqa: ASYNC110 - bounded poll until all have started
+        while sleeping(tag) != expected:  # noqa: ASYNC110 - bounded poll until all have started
             await anyio.sleep(0.02)
     return foreground
+
+
+async def end(peer: Peer) -> None:
+    """However the test went: stdin closed first, so the server ends its session (and stops what it started);
+    only then SIGKILL, the one exit after which nothing it started can be stopped."""
+    if peer.raw.proc.returncode is None:
+        peer.close_pipes()
+        with anyio.move_on_after(10, shield=True):  # a test cut short is being cancelled
+            await peer.raw.proc.wait()
+    await peer.kill()
 
 
 @pytest.mark.parametrize("how", ["stdin closed", "both pipes closed"])
@@ -82,7 +112,7 @@ async def test_a_disconnect_kills_commands_and_jobs(root: Path, figures: Figures
             code = await peer.raw.proc.wait()
         await assert_gone(tag)
     finally:
-        await peer.kill()
+        await end(peer)
     figures.count(suite, calls=5, faults=1)
     figures.measure(f"disconnect ({how}): processes killed", before)
     assert code in (0, -13, 1), f"the server exited with {code} after the disconnect"
@@ -103,7 +133,7 @@ async def test_a_signal_to_the_server_kills_commands_and_jobs_first(
         code = await peer.wait_exit()
         await assert_gone(tag)
     finally:
-        await peer.kill()
+        await end(peer)
     figures.count(suite, calls=5, faults=1)
     figures.measure(f"{signum.name}: processes killed", before)
     assert code == 128 + signum, f"the server exited with {code} after {signum.name}"
@@ -127,7 +157,7 @@ async def test_a_cancelled_command_is_killed_and_leaves_no_zombie(root: Path, fi
         code = await peer.close()
         await assert_gone(tag)
     finally:
-        await peer.kill()
+        await end(peer)
     figures.count(suite, calls=7, faults=1)
     assert code == 0
 

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import resource
+import subprocess
+import threading
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
+from mcp_codetools.commands.analysis import CommandAnalysis
 from mcp_codetools.session import CodeSession
-from mcp_codetools.shell import capture, reaping
+from mcp_codetools.shell import capture, reaping, running
 from mcp_codetools.tools import bash
 from tests.conftest import Caller
 from tests.processes import alive, live_in_group
@@ -118,6 +122,51 @@ async def test_cancellation_frees_the_dispatcher(call: Caller, session: CodeSess
     with anyio.fail_after(2):
         assert await call.ok("Bash", {"command": "echo next"}) == "next"
     assert session.dispatcher.snapshot() == []
+
+
+@pytest.mark.parametrize("background", [False, True], ids=["foreground", "background"])
+async def test_a_call_cancelled_while_its_command_is_analysed_starts_nothing(
+    call: Caller, session: CodeSession, monkeypatch: pytest.MonkeyPatch, background: bool
+) -> None:
+    # A long command is analysed in a worker thread, which runs to its end even when the call is cancelled
+    # meanwhile; the cancel is only seen at the call's next checkpoint. Were that after the spawn, a cancelled
+    # call would start its command (a background job nobody is told of, a foreground one killed mid-way).
+    entered, release = threading.Event(), threading.Event()
+    real = bash.analyse
+    command = "echo started > started # " + "x" * bash.INLINE_MAX_CHARS
+
+    def held(text: str) -> CommandAnalysis:
+        if text == command:
+            entered.set()
+            release.wait(10)
+        return real(text)
+
+    spawned: list[str] = []
+    real_spawn = running.spawn
+
+    def spawn(text: str, **kwargs: Any) -> subprocess.Popen[bytes]:
+        spawned.append(text)
+        return real_spawn(text, **kwargs)
+
+    monkeypatch.setattr(bash, "analyse", held)
+    monkeypatch.setattr(running, "spawn", spawn)
+    answers = []
+
+    async def run() -> None:
+        answers.append(await call("Bash", {"command": command, "run_in_background": background}))
+
+    try:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run)
+                assert await anyio.to_thread.run_sync(entered.wait, 5)
+                tg.cancel_scope.cancel()
+                release.set()
+    finally:
+        release.set()
+    assert answers == []  # a cancelled request is never answered
+    assert spawned == []
+    assert session.job_ids() == []
 
 
 async def test_output_flood_keeps_memory_bounded(
