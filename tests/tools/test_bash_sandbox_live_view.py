@@ -141,7 +141,7 @@ async def test_a_foreground_command_sees_a_change_made_outside_while_it_runs(
     assert await run_changing(call, session, root, name, background=False) == CHANGES[name][2]
 
 
-@pytest.mark.parametrize("name", ["made at the top", "replaced at the top"])
+@pytest.mark.parametrize("name", CHANGES.keys())
 async def test_a_background_job_sees_a_change_made_outside_while_it_runs(
     call: Caller, session: CodeSession, root: Path, backend: str, name: str
 ) -> None:
