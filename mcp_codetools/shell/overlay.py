@@ -22,7 +22,8 @@ command may write. Where none fits, or the kernel refuses the trial mount, the f
 
 An overlay keeps what it looked up: a file replaced from outside while a command runs may still show its
 old content to that command, and file watches inside see no change made outside. So a background job (a
-dev server watching files while Edit changes them) gets the frozen folder, not an overlay.
+dev server watching files while Edit changes them) gets the frozen folder, not an overlay. The whole price,
+and the designs measured against it, are in docs/sandbox-live-view.md.
 """
 
 from __future__ import annotations
