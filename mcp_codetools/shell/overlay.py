@@ -32,6 +32,7 @@ import atexit
 import hashlib
 import logging
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -193,6 +194,20 @@ def _trial(bwrap: str, base: Path) -> bool:
         return done.returncode == 0 and (upper / "made").is_file() and not (upper / "kept").exists()
     finally:
         shutil.rmtree(upper, ignore_errors=True)
+
+
+_STALE = re.compile(r"stale file handle", re.I)
+
+
+def stale_view_note(output: str) -> str | None:
+    """A note for an overlaid command whose output shows ESTALE: a file it had looked up changed outside it."""
+    if not _STALE.search(output):
+        return None
+    return (
+        '[Sandbox: "Stale file handle": a file this command had looked up was replaced or removed outside it '
+        "while it ran (by Edit, Write, an editor or another process), and the sandbox's view of the root keeps "
+        "the old entry until the command ends. Run the command again.]"
+    )
 
 
 def git_excludes_env(shown: Sequence[str], env: Mapping[str, str], passed: Mapping[str, str]) -> dict[str, str]:

@@ -118,15 +118,18 @@ async def wait_for(path: Path) -> None:
             await anyio.sleep(0.01)
 
 
-async def run_changing(call: Caller, session: CodeSession, root: Path, name: str, *, background: bool) -> str:
-    """The command's last output line, with the change made on the host while it waits."""
+async def run_changing(
+    call: Caller, session: CodeSession, root: Path, name: str, *, background: bool, then: str = ""
+) -> str:
+    """The command's last output line, with the change made on the host while it waits; `then` runs after."""
     scratch = session.scratch_dir
-    arguments = {"command": script(name, scratch), "timeout": 60_000, "run_in_background": background}
+    command = script(name, scratch) + (f"; {then}" if then else "")
+    arguments = {"command": command, "timeout": 60_000, "run_in_background": background}
     printed: list[str] = []
 
     async def run() -> None:
         out = await call("Bash", arguments)
-        assert not out.is_error, out.text
+        assert not out.is_error or then, out.text
         if not background:
             printed.append(out.text)
             return
@@ -142,6 +145,8 @@ async def run_changing(call: Caller, session: CodeSession, root: Path, name: str
             await wait_for(scratch / "looked")
             change(root, name)
             (scratch / "go").touch()
+    if then:
+        return printed[0]
     lines = [line for line in printed[0].splitlines() if line.strip()]
     return lines[-1] if lines else ""
 
@@ -161,3 +166,14 @@ async def test_a_background_job_sees_a_change_made_outside_while_it_runs(
 ) -> None:
     """A job keeps the frozen top level (plain binds) for this reason: a dev server must see Edit's changes."""
     assert await run_changing(call, session, root, name, background=True) == CHANGES[name][2]
+
+
+async def test_removing_a_folder_whose_file_was_replaced_outside_says_why_it_failed(
+    call: Caller, session: CodeSession, root: Path, backend: str
+) -> None:
+    """Under the overlay `rm -rf` meets the replaced file's old entry (ESTALE): the result says what happened."""
+    if backend != "bwrap" or not overlaid(root):
+        pytest.skip("only a root seen through the overlay keeps a replaced file's old entry")
+    text = await run_changing(call, session, root, "replaced below", background=False, then="rm -rf lib")
+    assert "Stale file handle" in text, text
+    assert '[Sandbox: "Stale file handle": a file this command had looked up was replaced' in text, text
