@@ -22,7 +22,8 @@ command may write. Where none fits, or the kernel refuses the trial mount, the f
 
 An overlay keeps what it looked up: a file replaced from outside while a command runs may still show its
 old content to that command, and file watches inside see no change made outside. So a background job (a
-dev server watching files while Edit changes them) gets the frozen folder, not an overlay.
+dev server watching files while Edit changes them) gets the frozen folder, not an overlay. The whole price,
+and the designs measured against it, are in docs/sandbox-live-view.md.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import atexit
 import hashlib
 import logging
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -192,6 +194,20 @@ def _trial(bwrap: str, base: Path) -> bool:
         return done.returncode == 0 and (upper / "made").is_file() and not (upper / "kept").exists()
     finally:
         shutil.rmtree(upper, ignore_errors=True)
+
+
+_STALE = re.compile(r"stale file handle", re.I)
+
+
+def stale_view_note(output: str) -> str | None:
+    """A note for an overlaid command whose output shows ESTALE: a file it had looked up changed outside it."""
+    if not _STALE.search(output):
+        return None
+    return (
+        '[Sandbox: "Stale file handle": a file this command had looked up was replaced or removed outside it '
+        "while it ran (by Edit, Write, an editor or another process), and the sandbox's view of the root keeps "
+        "the old entry until the command ends. Run the command again.]"
+    )
 
 
 def git_excludes_env(shown: Sequence[str], env: Mapping[str, str], passed: Mapping[str, str]) -> dict[str, str]:
