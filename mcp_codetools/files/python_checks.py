@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -36,8 +38,13 @@ class CheckedTexts:
     arity_done: bool = False
 
 
-async def check_texts(old: str | None, new: str, file_name: str, deadline: float) -> CheckedTexts:
-    """Run the checks on both texts until `deadline` (`time.monotonic()`); `old` None: a new file."""
+async def check_texts(
+    old: str | None, new: str, file_name: str, deadline: float, roots: Sequence[Path] = ()
+) -> CheckedTexts:
+    """Run the checks on both texts until `deadline` (`time.monotonic()`); `old` None: a new file.
+
+    `roots`: the workspace's, where a ruff binary is never run from.
+    """
     checked = CheckedTexts()
     if len(new) > MAX_CHECK_CHARS:
         checked.ruff = RuffAnswer("failed", detail=f"the file is over {MAX_CHECK_CHARS // 1024 // 1024} MB")
@@ -48,7 +55,7 @@ async def check_texts(old: str | None, new: str, file_name: str, deadline: float
         key = (file_name, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
         answer = _answers.get(key)
         if answer is None:
-            answer = await ruff_check(text, file_name)
+            answer = await ruff_check(text, file_name, roots)
             if answer.status == "ok":
                 _answers[key] = answer
                 while len(_answers) > KEPT_ANSWERS:

@@ -8,6 +8,8 @@ cold project; jedi reports syntax errors only. Type errors stay with a configure
 What runs is fixed here, never by the project: `--isolated` ignores every configuration file, the text goes in
 on stdin under its bare file name (so nothing is read from disk), the working folder is ruff's own, and the
 environment is bare. The child has its own process group, which is killed and reaped however the check ends.
+A ruff binary inside a root (the server installed in the project's venv) is never run: a command may have
+replaced it, and it would run outside the sandbox on the next edit.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import json
 import os
 import re
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -38,7 +41,7 @@ _KEPT_ENV = ("SYSTEMROOT", "TMPDIR", "TEMP", "TMP")
 _RULE = re.compile(r"[A-Z]+[0-9]+\Z")
 """A rule's code; ruff's parse errors (`invalid-syntax`) are the syntax check's business."""
 
-Status = Literal["ok", "missing", "timeout", "failed"]
+Status = Literal["ok", "missing", "refused", "failed"]
 
 
 @dataclass(slots=True)
@@ -80,11 +83,28 @@ def ruff_command(program: str, file_name: str) -> list[str]:
     ]
 
 
-async def ruff_check(text: str, file_name: str) -> RuffAnswer:
+def inside_roots(program: str, roots: Sequence[Path]) -> Path | None:
+    """The program (as found, or the file it links to) when a root holds it."""
+    found = Path(os.path.abspath(program))
+    link = Path(os.path.realpath(found.parent)) / found.name
+    for candidate in (link, Path(os.path.realpath(found))):
+        if any(candidate.is_relative_to(root) for root in roots):
+            return candidate
+    return None
+
+
+async def ruff_check(text: str, file_name: str, roots: Sequence[Path] = ()) -> RuffAnswer:
     """Ruff's findings on `text`. The caller bounds the time: a cancelled check kills and reaps the child."""
     program = ruff_program()
     if program is None:
-        return RuffAnswer("missing", detail="the ruff package is not installed")
+        return RuffAnswer("missing", detail="the ruff package is not installed in the server's environment")
+    held = inside_roots(program, roots)
+    if held is not None:
+        return RuffAnswer(
+            "refused",
+            detail=f"ruff's program {held} is inside a project folder, and a project's own program is never run "
+            "(a command may have changed it); install mcp-codetools outside the roots",
+        )
     try:
         process = await anyio.open_process(
             ruff_command(program, Path(file_name).name),

@@ -109,7 +109,7 @@ async def add_diagnostics_note(
     checked: list[CheckedTexts] = []
 
     async def python_checks() -> None:
-        checked.append(await check_texts(old, new, path.name, deadline))
+        checked.append(await check_texts(old, new, path.name, deadline, session.workspace.roots))
 
     async with anyio.create_task_group() as tg:
         if path.suffix.lower() in PYTHON_SUFFIXES and not broken:
@@ -137,8 +137,7 @@ def _add_python_note(
         )
     elif answer.status != "ok":
         output.text += (
-            f"\n\nDiagnostics were unavailable: {answer.detail}; undefined names and unused imports were not "
-            "checked (`pip install ruff` in the server's environment, or see `mcp-codetools doctor`)."
+            f"\n\nDiagnostics were unavailable: {answer.detail}. Undefined names and unused imports were not checked."
         )
 
 

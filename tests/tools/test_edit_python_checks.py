@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import anyio
@@ -110,8 +110,21 @@ async def test_without_ruff_the_edit_succeeds_says_so_and_still_checks_arity(
     monkeypatch.setattr(ruff_check, "ruff_program", lambda: None)
     text = await _edit(call, module, "area(2, 3), sys.argv", "area(2), sys.argv, depth")
     assert "Diagnostics were unavailable: the ruff package is not installed" in text
-    assert "area() missing 1 required positional argument" in text and "Undefined name" not in text
+    assert "area() missing 1 required positional argument" in text and "Undefined name `" not in text
     assert "area(2), sys.argv, depth" in module.read_text(encoding="utf-8")
+
+
+async def test_a_ruff_inside_a_root_is_never_run(call: Caller, module: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server installed in the project's venv: a command could have replaced that ruff, so it is not run."""
+    planted = module.parent / ".venv" / "bin" / "ruff"
+    planted.parent.mkdir(parents=True)
+    ran = module.parent / "ran"
+    planted.write_text(f"#!/bin/sh\ntouch '{ran}'\n", encoding="utf-8")
+    planted.chmod(0o755)
+    monkeypatch.setattr(ruff_check, "ruff_program", lambda: str(planted))
+    text = await _edit(call, module, "area(2, 3)", "area(2, 3), nowhere")
+    assert f"Diagnostics were unavailable: ruff's program {planted} is inside a project folder" in text
+    assert not ran.exists()
 
 
 @pytest.fixture
@@ -187,9 +200,9 @@ async def test_a_run_of_edits_checks_each_text_with_ruff_once(
     checked: list[str] = []
     real = python_checks.ruff_check
 
-    async def counted(text: str, file_name: str) -> ruff_check.RuffAnswer:
+    async def counted(text: str, file_name: str, roots: Sequence[Path]) -> ruff_check.RuffAnswer:
         checked.append(text)
-        return await real(text, file_name)
+        return await real(text, file_name, roots)
 
     monkeypatch.setattr(python_checks, "ruff_check", counted)
     await _edit(call, module, "area(2, 3)", "area(3, 3)")
