@@ -12,6 +12,8 @@ a call that fails at run time would raise).
 from __future__ import annotations
 
 import ast
+import bisect
+import itertools
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -53,10 +55,15 @@ def arity_problems(source: str, changed: tuple[int, int] | None = None) -> list[
 
     `changed` (1-based first and last line) keeps only problems the change can have made: the call or the
     target's `def` lies on those lines. Parsing a 2,000-line file holds the interpreter for ~20-50 ms, so a
-    change that can have made none (see `may_break_a_call`) is answered without it.
+    change that can have made none (see `may_break_a_call`) is answered without it, and one that can is
+    answered from the few top-level statements it concerns (`_Statements`) whenever they parse alone.
     """
     if changed is not None and not may_break_a_call(source, changed):
         return []
+    if changed is not None:
+        quick = _Statements(source).problems(changed)
+        if quick is not None:
+            return quick
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -113,15 +120,24 @@ def _signatures(tree: ast.Module) -> dict[str, _Signature]:
     bound = _bindings(tree)
     found: dict[str, _Signature] = {}
     for node in tree.body:
-        if bound[getattr(node, "name", "")] != 1 or getattr(node, "decorator_list", True):
-            continue
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            found[node.name] = _signature(node.name, node, drop_first=False)
-        elif isinstance(node, ast.ClassDef) and not node.bases and not node.keywords:
-            init = _constructor(node)
-            if init is not None and (init.args.posonlyargs or init.args.args):
-                found[node.name] = _signature(node.name, init, drop_first=True)
+        if bound[getattr(node, "name", "")] == 1:
+            signature = _eligible(node)
+            if signature is not None:
+                found[signature.name[:-2]] = signature
     return found
+
+
+def _eligible(node: ast.stmt) -> _Signature | None:
+    """The signature of a module-level statement that defines a checked function or class (the name aside)."""
+    if getattr(node, "decorator_list", True):
+        return None
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return _signature(node.name, node, drop_first=False)
+    if isinstance(node, ast.ClassDef) and not node.bases and not node.keywords:
+        init = _constructor(node)
+        if init is not None and (init.args.posonlyargs or init.args.args):
+            return _signature(node.name, init, drop_first=True)
+    return None
 
 
 def _constructor(node: ast.ClassDef) -> Function | None:
@@ -216,3 +232,144 @@ def _s(count: int) -> str:
 def _names(names: list[str]) -> str:
     quoted = [f"'{n}'" for n in names]
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" and {quoted[-1]}"
+
+
+class _Statements:
+    """A file seen as its top-level statements, each parsed alone and only when a change concerns it.
+
+    A statement starts at a line with code in column 0 (decorators join their `def`; `else`, `except` and
+    closing brackets continue the one above). Its parse is trusted only when no triple-quoted string is
+    open above it and it parses; anything else answers None, and the caller parses the whole file.
+    Whether a name is bound once is read from the text, more strictly than the tree would: every other
+    mention of it must be a call, an attribute, a quoted name, in a comment, or followed by a word.
+    """
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.lines = source.split("\n")
+        self.offsets = [0, *itertools.accumulate(len(line) + 1 for line in self.lines)]
+        self.starts = _statement_starts(self.lines)
+        self.parsed: dict[int, list[ast.stmt] | None] = {}
+
+    def problems(self, changed: tuple[int, int]) -> list[ArityProblem] | None:
+        """What `arity_problems(source, changed)` finds, or None when the statements cannot tell."""
+        first, last = changed
+        touched: list[ast.stmt] = []
+        for start in {self._start_of(line) for line in range(first - 1, min(last, len(self.lines)))}:
+            body = self._parse(start)
+            if body is None:
+                return None
+            touched += body
+        calls = _calls(touched, [changed])
+        redefined = {}
+        for node in touched:
+            signature = _eligible(node) if isinstance(node, _DEFINES) else None
+            if signature is not None and _overlaps(signature.first_line, signature.last_line, changed):
+                redefined[signature.name[:-2]] = signature
+        wanted = {call.func.id for call in calls if isinstance(call.func, ast.Name)} | set(redefined)
+        signatures = {}
+        for name in wanted & set(_TOP_LEVEL.findall(self.source)):
+            signature = redefined.get(name) or self._signature(name)
+            if signature is None or not self._bound_once(name):
+                continue
+            signatures[name] = signature
+        for name in set(redefined) & set(signatures):
+            sites = {self._line_at(m.start()) + 1 for m in _call_of(name).finditer(self.source)}
+            for start in {self._start_of(line - 1) for line in sites}:
+                body = self._parse(start)
+                if body is None:
+                    return None
+                calls += _calls(body, [(line, line) for line in sites])
+        found: dict[tuple[int, int], ArityProblem] = {}
+        for call in calls:
+            signature = signatures.get(call.func.id) if isinstance(call.func, ast.Name) else None
+            message = _mismatch(signature, call) if signature is not None else None
+            if message is not None:
+                found[call.lineno, call.col_offset] = ArityProblem(call.lineno, call.col_offset + 1, message)
+        return [found[key] for key in sorted(found)]
+
+    def _signature(self, name: str) -> _Signature | None:
+        match = re.search(rf"^(?:async[ \t]+def|def|class)[ \t]+{re.escape(name)}\b", self.source, re.M)
+        body = self._parse(self._start_of(self._line_at(match.start()))) if match else None
+        node = next((n for n in body or () if getattr(n, "name", None) == name), None)
+        return _eligible(node) if node is not None else None
+
+    def _bound_once(self, name: str) -> bool:
+        defined = 0
+        for match in re.finditer(rf"(?<![\w.]){re.escape(name)}\b", self.source):
+            head = self.source[self.offsets[self._line_at(match.start())] : match.start()]
+            if _DEF_HEAD.fullmatch(head.lstrip(" \t")):
+                if head[:1] in (" ", "\t"):
+                    return False  # a nested `def` or `class` of the same name
+                defined += 1
+            elif _CALL_TAIL.match(self.source, match.end()) or _PROSE_TAIL.match(self.source, match.end()):
+                continue  # a call, or a word among words (`for x in`, `case x if` are bindings: excluded)
+            elif head.lstrip(" \t").startswith("#"):
+                continue
+            elif not (head[-1:] in ("'", '"', "`") and self.source[match.end() : match.end() + 1] == head[-1:]):
+                return False  # assigned, imported, a parameter, a keyword: perhaps bound again
+        return defined == 1
+
+    def _line_at(self, offset: int) -> int:
+        return bisect.bisect_right(self.offsets, offset) - 1
+
+    def _start_of(self, line: int) -> int:
+        return self.starts[max(0, bisect.bisect_right(self.starts, line) - 1)] if self.starts else 0
+
+    def _parse(self, start: int) -> list[ast.stmt] | None:
+        if start not in self.parsed:
+            self.parsed[start] = self._parse_at(start)
+        return self.parsed[start]
+
+    def _parse_at(self, start: int) -> list[ast.stmt] | None:
+        offset = self.offsets[start]
+        if self.source.count('"""', 0, offset) % 2 or self.source.count("'''", 0, offset) % 2:
+            return None  # the statement may sit inside a string
+        index = bisect.bisect_right(self.starts, start)
+        end = self.starts[index] if index < len(self.starts) else len(self.lines)
+        try:
+            # Blank lines before it give the file's line numbers (cheaper than walking the tree to shift them).
+            tree = ast.parse("\n" * start + "\n".join(self.lines[start:end]))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        return tree.body
+
+
+_DEFINES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_DEF_HEAD = re.compile(r"(?:async[ \t]+)?(?:def|class)[ \t]+")
+_CALL_TAIL = re.compile(r"[ \t]*\(")
+_PROSE_TAIL = re.compile(r"[ \t]+(?!(?:in|if)\b)[A-Za-z_]")
+_CONTINUES = re.compile(r"(?:else|elif|except|finally)\b|[)\]}]")
+
+
+def _statement_starts(lines: list[str]) -> list[int]:
+    starts: list[int] = []
+    decorated = False
+    for index, line in enumerate(lines):
+        if not line or line[0] in " \t#" or _CONTINUES.match(line):
+            continue
+        if not decorated:
+            starts.append(index)
+        decorated = line.startswith("@")
+    return starts
+
+
+def _calls(body: list[ast.stmt], spans: list[tuple[int, int]]) -> list[ast.Call]:
+    """The calls of a name in `body`, looking only into the nodes that overlap one of `spans` (1-based lines)."""
+    found: list[ast.Call] = []
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        first = getattr(node, "lineno", None)
+        if first is not None:
+            last = getattr(node, "end_lineno", None) or first
+            if not any(_overlaps(first, last, span) for span in spans):
+                continue
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            found.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _call_of(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w.]){re.escape(name)}[ \t]*\(")

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import ast
+import random
+from pathlib import Path
+
 import pytest
 
+from mcp_codetools.files import arity
 from mcp_codetools.files.arity import arity_problems, may_break_a_call
 from mcp_codetools.files.python_checks import changed_lines
 from mcp_codetools.files.ruff_check import parse_answer
+
+PACKAGE = Path(arity.__file__).resolve().parents[1]
 
 DEFS = """
 def f(a, b=1, *, c, d=2):
@@ -102,3 +109,67 @@ def test_a_change_that_can_break_no_call_is_answered_without_a_parse() -> None:
     assert [p.message for p in arity_problems(removed, changed_lines(source, removed))] == [
         "f() takes 1 positional argument but 2 were given"
     ]
+
+
+def _whole_file(source: str, changed: tuple[int, int]) -> set[tuple[int, str]]:
+    """What the check finds when it parses the whole file (its answer when the statements cannot tell)."""
+    tree = ast.parse(source)
+    signatures = arity._signatures(tree)
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in signatures:
+            signature = signatures[node.func.id]
+            end = node.end_lineno or node.lineno
+            if arity._overlaps(node.lineno, end, changed) or arity._overlaps(
+                signature.first_line, signature.last_line, changed
+            ):
+                message = arity._mismatch(signature, node)
+                if message is not None:
+                    found.add((node.lineno, message))
+    return found
+
+
+def test_the_statements_shortcut_never_reports_what_a_whole_parse_would_not_on_real_files() -> None:
+    """A parameter added to module-level defs and an argument to calls, in this package's modules."""
+    rng = random.Random(7)
+    shortcut = same = 0
+    for path in sorted(PACKAGE.rglob("*.py"))[::3]:
+        text = path.read_text(encoding="utf-8")
+        lines = text.split("\n")
+        defs = [i for i, ln in enumerate(lines) if ln.startswith("def ") and ln.endswith(":") and "()" not in ln]
+        calls = [i for i, ln in enumerate(lines) if ln.startswith("    ") and ln.endswith(")") and "()" not in ln]
+        for i in rng.sample(defs, min(3, len(defs))) + rng.sample(calls, min(3, len(calls))):
+            line = lines[i]
+            if line.startswith("def "):
+                changed = line.replace("(", "(extra, ", 1)
+            else:
+                changed = line[: line.rfind(")")] + ", 99)"
+            new = "\n".join([*lines[:i], changed, *lines[i + 1 :]])
+            try:
+                whole = _whole_file(new, (i + 1, i + 1))
+            except SyntaxError:
+                continue
+            quick = arity._Statements(new).problems((i + 1, i + 1))
+            if quick is None:
+                continue
+            shortcut += 1
+            found = {(p.line, p.message) for p in quick}
+            assert found <= whole, (path, i, found - whole)
+            same += found == whole
+    assert shortcut > 100 and same >= 0.9 * shortcut, (shortcut, same)
+
+
+def test_the_statements_shortcut_finds_every_call_a_changed_signature_breaks() -> None:
+    source = (
+        '"""Doc.\n\nThe `area` helper.\n"""\n\n\n@decorated\ndef other():\n    return area(1, 2)\n\n\n'
+        "def area(w, h):\n    return w * h\n\n\nclass Box:\n    def size(self):\n        return area(3, 4)\n\n\n"
+        "print(\n    area(5, 6)\n)\n"
+    )
+    broken = source.replace("def area(w, h):", "def area(w, h, d):")
+    line = broken.split("\n").index("def area(w, h, d):") + 1
+    found = arity._Statements(broken).problems((line, line))
+    assert found is not None
+    assert [p.line for p in found] == [9, 18, 22]
+    assert {p.message for p in found} == {"area() missing 1 required positional argument: 'd'"}
+    shadowed = broken + "\n\ndef user(area):\n    return area(1)\n"
+    assert arity._Statements(shadowed).problems((line, line)) == []  # a parameter named area: bound twice
