@@ -9,6 +9,7 @@ digest: the text after one edit is the text before the next, so a run of edits p
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -22,6 +23,8 @@ import anyio.to_thread
 from mcp_codetools.files.arity import ArityProblem, arity_problems
 from mcp_codetools.files.ruff_check import RuffAnswer, ruff_check
 from mcp_codetools.files.syntax import MAX_CHECK_CHARS
+
+logger = logging.getLogger(__name__)
 
 KEPT_ANSWERS = 32
 """Ruff answers kept by (file name, digest of the text): a pure function's results, so sharing them is safe."""
@@ -55,7 +58,11 @@ async def check_texts(
         key = (file_name, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
         answer = _answers.get(key)
         if answer is None:
-            answer = await ruff_check(text, file_name, roots)
+            try:
+                answer = await ruff_check(text, file_name, roots)
+            except Exception as exc:  # a bug here must not fail an edit that was made
+                logger.exception("ruff check of %s failed", file_name)
+                answer = RuffAnswer("failed", detail=f"the ruff check failed ({type(exc).__name__})")
             if answer.status == "ok":
                 _answers[key] = answer
                 while len(_answers) > KEPT_ANSWERS:
@@ -65,7 +72,11 @@ async def check_texts(
         found[which] = answer
 
     async def arity() -> None:
-        before, after = await anyio.to_thread.run_sync(_arity_both, old, new, abandon_on_cancel=True)
+        try:
+            before, after = await anyio.to_thread.run_sync(_arity_both, old, new, abandon_on_cancel=True)
+        except Exception:  # a bug here must not fail an edit that was made
+            logger.exception("arity check of %s failed", file_name)
+            return
         checked.before += before
         checked.after += after
         checked.arity_done = True

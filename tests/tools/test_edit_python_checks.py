@@ -210,3 +210,19 @@ async def test_a_run_of_edits_checks_each_text_with_ruff_once(
     second = await _edit(call, module, "area(3, 3)", "area(3, 3), nowhere")
     assert len(checked) == 3 and checked[-1] == module.read_text(encoding="utf-8")
     assert "Undefined name `nowhere`" in second
+
+
+async def test_a_failing_check_never_fails_the_edit_it_follows(
+    call: Caller, module: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object) -> None:
+        raise RuntimeError("a bug")
+
+    async def broken_ruff(*args: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(python_checks, "arity_problems", broken)
+    monkeypatch.setattr(python_checks, "ruff_check", broken_ruff)
+    text = await _edit(call, module, "area(2, 3)", "area(2, 3, 4)")
+    assert "Diagnostics were unavailable: the ruff check failed (RuntimeError)" in text
+    assert "area(2, 3, 4)" in module.read_text(encoding="utf-8")
