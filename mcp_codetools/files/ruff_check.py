@@ -77,8 +77,7 @@ def ruff_command(program: str, file_name: str) -> list[str]:
         IGNORED,
         "--output-format",
         "json",
-        "--stdin-filename",
-        file_name,
+        f"--stdin-filename={file_name}",  # one word: a name starting with "-" is not taken for an option
         "-",
     ]
 

@@ -226,3 +226,11 @@ async def test_a_failing_check_never_fails_the_edit_it_follows(
     text = await _edit(call, module, "area(2, 3)", "area(2, 3, 4)")
     assert "Diagnostics were unavailable: the ruff check failed (RuntimeError)" in text
     assert "area(2, 3, 4)" in module.read_text(encoding="utf-8")
+
+
+async def test_a_file_named_like_an_option_is_checked_as_a_file(call: Caller, root: Path) -> None:
+    path = root / "-x.py"
+    path.write_text("x = 1\n", encoding="utf-8")
+    await call.ok("Read", {"file_path": str(path)})
+    text = await _edit(call, path, "x = 1", "x = y")
+    assert "-x.py:1:5 error: Undefined name `y` (F821)" in text
