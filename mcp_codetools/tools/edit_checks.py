@@ -36,6 +36,7 @@ from mcp_codetools.tools.base import ToolOutput
 MAX_DIAGNOSTIC_LINES = 10
 _SNIPPET_CONTEXT = 2
 _SEVERITY = {1: "error", 2: "warning", 3: "info", 4: "hint"}
+_LINE_NUMBER = re.compile(r"\bline \d+")
 _MAGIC = re.compile(r"^\s*[%!]")
 """IPython lines (`%timeit`, `!pip install`): not Python, and not the edit's fault."""
 
@@ -212,7 +213,9 @@ def render_diagnostics(items: list[dict[str, Any]], path: Path, text: str, lead:
 
 
 def _key(item: dict[str, Any]) -> tuple[Any, ...]:
-    return (_severity(item), " ".join(str(item.get("message", "")).split()), str(item.get("code", "")))
+    # Where a message names a line ("redefinition of unused `os` from line 36"), an edit above moves it.
+    message = _LINE_NUMBER.sub("line N", " ".join(str(item.get("message", "")).split()))
+    return (_severity(item), message, str(item.get("code", "")))
 
 
 def _severity(item: dict[str, Any]) -> int:

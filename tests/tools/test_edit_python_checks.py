@@ -234,3 +234,11 @@ async def test_a_file_named_like_an_option_is_checked_as_a_file(call: Caller, ro
     await call.ok("Read", {"file_path": str(path)})
     text = await _edit(call, path, "x = 1", "x = y")
     assert "-x.py:1:5 error: Undefined name `y` (F821)" in text
+
+
+async def test_a_problem_that_names_a_line_is_not_new_when_an_edit_above_moves_it(call: Caller, root: Path) -> None:
+    path = root / "twice.py"
+    path.write_text('"""Doc."""\n\nimport os\nimport os\n\nprint(os.sep)\n', encoding="utf-8")
+    await call.ok("Read", {"file_path": str(path)})
+    text = await _edit(call, path, '"""Doc."""\n', '"""Doc."""\n\nVALUE = 1\n')
+    assert "Python checks" not in text  # "Redefinition of unused `os` from line 3" is now "from line 5"
