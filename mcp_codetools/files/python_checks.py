@@ -116,11 +116,15 @@ def changed_lines(old: str | None, new: str) -> tuple[int, int] | None:
 
 
 def _arity_both(old: str | None, new: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The arity problems after the edit where the change can have made them, and (only if any) those before."""
+    """The arity problems after the edit where the change can have made them, and (only if any) those before.
+
+    One found after that was there before sat in the same changed stretch of the old text (the same call, or
+    the same header), so the old text is checked over its own changed lines.
+    """
     after = arity_problems(new, changed_lines(old, new))
     if not after or old is None:
         return [], [_diagnostic(p) for p in after]
-    return [_diagnostic(p) for p in arity_problems(old)], [_diagnostic(p) for p in after]
+    return [_diagnostic(p) for p in arity_problems(old, changed_lines(new, old))], [_diagnostic(p) for p in after]
 
 
 def _diagnostic(problem: ArityProblem) -> dict[str, Any]:

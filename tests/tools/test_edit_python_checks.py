@@ -83,7 +83,8 @@ async def test_problems_the_file_had_before_are_not_repeated(call: Caller, root:
     with anyio.fail_after(20):
         out = await call("Edit", {"file_path": str(path), "old_string": "f(1, 2)", "new_string": "f(1, 2)  # known"})
         again = await call("Edit", {"file_path": str(path), "old_string": "value = 1", "new_string": "value = 2"})
-    for result in (out, again):
+        header = await call("Edit", {"file_path": str(path), "old_string": "(a):", "new_string": "(a):  # one"})
+    for result in (out, again, header):
         assert not result.is_error and "Python checks" not in result.text, result.text
         assert result.meta["pythonChecks"] == {"ruff": "ok", "arity": True, "new": 0}
 
