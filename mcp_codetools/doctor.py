@@ -309,6 +309,7 @@ DEPENDENCIES: tuple[tuple[str, str, str], ...] = (
     ("pypdfium2", "pypdfium2", "Read cannot show PDF pages"),
     ("Pillow", "PIL", "Read cannot show images"),
     ("psutil", "psutil", "leftover processes cannot be found on macOS"),
+    ("ruff", "ruff", "edits of Python do not report the undefined names and unused imports they introduce"),
 )
 """(distribution, module to import or "" for none, what is lost without it) for the dependencies that
 bring compiled code or a binary: the ones a platform may lack a wheel for."""

@@ -66,5 +66,6 @@ def test_doctor_prints_the_dependencies_and_the_facilities(tmp_path: object) -> 
         [*server_command(), "doctor"], capture_output=True, text=True, timeout=120, cwd=str(tmp_path), check=False
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    for fragment in ("pypdfium2 ", "Pillow ", "regex ", "Facilities", "confined opens", "rg start", "backends"):
+    expected = ("pypdfium2 ", "Pillow ", "regex ", "ruff ", "Facilities", "confined opens", "rg start", "backends")
+    for fragment in expected:
         assert fragment in done.stdout, fragment

@@ -244,8 +244,8 @@ class Settings:
         float,
         Field(
             ge=0,
-            description="Seconds an edit waits for a running language server's diagnostics of the new text "
-            "(0: do not wait).",
+            description="Seconds an edit waits for the problems it introduced: ruff's rules and the call arity "
+            "check on Python, and a running language server's diagnostics (0: check nothing).",
         ),
         Place("lsp"),
     ] = 1.5

@@ -122,7 +122,9 @@ class EditTool(Tool[EditInput, Replacement | None]):
             output.text += matching.inside_word_note(body, matches[0])
         if checked:
             edit_checks.add_syntax_note(output, problem)
-            await edit_checks.add_diagnostics_note(output, session, path, loaded.text, new_text)
+            await edit_checks.add_diagnostics_note(
+                output, session, path, loaded.text, new_text, broken=problem is not None
+            )
         return output
 
 

@@ -119,7 +119,9 @@ class MultiEditTool(Tool[MultiEditInput, _Prepared]):
         output = ToolOutput(text, meta=meta)
         if checked:
             edit_checks.add_syntax_note(output, problem)
-            await edit_checks.add_diagnostics_note(output, session, path, loaded.text, new_text)
+            await edit_checks.add_diagnostics_note(
+                output, session, path, loaded.text, new_text, broken=problem is not None
+            )
         return output
 
 

@@ -89,5 +89,7 @@ class WriteTool(Tool[WriteInput, Loaded | None]):
         )
         if checked:
             edit_checks.add_syntax_note(output, problem)
-            await edit_checks.add_diagnostics_note(output, session, path, loaded.text, content)
+            await edit_checks.add_diagnostics_note(
+                output, session, path, loaded.text, content, broken=problem is not None
+            )
         return output
