@@ -21,14 +21,14 @@ from mcp_codetools.errors import ExecutionError, InvalidInputError, PermissionDe
 from mcp_codetools.files.editing import read_whole
 from mcp_codetools.files.paths import is_within
 from mcp_codetools.files.text import BinaryContentError, detect
+from mcp_codetools.lsp.outline import python_outline
 from mcp_codetools.lsp.render import MAX_LOCATIONS, Hidden, Renderer, Window
-from mcp_codetools.lsp.servers import available
+from mcp_codetools.lsp.servers import ServerSpec, available
 from mcp_codetools.lsp.warming import StillIndexing
 from mcp_codetools.lsp.wire import ServerError, ServerGone
 from mcp_codetools.lsp.workspace import (
     MAX_DOCUMENT_BYTES,
     NEEDS,
-    Client,
     LanguageServerUnavailable,
     file_uri,
     refuse_project_program,
@@ -122,6 +122,11 @@ class LSPTool(Tool[LSPInput, _Target]):
         path = ctx.paths["file_path"]
         session = ctx.session
         servers = session.language_servers
+        if args.operation == "documentSymbol" and (outline := _outline(path, target.text, servers.spec_for(path))):
+            return ToolOutput(
+                _renderer(ctx, utf16=False).document_symbols(outline, path),
+                meta={"operation": args.operation, "server": "python (ast)"},
+            )
         if servers.running(path, target.root) is None:
             await ctx.progress(0, None, "starting the language server")
         try:
@@ -133,7 +138,7 @@ class LSPTool(Tool[LSPInput, _Target]):
                 f"The {client.spec.name} language server does not support {args.operation}. "
                 "Use findReferences, goToDefinition or Grep instead."
             )
-        renderer = _renderer(ctx, client)
+        renderer = _renderer(ctx, client.utf16)
         timeout_s = session.settings.lsp_timeout_s
         cold = client.indexing
         # A cold server's budget counts from the call, its start included; a warm one's from the question.
@@ -211,7 +216,14 @@ def _document_text(path: Path, ctx: CallContext) -> str:
     return data[len(fmt.bom) :].decode(fmt.encoding, "replace")
 
 
-def _renderer(ctx: CallContext, client: Client) -> Renderer:
+def _outline(path: Path, text: str, spec: ServerSpec | None) -> list[dict[str, Any]] | None:
+    """The built-in server's documentSymbol of a Python file, from Python's parser (None: ask the server)."""
+    if spec is None or not spec.builtin or path.suffix.lower() not in (".py", ".pyi"):
+        return None
+    return python_outline(text)
+
+
+def _renderer(ctx: CallContext, utf16: bool) -> Renderer:
     workspace = ctx.session.workspace
 
     def lines_of(path: Path) -> list[str] | None:
@@ -231,7 +243,7 @@ def _renderer(ctx: CallContext, client: Client) -> Renderer:
                 return os.path.relpath(path, ctx.session.cwd) if is_within(path, ctx.session.cwd) else str(path)
         return str(path)
 
-    return Renderer(lines_of, shown, client.utf16, _hidden(ctx))
+    return Renderer(lines_of, shown, utf16, _hidden(ctx))
 
 
 def _position(args: LSPInput, text: str, utf16: bool) -> dict[str, int]:
