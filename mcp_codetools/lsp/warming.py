@@ -102,12 +102,18 @@ class Warming:
             raise
 
     async def _retry_after(self, since_start_s: float) -> int:
-        """Seconds until the server has likely read the project: from its size, else from the time so far."""
         if self.source_bytes is None:
             self.source_bytes = await anyio.to_thread.run_sync(source_bytes, self.root, self.extensions)
-        expected = self.source_bytes / BYTES_PER_S
-        remaining = expected - since_start_s if expected - since_start_s >= 1 else since_start_s / 2
-        return max(2, math.ceil(remaining))
+        return retry_after(self.source_bytes, since_start_s)
+
+
+def retry_after(size: int, since_start_s: float) -> int:
+    """Seconds until a server that started `since_start_s` ago has likely read `size` bytes of source.
+
+    Past that estimate, half the time so far (the server is slower than the estimate, by an unknown factor).
+    """
+    remaining = size / BYTES_PER_S - since_start_s
+    return max(2, math.ceil(remaining if remaining >= 1 else since_start_s / 2))
 
 
 def source_bytes(root: Path, extensions: Collection[str]) -> int:

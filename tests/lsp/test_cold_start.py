@@ -90,3 +90,25 @@ async def test_past_its_budget_a_cold_call_says_indexing_and_the_retry_collects_
     assert details["indexing"] is True and details["retryAfterS"] >= 2
     assert f"ask again in about {details['retryAfterS']} s" in text
     assert not again.is_error and _text(again).startswith("word: HELD"), _text(again)
+
+
+@pytest.mark.parametrize(
+    ("size", "since_s", "expected"),
+    [
+        (warming.BYTES_PER_S * 10, 4.0, 6),  # from the project's size: 10 s in all, 4 gone
+        (warming.BYTES_PER_S * 10, 9.5, 5),  # past the estimate: half the time so far
+        (0, 0.3, 2),  # never less than 2 s
+    ],
+)
+def test_when_to_ask_again_comes_from_the_projects_size_then_from_the_time_so_far(
+    size: int, since_s: float, expected: int
+) -> None:
+    assert warming.retry_after(size, since_s) == expected
+
+
+def test_the_size_counts_the_servers_files_outside_hidden_and_build_folders(root: Path) -> None:
+    files = {"a.py": 10, "pkg/b.py": 20, "pkg/c.txt": 40, ".venv/d.py": 80, "node_modules/e.py": 160}
+    for name, size in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(b"x" * size)
+    assert warming.source_bytes(root, {".py"}) == 30
