@@ -28,9 +28,10 @@ PROGRESS_EVERY_S = 1.0
 """How often a waiting call tells the client it is still waiting."""
 GIVE_UP_S = 120.0
 """A request left running longer than this is cancelled: the server is stuck rather than indexing."""
-BYTES_PER_S = 150_000
-"""Source a cold jedi worked through per second: 930 kB of `rich` in about 6 s, start included, on a loaded
-2-core machine. Only the estimate of when to ask again uses it."""
+BYTES_PER_S = 250_000
+"""Source a cold jedi works through per second on a core of its own: 930 kB of `rich` (its first
+findReferences of `Console.print`, start included) took 7.7 s at a load of 5 and 19 s at 9 on 2 cores, about
+3.5 s each once divided by the contention. Only the estimate of when to ask again uses it."""
 _SKIPPED = frozenset({"node_modules", "__pycache__", "site-packages", "dist", "build", "target"})
 _MAX_FILES = 20_000
 _MAX_WALK_S = 0.25
@@ -107,13 +108,24 @@ class Warming:
         return retry_after(self.source_bytes, since_start_s)
 
 
-def retry_after(size: int, since_start_s: float) -> int:
+def retry_after(size: int, since_start_s: float, contention: float | None = None) -> int:
     """Seconds until a server that started `since_start_s` ago has likely read `size` bytes of source.
 
-    Past that estimate, half the time so far (the server is slower than the estimate, by an unknown factor).
+    The reading slows with the machine's load (`contention`: runnable processes per core, at least 1). Past
+    that estimate, half the time so far (the server is slower than estimated, by an unknown factor).
     """
-    remaining = size / BYTES_PER_S - since_start_s
+    share = _contention() if contention is None else contention
+    remaining = size / BYTES_PER_S * share - since_start_s
     return max(2, math.ceil(remaining if remaining >= 1 else since_start_s / 2))
+
+
+def _contention() -> float:
+    """The 1-minute load per core, at least 1 (1 where the system does not say: Windows)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 1.0
+    return max(1.0, load / (os.cpu_count() or 1))
 
 
 def source_bytes(root: Path, extensions: Collection[str]) -> int:

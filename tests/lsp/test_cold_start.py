@@ -93,17 +93,18 @@ async def test_past_its_budget_a_cold_call_says_indexing_and_the_retry_collects_
 
 
 @pytest.mark.parametrize(
-    ("size", "since_s", "expected"),
+    ("size", "since_s", "contention", "expected"),
     [
-        (warming.BYTES_PER_S * 10, 4.0, 6),  # from the project's size: 10 s in all, 4 gone
-        (warming.BYTES_PER_S * 10, 9.5, 5),  # past the estimate: half the time so far
-        (0, 0.3, 2),  # never less than 2 s
+        (warming.BYTES_PER_S * 10, 4.0, 1.0, 6),  # from the project's size: 10 s in all, 4 gone
+        (warming.BYTES_PER_S * 10, 4.0, 3.0, 26),  # three runnable processes per core: 30 s in all
+        (warming.BYTES_PER_S * 10, 9.5, 1.0, 5),  # past the estimate: half the time so far
+        (0, 0.3, 1.0, 2),  # never less than 2 s
     ],
 )
-def test_when_to_ask_again_comes_from_the_projects_size_then_from_the_time_so_far(
-    size: int, since_s: float, expected: int
+def test_when_to_ask_again_comes_from_the_projects_size_and_the_load_then_from_the_time_so_far(
+    size: int, since_s: float, contention: float, expected: int
 ) -> None:
-    assert warming.retry_after(size, since_s) == expected
+    assert warming.retry_after(size, since_s, contention) == expected
 
 
 def test_the_size_counts_the_servers_files_outside_hidden_and_build_folders(root: Path) -> None:
