@@ -127,11 +127,6 @@ class Client:
         """The LSP tool's operations this server cannot answer."""
         return [operation for operation, capability in NEEDS.items() if not self.supports(capability)]
 
-    def version(self, path: Path) -> int | None:
-        """The version of `path` the server was last sent (None: never opened)."""
-        known = self.documents.get(file_uri(path))
-        return None if known is None else known[0]
-
     def has_seen(self, path: Path, text: str) -> bool:
         """Whether the server's copy of `path` is `text`."""
         known = self.documents.get(file_uri(path))

@@ -122,7 +122,8 @@ class LSPTool(Tool[LSPInput, _Target]):
         path = ctx.paths["file_path"]
         session = ctx.session
         servers = session.language_servers
-        if args.operation == "documentSymbol" and (outline := _outline(path, target.text, servers.spec_for(path))):
+        outline = _outline(path, target.text, servers.spec_for(path)) if args.operation == "documentSymbol" else None
+        if outline is not None:
             return ToolOutput(
                 _renderer(ctx, utf16=False).document_symbols(outline, path),
                 meta={"operation": args.operation, "server": "python (ast)"},

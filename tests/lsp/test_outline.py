@@ -88,6 +88,15 @@ async def test_a_python_files_outline_comes_from_its_syntax_without_starting_a_s
     assert call.session.language_servers.status() == []  # no server was started for it
 
 
+async def test_a_file_without_definitions_says_so_without_a_server(call: Caller, root: Path) -> None:
+    path = root / "script.py"
+    path.write_text("import os\n\nprint(os.getcwd())\n", encoding="utf-8")
+    with anyio.fail_after(20):
+        out = await call.ok("LSP", {"operation": "documentSymbol", "file_path": str(path)})
+    assert out == "No symbols found in script.py."
+    assert call.session.language_servers.status() == []
+
+
 def test_columns_count_characters_not_bytes() -> None:
     outline = python_outline("é = 1; ü = 2\nclass Ω: pass\n")
     assert outline is not None
