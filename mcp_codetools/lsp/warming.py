@@ -92,6 +92,7 @@ class Warming:
                     if cold:
                         since = time.monotonic() - self.born
                         await progress(since, None, f"the language server is indexing the project ({since:.0f} s)")
+                        await self._measure()  # while waiting, so the "indexing" answer is not late
         except BaseException as exc:
             if cold and isinstance(exc, (TimeoutError, anyio.get_cancelled_exc_class())):
                 self.left[key] = left  # the server keeps warming on it; asking again collects it
@@ -103,9 +104,13 @@ class Warming:
             raise
 
     async def _retry_after(self, since_start_s: float) -> int:
+        return retry_after(await self._measure(), since_start_s)
+
+    async def _measure(self) -> int:
+        """The project's source size, walked once (in a thread: up to `_MAX_WALK_S`)."""
         if self.source_bytes is None:
             self.source_bytes = await anyio.to_thread.run_sync(source_bytes, self.root, self.extensions)
-        return retry_after(self.source_bytes, since_start_s)
+        return self.source_bytes
 
 
 def retry_after(size: int, since_start_s: float, contention: float | None = None) -> int:

@@ -68,6 +68,8 @@ class LSPInput(ToolInput):  # noqa: D101  (no docstring: pydantic would send it 
 class _Target:
     root: Path
     text: str
+    began: float
+    """When the call's checks began (time.monotonic): a cold server's first-call budget counts from there."""
 
 
 def language_servers_available() -> bool:
@@ -97,6 +99,7 @@ class LSPTool(Tool[LSPInput, _Target]):
 
     @override
     async def validate_input(self, args: LSPInput, ctx: CallContext) -> _Target:
+        began = time.monotonic()
         path = ctx.paths["file_path"]
         _refuse_what_read_may_not(path, ctx)
         if args.operation == "workspaceSymbol" and not args.query.strip():
@@ -114,11 +117,10 @@ class LSPTool(Tool[LSPInput, _Target]):
         except LanguageServerUnavailable as exc:
             raise ExecutionError(str(exc)) from None
         root = next((r for r in ctx.session.workspace.roots if is_within(path, r)), ctx.session.workspace.roots[0])
-        return _Target(root, _document_text(path, ctx))
+        return _Target(root, _document_text(path, ctx), began)
 
     @override
     async def call(self, args: LSPInput, ctx: CallContext, target: _Target) -> ToolOutput:
-        began = time.monotonic()
         path = ctx.paths["file_path"]
         session = ctx.session
         servers = session.language_servers
@@ -142,8 +144,8 @@ class LSPTool(Tool[LSPInput, _Target]):
         renderer = _renderer(ctx, client.utf16)
         timeout_s = session.settings.lsp_timeout_s
         cold = client.indexing
-        # A cold server's budget counts from the call, its start included; a warm one's from the question.
-        deadline = began + session.settings.lsp_first_call_s if cold else time.monotonic() + timeout_s
+        # A cold server's budget counts from the call's checks, its start included; a warm one's from the question.
+        deadline = target.began + session.settings.lsp_first_call_s if cold else time.monotonic() + timeout_s
         try:
             version = await client.sync(path, target.text)
 
