@@ -75,12 +75,9 @@ class Warming:
             TimeoutError: not `cold`, and no answer by `deadline` (the request is cancelled).
             ServerError, ServerGone: as `Connection.request`.
         """
+        self._forget_old()
         key = json.dumps([method, params, version], sort_keys=True)
-        kept = self.left.pop(key, None)
-        if kept is not None and time.monotonic() - kept.sent > GIVE_UP_S and not kept.pending.answered:
-            kept.pending.cancel()
-            kept = None
-        left = kept or _Left(self.conn.send_request(method, params), time.monotonic())
+        left = self.left.pop(key, None) or _Left(self.conn.send_request(method, params), time.monotonic())
         try:
             while True:
                 wait = deadline - time.monotonic()
@@ -102,6 +99,12 @@ class Warming:
             else:
                 left.pending.cancel()
             raise
+
+    def _forget_old(self) -> None:
+        """Give up requests left running for longer than GIVE_UP_S, answered (nobody came back) or not (stuck)."""
+        now = time.monotonic()
+        for key in [key for key, left in self.left.items() if now - left.sent > GIVE_UP_S]:
+            self.left.pop(key).pending.cancel()
 
     async def _retry_after(self, since_start_s: float) -> int:
         return retry_after(await self._measure(), since_start_s)

@@ -10,6 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from mcp_codetools.lsp import warming
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import Settings
@@ -185,3 +186,19 @@ async def test_a_cold_server_that_has_answered_nothing_yet_is_left_to_finish_ind
         assert not out.is_error and "is still indexing the project" in out.text, out.text
     assert server is not None and later is server
     assert "cancelled" not in answer  # the question was left running, not cancelled
+
+
+async def test_a_question_left_running_too_long_is_given_up(
+    pipeline: Pipeline, root: Path, files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hang, fine = files
+    session = _session(root, lsp_timeout_s=0.3, lsp_first_call_s=0.3)
+    cold = Caller(pipeline, session)
+    try:
+        with anyio.fail_after(20):
+            await cold.ok("LSP", _hover(hang))  # "still indexing": the hover is left running
+            monkeypatch.setattr(warming, "GIVE_UP_S", 0.0)
+            answer = await cold.ok("LSP", _hover(fine))
+    finally:
+        await session.aclose()
+    assert "cancelled: [2]" in answer  # request 1 was initialize, 2 the hover left running
