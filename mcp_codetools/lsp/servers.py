@@ -57,6 +57,8 @@ class ServerSpec:
     initialization_options: dict[str, Any] = field(default_factory=dict)
     diagnostics: bool = True
     """Whether edits wait for its diagnostics (not worth it when it only repeats the syntax check)."""
+    builtin: bool = False
+    """Whether it is the built-in jedi server (whose documentSymbol this package answers itself: outline.py)."""
 
     @property
     def is_python(self) -> bool:
@@ -98,7 +100,7 @@ def python_server() -> ServerSpec | None:
         return None
     # jedi's only diagnostic is Python's first syntax error, which the edit check already reports in well
     # under a millisecond, and it publishes it after a 1 s debounce: edits do not wait for it.
-    return ServerSpec("python", command, frozenset({".py", ".pyi"}), diagnostics=False)
+    return ServerSpec("python", command, frozenset({".py", ".pyi"}), diagnostics=False, builtin=True)
 
 
 def configured(table: Mapping[str, LanguageServerEntry]) -> list[ServerSpec]:

@@ -103,31 +103,40 @@ class Connection:
             ServerError: the server answered with an error.
             ServerGone: the server is not running.
         """
+        pending = self.send_request(method, params)
+        try:
+            return await pending.result(timeout_s)
+        except BaseException:
+            pending.cancel()
+            raise
+
+    def send_request(self, method: str, params: Any) -> Pending:
+        """Send a request whose answer may be collected later, by whoever holds the `Pending`.
+
+        Raises:
+            ServerGone: the server is not running.
+        """
         number = next(self._ids)
-        done = anyio.Event()
-        slot: list[Any] = []
+        pending = Pending(self, number, method)
         with self._lock:
             if self.gone is not None:
                 raise ServerGone(self.gone)
-            self._pending[number] = (done, slot)
+            self._pending[number] = (pending.done, pending.slot)
         try:
             self._send({"jsonrpc": "2.0", "id": number, "method": method, "params": params})
-            with anyio.fail_after(timeout_s):
-                await done.wait()
         except BaseException:
             with self._lock:
                 self._pending.pop(number, None)
-            if self.gone is None:
-                with contextlib.suppress(ServerGone):
-                    self._send({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": number}})
             raise
-        message = slot[0]
-        if message is None:
-            raise ServerGone(self.gone or "the language server stopped")
-        if "error" in message:
-            error = message["error"] or {}
-            raise ServerError(int(error.get("code", 0)), str(error.get("message", "error")))
-        return message.get("result")
+        return pending
+
+    def _forget(self, number: int) -> None:
+        """Stop waiting for request `number` and tell the server it may drop it."""
+        with self._lock:
+            waiting = self._pending.pop(number, None) is not None
+        if waiting and self.gone is None:
+            with contextlib.suppress(ServerGone):
+                self._send({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": number}})
 
     async def notify(self, method: str, params: Any) -> None:
         """Queue a notification (sent in order, never waited for).
@@ -227,6 +236,49 @@ class Connection:
                 with contextlib.suppress(OSError):
                     stream.close()
         self._reader.join(timeout=_CLOSE_GRACE_S)
+
+
+class Pending:
+    """A request sent and not yet answered, or answered and not yet collected.
+
+    Waiting for it with a bound leaves it running: a cold server's first answer can be collected by a later
+    call (see warming.py). `cancel` gives it up.
+    """
+
+    def __init__(self, conn: Connection, number: int, method: str) -> None:
+        self._conn = conn
+        self.number = number
+        self.method = method
+        self.done = anyio.Event()
+        self.slot: list[Any] = []
+
+    @property
+    def answered(self) -> bool:
+        """Whether the answer (or the server's end) has arrived."""
+        return bool(self.slot)
+
+    async def result(self, timeout_s: float) -> Any:
+        """The result, waiting up to `timeout_s`; the request keeps running when the wait ends first.
+
+        Raises:
+            TimeoutError: no answer yet.
+            ServerError: the server answered with an error.
+            ServerGone: the server stopped before answering.
+        """
+        if not self.slot:
+            with anyio.fail_after(timeout_s):
+                await self.done.wait()
+        message = self.slot[0]
+        if message is None:
+            raise ServerGone(self._conn.gone or "the language server stopped")
+        if "error" in message:
+            error = message["error"] or {}
+            raise ServerError(int(error.get("code", 0)), str(error.get("message", "error")))
+        return message.get("result")
+
+    def cancel(self) -> None:
+        """Give the request up: the server is told (`$/cancelRequest`) unless it has answered."""
+        self._conn._forget(self.number)
 
 
 def _spawn(command: Sequence[str], cwd: Path, env: dict[str, str] | None) -> subprocess.Popen[bytes]:

@@ -27,6 +27,7 @@ import anyio
 
 from mcp_codetools.files.scratch import make_scratch_dir
 from mcp_codetools.lsp.servers import ServerSpec, for_file, program_in
+from mcp_codetools.lsp.warming import GIVE_UP_S, Warming
 from mcp_codetools.lsp.wire import Connection, ServerGone
 from mcp_codetools.shell.spawning import command_env
 
@@ -39,8 +40,8 @@ MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
 MAX_MISSES = 2
 """Requests in a row a server may leave unanswered within the timeout before it is stopped (and started
 afresh by the next call): one that misses this often is stuck, often still busy with a cancelled request.
-Only a server that has answered a call before counts them: a cold one may be indexing a large project, and
-starting it again would only start the indexing again."""
+Only a server past its indexing counts them (see `Client.indexing`): a cold one may be reading a large
+project, and starting it again would only start the reading again."""
 
 
 NEEDS = {
@@ -97,6 +98,8 @@ class Client:
     capabilities: dict[str, Any]
     started_ms: float
     utf16: bool
+    warming: Warming
+    """Its requests, some left running past the call that asked (see warming.py)."""
     documents: dict[str, tuple[int, str]] = field(default_factory=dict)
     """uri → (version, digest of the text sent)."""
     published: dict[str, _Published] = field(default_factory=dict)
@@ -110,6 +113,11 @@ class Client:
     changed: anyio.Event = field(default_factory=anyio.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     sending: anyio.Lock = field(default_factory=anyio.Lock)
+
+    @property
+    def indexing(self) -> bool:
+        """Whether it may still be reading the project: it has answered nothing yet, and has not run for long."""
+        return not self.warm and time.monotonic() - self.warming.born < GIVE_UP_S
 
     def supports(self, capability: str) -> bool:
         """Whether the server announced a provider (`definitionProvider`, `callHierarchyProvider`, …)."""
@@ -270,7 +278,7 @@ class LanguageServers:
             return client
 
     async def _start(self, spec: ServerSpec, root: Path) -> Client:
-        started = time.perf_counter()
+        started, born = time.perf_counter(), time.monotonic()
         holder: list[Client] = []
 
         def route(method: str, params: Any) -> None:
@@ -294,7 +302,9 @@ class LanguageServers:
             ) from exc
         capabilities = (result or {}).get("capabilities") or {}
         encoding = capabilities.get("positionEncoding", "utf-16")
-        client = Client(spec, root, conn, capabilities, (time.perf_counter() - started) * 1000, encoding == "utf-16")
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        warming = Warming(conn, root, spec.extensions, born)
+        client = Client(spec, root, conn, capabilities, elapsed_ms, encoding == "utf-16", warming)
         holder.append(client)
         logger.info("language server %s started for %s in %.0f ms", spec.name, root, client.started_ms)
         return client
@@ -312,7 +322,7 @@ class LanguageServers:
 
     async def missed(self, client: Client) -> bool:
         """Count a request `client` did not answer in time; True when that made MAX_MISSES and it was stopped."""
-        if client.warm:
+        if not client.indexing:
             client.misses += 1
         if client.misses < MAX_MISSES or not client.conn.alive:
             return False

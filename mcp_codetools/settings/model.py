@@ -240,6 +240,15 @@ class Settings:
     lsp_timeout_s: Annotated[
         float, Field(gt=0, description="Seconds the LSP tool waits for a language server's answer."), Place("lsp")
     ] = 10.0
+    lsp_first_call_s: Annotated[
+        float,
+        Field(
+            gt=0,
+            description="Seconds a call to a language server that has not answered yet (its start included) waits "
+            "before saying it is still indexing and when to ask again; the question keeps running for that retry.",
+        ),
+        Place("lsp"),
+    ] = 5.0
     lsp_diagnostics_wait_s: Annotated[
         float,
         Field(

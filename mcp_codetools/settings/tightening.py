@@ -150,6 +150,7 @@ PROJECT_MAY: dict[str, Tighten | Literal["free", "user-only"]] = {
     "edit_recovery": FREE,
     "syntax_check": FREE,
     "lsp_timeout_s": FREE,
+    "lsp_first_call_s": FREE,
     "lsp_diagnostics_wait_s": FREE,
     "lsp_servers": USER_ONLY,
     "history_max_bytes": FREE,

@@ -8,6 +8,8 @@ name defined there is refused, since it would show that file's text).
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -19,13 +21,14 @@ from mcp_codetools.errors import ExecutionError, InvalidInputError, PermissionDe
 from mcp_codetools.files.editing import read_whole
 from mcp_codetools.files.paths import is_within
 from mcp_codetools.files.text import BinaryContentError, detect
+from mcp_codetools.lsp.outline import python_outline
 from mcp_codetools.lsp.render import MAX_LOCATIONS, Hidden, Renderer, Window
-from mcp_codetools.lsp.servers import available
+from mcp_codetools.lsp.servers import ServerSpec, available
+from mcp_codetools.lsp.warming import StillIndexing
 from mcp_codetools.lsp.wire import ServerError, ServerGone
 from mcp_codetools.lsp.workspace import (
     MAX_DOCUMENT_BYTES,
     NEEDS,
-    Client,
     LanguageServerUnavailable,
     file_uri,
     refuse_project_program,
@@ -46,6 +49,7 @@ Operation = Literal[
     "outgoingCalls",
 ]
 _WHOLE_FILE = frozenset({"documentSymbol", "workspaceSymbol"})
+Request = Callable[[str, Any], Awaitable[Any]]
 MAX_PAGE = 500
 """The most results one answer shows (a line each, so a page stays far below the result limit)."""
 
@@ -64,6 +68,8 @@ class LSPInput(ToolInput):  # noqa: D101  (no docstring: pydantic would send it 
 class _Target:
     root: Path
     text: str
+    began: float
+    """When the call's checks began (time.monotonic): a cold server's first-call budget counts from there."""
 
 
 def language_servers_available() -> bool:
@@ -93,6 +99,7 @@ class LSPTool(Tool[LSPInput, _Target]):
 
     @override
     async def validate_input(self, args: LSPInput, ctx: CallContext) -> _Target:
+        began = time.monotonic()
         path = ctx.paths["file_path"]
         _refuse_what_read_may_not(path, ctx)
         if args.operation == "workspaceSymbol" and not args.query.strip():
@@ -110,14 +117,23 @@ class LSPTool(Tool[LSPInput, _Target]):
         except LanguageServerUnavailable as exc:
             raise ExecutionError(str(exc)) from None
         root = next((r for r in ctx.session.workspace.roots if is_within(path, r)), ctx.session.workspace.roots[0])
-        return _Target(root, _document_text(path, ctx))
+        return _Target(root, _document_text(path, ctx), began)
 
     @override
     async def call(self, args: LSPInput, ctx: CallContext, target: _Target) -> ToolOutput:
         path = ctx.paths["file_path"]
         session = ctx.session
+        servers = session.language_servers
+        outline = _outline(path, target.text, servers.spec_for(path)) if args.operation == "documentSymbol" else None
+        if outline is not None:
+            return ToolOutput(
+                _renderer(ctx, utf16=False).document_symbols(outline, path),
+                meta={"operation": args.operation, "server": "python (ast)"},
+            )
+        if servers.running(path, target.root) is None:
+            await ctx.progress(0, None, "starting the language server")
         try:
-            client = await session.language_servers.client(path, target.root)
+            client = await servers.client(path, target.root)
         except LanguageServerUnavailable as exc:
             raise ExecutionError(str(exc)) from None
         if not client.supports(NEEDS[args.operation]):
@@ -125,30 +141,47 @@ class LSPTool(Tool[LSPInput, _Target]):
                 f"The {client.spec.name} language server does not support {args.operation}. "
                 "Use findReferences, goToDefinition or Grep instead."
             )
-        renderer = _renderer(ctx, client)
+        renderer = _renderer(ctx, client.utf16)
+        timeout_s = session.settings.lsp_timeout_s
+        cold = client.indexing
+        # A cold server's budget counts from the call's checks, its start included; a warm one's from the question.
+        deadline = target.began + session.settings.lsp_first_call_s if cold else time.monotonic() + timeout_s
         try:
-            await client.sync(path, target.text)
-            text = await _ask(client, args, path, target.text, renderer, session.settings.lsp_timeout_s)
+            version = await client.sync(path, target.text)
+
+            async def request(method: str, params: Any) -> Any:
+                return await client.warming.ask(
+                    method, params, version, deadline=deadline, cold=cold, progress=ctx.progress
+                )
+
+            text = await _ask(request, args, path, target.text, renderer, client.utf16)
+        except StillIndexing as late:
+            return ToolOutput(
+                f"The {client.spec.name} language server is still indexing the project ({late.since_start_s:.0f} s "
+                f"since it started) and has not answered {args.operation} yet. It keeps working on this question: "
+                f"ask again in about {late.retry_after_s} s to collect the answer, or use Grep meanwhile.",
+                meta={
+                    "operation": args.operation,
+                    "server": client.spec.name,
+                    "indexing": True,
+                    "retryAfterS": late.retry_after_s,
+                },
+            )
         except TimeoutError:
-            late = f"The {client.spec.name} language server did not answer {args.operation} within "
-            if await session.language_servers.missed(client):
+            late_text = f"The {client.spec.name} language server did not answer {args.operation} within {timeout_s:g} s"
+            if await servers.missed(client):
                 raise ExecutionError(
-                    f"{late}{session.settings.lsp_timeout_s:g} s, twice in a row: it was stopped, and the next call "
-                    "starts it afresh. Try again, or use Grep."
+                    f"{late_text}, twice in a row: it was stopped, and the next call starts it afresh. Try again, "
+                    "or use Grep."
                 ) from None
-            if not client.warm:
-                raise ExecutionError(
-                    f"{late}{session.settings.lsp_timeout_s:g} s: it has not answered a call yet and is likely still "
-                    "reading the project. Try again in a few seconds, or use Grep meanwhile."
-                ) from None
-            raise ExecutionError(f"{late}{session.settings.lsp_timeout_s:g} s. Try again, or use Grep.") from None
+            raise ExecutionError(f"{late_text}. Try again, or use Grep.") from None
         except ServerGone as exc:
             raise ExecutionError(
                 f"The {client.spec.name} language server stopped ({exc}). The next call starts it again."
             ) from None
         except ServerError as exc:
             raise ExecutionError(f"The {client.spec.name} language server refused {args.operation}: {exc}.") from None
-        session.language_servers.answered(client)
+        servers.answered(client)
         return ToolOutput(text, meta={"operation": args.operation, "server": client.spec.name})
 
 
@@ -186,7 +219,14 @@ def _document_text(path: Path, ctx: CallContext) -> str:
     return data[len(fmt.bom) :].decode(fmt.encoding, "replace")
 
 
-def _renderer(ctx: CallContext, client: Client) -> Renderer:
+def _outline(path: Path, text: str, spec: ServerSpec | None) -> list[dict[str, Any]] | None:
+    """The built-in server's documentSymbol of a Python file, from Python's parser (None: ask the server)."""
+    if spec is None or not spec.builtin or path.suffix.lower() not in (".py", ".pyi"):
+        return None
+    return python_outline(text)
+
+
+def _renderer(ctx: CallContext, utf16: bool) -> Renderer:
     workspace = ctx.session.workspace
 
     def lines_of(path: Path) -> list[str] | None:
@@ -206,53 +246,50 @@ def _renderer(ctx: CallContext, client: Client) -> Renderer:
                 return os.path.relpath(path, ctx.session.cwd) if is_within(path, ctx.session.cwd) else str(path)
         return str(path)
 
-    return Renderer(lines_of, shown, client.utf16, _hidden(ctx))
+    return Renderer(lines_of, shown, utf16, _hidden(ctx))
 
 
-def _position(args: LSPInput, text: str, client: Client) -> dict[str, int]:
+def _position(args: LSPInput, text: str, utf16: bool) -> dict[str, int]:
     lines = text.split("\n")
     line = (args.line or 1) - 1
     if line >= len(lines):
         raise InvalidInputError(f"line {args.line} is past the end of the file ({len(lines)} lines).")
     column = min((args.character or 1) - 1, len(lines[line]))
-    units = len(lines[line][:column].encode("utf-16-le")) // 2 if client.utf16 else column
+    units = len(lines[line][:column].encode("utf-16-le")) // 2 if utf16 else column
     return {"line": line, "character": units}
 
 
-async def _ask(client: Client, args: LSPInput, path: Path, text: str, renderer: Renderer, timeout_s: float) -> str:
-    request = client.conn.request
+async def _ask(request: Request, args: LSPInput, path: Path, text: str, renderer: Renderer, utf16: bool) -> str:
     document = {"uri": file_uri(path)}
     if args.operation == "documentSymbol":
-        return renderer.document_symbols(
-            await request("textDocument/documentSymbol", {"textDocument": document}, timeout_s), path
-        )
+        return renderer.document_symbols(await request("textDocument/documentSymbol", {"textDocument": document}), path)
     if args.operation == "workspaceSymbol":
         query = args.query.strip()
-        found = await request("workspace/symbol", {"query": query}, timeout_s)
+        found = await request("workspace/symbol", {"query": query})
         return renderer.workspace_symbols(found, query, Window(args.offset, args.limit))
-    at: dict[str, Any] = {"textDocument": document, "position": _position(args, text, client)}
+    at: dict[str, Any] = {"textDocument": document, "position": _position(args, text, utf16)}
     if args.operation == "goToDefinition":
-        return renderer.locations(await request("textDocument/definition", at, timeout_s), "definitions")
+        return renderer.locations(await request("textDocument/definition", at), "definitions")
     if args.operation == "goToImplementation":
-        return renderer.locations(await request("textDocument/implementation", at, timeout_s), "implementations")
+        return renderer.locations(await request("textDocument/implementation", at), "implementations")
     if args.operation == "findReferences":
         params = {**at, "context": {"includeDeclaration": True}}
-        found = await request("textDocument/references", params, timeout_s)
+        found = await request("textDocument/references", params)
         return renderer.locations(found, "references", Window(args.offset, args.limit))
     if args.operation == "hover":
         if renderer.hides_files:
             # A hover shows the definition's signature and docstring: never those of a hidden file.
-            defined = await request("textDocument/definition", at, timeout_s)
+            defined = await request("textDocument/definition", at)
             for item in [defined] if isinstance(defined, dict) else list(defined or []):
                 if not renderer.visible(item.get("targetUri") or item.get("uri")):
                     raise PermissionDeniedError(
                         "The name at this position is defined in a file a deny rule keeps from Read, so its "
                         "hover is not shown."
                     )
-        return renderer.hover(await request("textDocument/hover", at, timeout_s))
-    items = await request("textDocument/prepareCallHierarchy", at, timeout_s)
+        return renderer.hover(await request("textDocument/hover", at))
+    items = await request("textDocument/prepareCallHierarchy", at)
     if args.operation == "prepareCallHierarchy" or not items:
         return renderer.call_items(items)
     method = "callHierarchy/incomingCalls" if args.operation == "incomingCalls" else "callHierarchy/outgoingCalls"
     direction = "incoming" if args.operation == "incomingCalls" else "outgoing"
-    return renderer.calls(await request(method, {"item": items[0]}, timeout_s), direction)
+    return renderer.calls(await request(method, {"item": items[0]}), direction)

@@ -11,7 +11,8 @@ working directory and its `sys.path`. Answers:
 - symbols: each def/class line; call hierarchy: the function around a position, callers and callees by name.
 Hover also lists the ids of the requests the client cancelled. Faults: a document containing `CRASH` makes
 the server exit; `HANG` makes hover never answer; `SLOW` makes the server stop reading for 20 s, as one busy
-analysing a big file does, before it publishes.
+analysing a big file does, before it publishes. `DEFER` holds a hover's answer, as a cold server does while it
+indexes, until a document containing `RELEASE` is opened or changed (it answers those held first).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from urllib.parse import unquote, urlparse
 
 docs: dict[str, str] = {}
 cancelled: list[int] = []
+held: list[dict[str, Any]] = []
 disk: dict[str, str] = {}
 OUTSIDE = sys.argv[1] if len(sys.argv) > 1 else "/nonexistent/outside.py"
 REPORT = sys.argv[2] if len(sys.argv) > 2 else None
@@ -220,6 +222,9 @@ def main() -> None:
             )
             if "CRASH" in docs[uri]:
                 sys.exit(3)
+            if "RELEASE" in docs[uri]:
+                while held:
+                    send(held.pop(0))
             if "SLOW" in docs[uri]:
                 time.sleep(20)
             publish(uri, params["textDocument"]["version"])
@@ -232,7 +237,9 @@ def main() -> None:
         if "id" not in message or method is None:
             continue
         result = answer(method, params)
-        if result is not ...:
+        if method == "textDocument/hover" and "DEFER" in docs.get(params["textDocument"]["uri"], ""):
+            held.append({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        elif result is not ...:
             send({"jsonrpc": "2.0", "id": message["id"], "result": result})
 
 

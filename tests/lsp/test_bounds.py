@@ -10,6 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from mcp_codetools.lsp import warming
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import Settings
@@ -98,6 +99,7 @@ async def test_an_answer_between_two_misses_keeps_the_server(
 ) -> None:
     hang, fine = files
     with anyio.fail_after(20):
+        await quick.ok("LSP", _hover(fine))
         await quick.fails("LSP", _hover(hang))
         server = quick.session.language_servers.running(fine, root)
         await quick.ok("LSP", _hover(fine))
@@ -166,13 +168,37 @@ async def test_a_page_larger_than_the_most_one_answer_shows_is_refused(lsp: Call
 
 
 async def test_a_cold_server_that_has_answered_nothing_yet_is_left_to_finish_indexing(
-    quick: Caller, root: Path, files: tuple[Path, Path]
+    pipeline: Pipeline, root: Path, files: tuple[Path, Path]
 ) -> None:
     hang, fine = files
-    with anyio.fail_after(20):
-        await quick.fails("LSP", _hover(hang))
-        server = quick.session.language_servers.running(fine, root)
-        again = await quick.fails("LSP", _hover(hang))
-    assert "twice in a row" not in again.text
-    assert "has not answered a call yet and is likely still reading the project" in again.text
-    assert server is not None and quick.session.language_servers.running(fine, root) is server
+    session = _session(root, lsp_timeout_s=0.3, lsp_first_call_s=0.3)
+    cold = Caller(pipeline, session)
+    try:
+        with anyio.fail_after(20):
+            first = await cold("LSP", _hover(hang))
+            server = session.language_servers.running(fine, root)
+            again = await cold("LSP", _hover(hang))
+            answer = await cold.ok("LSP", _hover(fine))
+            later = session.language_servers.running(fine, root)
+    finally:
+        await session.aclose()
+    for out in (first, again):
+        assert not out.is_error and "is still indexing the project" in out.text, out.text
+    assert server is not None and later is server
+    assert "cancelled" not in answer  # the question was left running, not cancelled
+
+
+async def test_a_question_left_running_too_long_is_given_up(
+    pipeline: Pipeline, root: Path, files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hang, fine = files
+    session = _session(root, lsp_timeout_s=0.3, lsp_first_call_s=0.3)
+    cold = Caller(pipeline, session)
+    try:
+        with anyio.fail_after(20):
+            await cold.ok("LSP", _hover(hang))  # "still indexing": the hover is left running
+            monkeypatch.setattr(warming, "GIVE_UP_S", 0.0)
+            answer = await cold.ok("LSP", _hover(fine))
+    finally:
+        await session.aclose()
+    assert "cancelled: [2]" in answer  # request 1 was initialize, 2 the hover left running

@@ -95,7 +95,7 @@ async def test_the_projects_venv_interpreter_never_runs_and_its_packages_are_sti
     use.write_text("from venvpkg import from_venv\n\nfrom_venv(1)\n", encoding="utf-8")
     assert (spec := python_server()) is not None
     table = {"python": {"command": list(spec.command), "extensions": [".py"], "diagnostics": True}}
-    session = CodeSession(Settings(roots=(root,), lsp_servers=table))  # type: ignore[arg-type]
+    session = CodeSession(Settings(roots=(root,), lsp_servers=table, lsp_first_call_s=60))  # type: ignore[arg-type]
     call = Caller(pipeline, session)
     at = {"file_path": str(use), "line": 3, "character": 1}
     try:
@@ -199,7 +199,7 @@ async def test_a_package_on_pythonpath_inside_a_root_is_parsed_never_imported(
     monkeypatch.setenv("PYTHONPATH", str(root / "src"))
     use = root / "use.py"
     use.write_text("import pkg.ext\n\npkg.ext.thing\n", encoding="utf-8")
-    session = CodeSession(Settings(roots=(root,)))
+    session = CodeSession(Settings(roots=(root,), lsp_first_call_s=60))
     call = Caller(pipeline, session)
     try:
         with anyio.fail_after(60):

@@ -54,7 +54,7 @@ async def test_definition_references_and_diagnostics_from_jedi(call: Caller, pac
 async def test_jedi_diagnostics_when_asked_for(pipeline: Pipeline, root: Path, package: Path) -> None:
     assert (spec := python_server()) is not None
     table = {"python": {"command": list(spec.command), "extensions": [".py"], "diagnostics": True}}
-    session = CodeSession(Settings(roots=(root,), lsp_servers=table))  # type: ignore[arg-type]
+    session = CodeSession(Settings(roots=(root,), lsp_servers=table, lsp_first_call_s=60))  # type: ignore[arg-type]
     call = Caller(pipeline, session)
     use = package / "use.py"
     try:

@@ -156,6 +156,7 @@ async def test_a_server_that_does_not_answer_gives_a_clear_error(
     session = CodeSession(_settings(root, secret, lsp_timeout_s=0.3))
     try:
         with anyio.fail_after(20):
+            await Caller(pipeline, session).ok("LSP", {"operation": "documentSymbol", "file_path": str(module)})
             out = await Caller(pipeline, session).fails(
                 "LSP", {"operation": "hover", "file_path": str(hanging), "line": 1, "character": 1}
             )
