@@ -1,0 +1,95 @@
+"""Each program's facts in one entry (`commands.programs.PROGRAMS`): the read-only verdict, what it writes and
+what it runs all come from it, so an option that writes is seen by plan mode, protected paths and Edit rules
+alike, and an option that runs a program by `Bash(...)` rules.
+
+The rows below were the gaps while the facts were in separate tables: the read-only list knew `sort --outp=F`
+(a prefix, which getopt_long accepts) and `tree --output`, the operand table did not; `strace -o F` wrote
+unseen; `rg --pre CMD`, `fd -x CMD` and `sort --compress-program=CMD` ran a program no rule saw.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mcp_codetools.commands import programs
+from mcp_codetools.commands.analysis import analyse
+from mcp_codetools.policy.engine import CallFacts, Policy
+from mcp_codetools.policy.rules import parse_rule
+
+ROOT = Path("/ws")
+
+WRITES: list[tuple[str, str]] = [
+    ("sort -o .git/config a.txt", ".git/config"),
+    ("sort --output .git/config a.txt", ".git/config"),
+    ("sort --outp=.git/config a.txt", ".git/config"),
+    ("sort --outp .git/config a.txt", ".git/config"),
+    ("sort -uo.git/config a.txt", ".git/config"),
+    ("sort -u -o .git/config a.txt", ".git/config"),
+    ("tree -o .git/config", ".git/config"),
+    ("tree --output=.git/config", ".git/config"),
+    ("ss -D .git/config", ".git/config"),
+    ("ss --diag=.git/config", ".git/config"),
+    ("strace -o .git/config true", ".git/config"),
+    ("strace --out=.git/config true", ".git/config"),
+    ("ltrace -o .git/config true", ".git/config"),
+    ("command time -o .git/config true", ".git/config"),
+    ("/usr/bin/time --out=.git/config true", ".git/config"),
+    ("sed --in-pl s/a/b/ .git/config", ".git/config"),
+    ("curl --out .git/config https://x", ".git/config"),
+    ("wget --output-doc=.git/config https://x", ".git/config"),
+]
+
+
+@pytest.mark.parametrize(("command", "written"), WRITES)
+def test_a_writing_option_is_a_write_and_not_read_only(command: str, written: str) -> None:
+    found = analyse(command)
+    assert written in found.parts.write_targets and not found.read_only
+    decision = Policy(roots=(ROOT,)).decide(CallFacts("Bash", False, cwd=ROOT, analysis=found))
+    assert decision.behaviour == "ask" and decision.protected  # .git/config is protected
+    plan = Policy(roots=(ROOT,), mode="plan").decide(CallFacts("Bash", False, cwd=ROOT, analysis=found))
+    assert plan.behaviour != "allow"
+
+
+@pytest.mark.parametrize("command", ["sort -ko1 a.txt", "sort -t o a.txt", "tree -L 2", "ss -tlnp", "sort a.txt"])
+def test_a_value_that_looks_like_the_option_is_not_a_write(command: str) -> None:
+    found = analyse(command)
+    assert found.read_only and not found.parts.write_targets
+
+
+RUNS: list[tuple[str, str]] = [
+    ("rg --pre tee x", "deny"),
+    ("rg --pre=tee x", "deny"),
+    ("rg --pr tee x", "deny"),
+    ("rg --pre /usr/bin/tee x", "deny"),
+    ("rg --pre $TOOL x", "ask"),  # what runs is not known
+    ("fd -x tee {} ;", "deny"),
+    ("fd --exec tee {}", "deny"),
+    ("fdfind -X tee", "deny"),
+    ("fd -tf -x tee", "deny"),
+    ("sort --compress-program=tee a.txt", "deny"),
+    ("sort --compress-prog tee a.txt", "deny"),
+    ("fd -x echo {} ;", "allow"),
+    ("rg --pre cat x", "allow"),
+    ("rg tee", "allow"),
+    ("sort tee", "allow"),
+]
+
+
+@pytest.mark.parametrize(("command", "verdict"), RUNS)
+def test_a_program_an_option_runs_is_seen_by_rules(command: str, verdict: str) -> None:
+    deny = parse_rule("Bash(tee *)", "deny", source="test.toml", base=ROOT)
+    policy = Policy(roots=(ROOT,), deny=(deny,))
+    found = analyse(command)
+    assert policy.decide(CallFacts("Bash", found.read_only, cwd=ROOT, analysis=found)).behaviour == verdict
+
+
+@pytest.mark.parametrize(
+    ("name", "option"),
+    [(name, option) for name, program in programs.PROGRAMS.items() for option in program.active],
+)
+def test_every_active_option_of_an_entry_is_not_read_only(name: str, option: str) -> None:
+    """The read-only verdict comes from the same entry (each option, spelled alone and with a value)."""
+    assert not analyse(f"{name} {option} x a.txt").read_only
+    assert not analyse(f"{name} {option}=x a.txt").read_only or not option.startswith("--")
