@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcp_codetools.commands import parsing
+from mcp_codetools.commands import classify, parsing
 from mcp_codetools.commands.parsing import parse
 
 _CHARS = "aZ09_./,:@%+=-"
@@ -70,3 +70,9 @@ def test_other_lines_go_to_bashlex(line: str, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(bashlex, "parse", counting)
     parse(line)
     assert len(asked) == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text("ab-_./=\\'\"$`()<>*?[]{},~ \n", max_size=12))
+def test_a_word_without_special_characters_is_read_as_the_full_scan_reads_it(source: str) -> None:
+    assert classify.scan_word(source) == classify._scan(source)

@@ -9,14 +9,17 @@ unseen; `rg --pre CMD`, `fd -x CMD` and `sort --compress-program=CMD` ran a prog
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
 
-from mcp_codetools.commands import programs
+from mcp_codetools.commands import programs, sed
 from mcp_codetools.commands.analysis import analyse
 from mcp_codetools.policy.engine import CallFacts, Policy
 from mcp_codetools.policy.rules import parse_rule
+from tests.test_classify_property import needs_gnu_sed, sed_scripts
 
 ROOT = Path("/ws")
 
@@ -93,3 +96,45 @@ def test_every_active_option_of_an_entry_is_not_read_only(name: str, option: str
     """The read-only verdict comes from the same entry (each option, spelled alone and with a value)."""
     assert not analyse(f"{name} {option} x a.txt").read_only
     assert not analyse(f"{name} {option}=x a.txt").read_only or not option.startswith("--")
+
+
+SED: list[tuple[str, str]] = [
+    ("sed -n 'w .git/config' a.txt", "ask"),  # sed's `w` writes the file: protected
+    ("sed 's/a/b/w .git/config' a.txt", "ask"),
+    ("sed -e 1w.git/config a.txt", "ask"),
+    ("sed --expr='w .git/config' a.txt", "ask"),
+    ("sed ':a;w .git/config' a.txt", "ask"),
+    ("sed -f x.sed a.txt", "ask"),  # the script is a file: it may write anything
+    ("sed '1e rm -rf x' a.txt", "deny"),  # `e CMD` runs CMD
+    ("sed 's/.*/rm x/e' a.txt", "ask"),  # runs the pattern space: not known
+    ('sed "$S" a.txt', "ask"),
+    ("sed s/a/b/ a.txt", "allow"),
+    ("sed -n p a.txt", "allow"),
+    ("sed '1i hello; w x' a.txt", "allow"),  # the text of `i` runs to the end of the line
+    ("sed 'r notes.txt' a.txt", "allow"),
+]
+
+
+@pytest.mark.parametrize(("command", "verdict"), SED)
+def test_what_a_sed_script_writes_and_runs_comes_from_seds_reader(command: str, verdict: str) -> None:
+    deny = parse_rule("Bash(rm *)", "deny", source="test.toml", base=ROOT)
+    found = analyse(command)
+    decision = Policy(roots=(ROOT,), deny=(deny,)).decide(CallFacts("Bash", found.read_only, cwd=ROOT, analysis=found))
+    assert decision.behaviour == verdict
+
+
+def _sandbox_refuses(script: str) -> bool:
+    done = subprocess.run(
+        ["sed", "--sandbox", "-n", "-e", script], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30
+    )
+    return "sandbox" in done.stderr
+
+
+@needs_gnu_sed
+@settings(max_examples=150, deadline=None)
+@given(script=sed_scripts)
+def test_a_script_sed_reads_w_e_or_r_in_has_its_effects_seen(script: str) -> None:
+    """GNU sed's `--sandbox` refuses exactly w, e and r: where it does, `effects` names one or gives up (None)."""
+    found = sed.effects(["-n", "-e", script])
+    if _sandbox_refuses(script):
+        assert found is None or found.writes or found.reads or found.runs, script

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from mcp_codetools.commands import archives, git_files, programs
+from mcp_codetools.commands import archives, git_files, programs, sed
 from mcp_codetools.commands.checks import given, long_option
 from mcp_codetools.commands.diffnames import diff_names, stripped
 from mcp_codetools.commands.filesets import Files, joined, literal_folder, option_letters, option_values, strip_level
@@ -235,6 +235,13 @@ def _pattern_first(name: str, args: list[str], files: Files) -> None:
         key in ("-i", "--include") for key, _ in option_values(args, frozenset({"-i", "--include"}))[1]
     ):
         files.writes.extend(operands)  # `gawk -i inplace`: an included library may rewrite the files
+    if family == "sed":
+        done = sed.effects(args)
+        if done is None:  # a script in a file, or one sed's reader cannot place: it may write anything
+            files.unknown_writes.append(None)
+        else:
+            files.writes.extend(done.writes)
+            files.reads.extend(done.reads)
     if family in ("sed", "perl", "ruby") and (
         any(long_option(a, ("--in-place",)) for a in args)
         or any(_IN_PLACE.match(a) for a in args if not a.startswith("--"))

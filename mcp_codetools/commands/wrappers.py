@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from mcp_codetools.commands import git, git_runs, operands, programs, read_only
+from mcp_codetools.commands import git, git_runs, operands, programs, read_only, sed
 from mcp_codetools.commands.checks import given
 from mcp_codetools.commands.readings import (
     MAX_READINGS,
@@ -118,6 +118,10 @@ def _read(
         _su(rest, rest_known, found)  # `su - root -c '…'`: after the user, the words are the shell's
     if name == "parallel":
         _parallel(rest, rest_known, stdin, chdir, depth, add, found)
+        return
+    if name in ("sed", "gsed"):
+        done = sed.effects(rest) if all(rest_known) else None
+        found.scripts.extend(done.runs if done is not None else [None])  # `e CMD`: a command line
         return
     program = programs.PROGRAMS.get(name)
     if program is not None and (program.runs or program.runs_rest):
