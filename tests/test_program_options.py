@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_codetools.commands import programs
+from mcp_codetools.commands import archives, programs
 from mcp_codetools.commands.analysis import analyse
 from mcp_codetools.commands.classify import analyze
 
@@ -94,3 +94,22 @@ def test_every_writing_looking_option_is_a_write_of_the_entry(name: str) -> None
         and "x" not in analyse(f"{program} {option}=x a.txt").parts.write_targets  # a path: `time` is a keyword
     )
     assert not unplaced, f"{name} --help lists options its entry does not place as writes: {unplaced}"
+
+
+_NAMES_A_PATH = re.compile(
+    r"(--[a-z][-a-z0-9]*)(?:[ =]<(?:file|filename|dir|path)>|=(?:FILE|FILENAME|DIR|DIRECTORY|PREFIX)\b)"
+)
+_HELP = {"curl": ["--help", "all"], "wget": ["--help"]}
+
+
+@pytest.mark.parametrize("name", sorted(archives.DOWNLOADERS))
+def test_every_option_that_takes_a_path_is_in_the_downloaders_entry(name: str) -> None:
+    """curl's and wget's entries against `--help`: an option whose value is a file or folder is placed."""
+    program = _program(name)
+    if program is None:
+        pytest.skip(f"{name} is not installed")
+    done = subprocess.run([program, *_HELP[name]], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    listed = set(_NAMES_A_PATH.findall(done.stdout + done.stderr))
+    assert listed, f"{name} --help named no option with a file: the pattern no longer reads its help"
+    unplaced = sorted(listed - archives.DOWNLOADERS[name].values)
+    assert not unplaced, f"{name} --help lists options with a path its entry does not place: {unplaced}"

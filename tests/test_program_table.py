@@ -42,6 +42,12 @@ WRITES: list[tuple[str, str]] = [
     ("sed --in-pl s/a/b/ .git/config", ".git/config"),
     ("curl --out .git/config https://x", ".git/config"),
     ("wget --output-doc=.git/config https://x", ".git/config"),
+    ("curl --trace .git/config https://x", ".git/config"),  # one entry per downloader: these were missing
+    ("curl --stderr .git/config https://x", ".git/config"),
+    ("curl --libcurl .git/config https://x", ".git/config"),
+    ("wget -a .git/config https://x", ".git/config"),  # wget's log, appended (curl's -a is a flag)
+    ("wget -o .git/config https://x", ".git/config"),
+    ("wget --save-cookies .git/config https://x", ".git/config"),
 ]
 
 
