@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from mcp_codetools.commands.analysis import AnalysedCommand, analyse
+from mcp_codetools.commands.analysis import analyse
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.policy.engine import CallFacts, Policy
 from mcp_codetools.policy.rules import Behaviour, parse_rule
@@ -55,7 +55,7 @@ CALLS = {
     "Edit": CallFacts("Edit", False, write_paths=(ROOT / "src" / "module7" / "x" / "y.py",)),
     # As the Bash tool hands it over: the text with the analysis `classify` built off the loop (not timed here).
     "Bash (3 commands)": CallFacts(
-        "Bash", False, command=AnalysedCommand(analyse("npm run task5 --x && git status | head -5")), cwd=ROOT
+        "Bash", False, cwd=ROOT, analysis=analyse("npm run task5 --x && git status | head -5")
     ),
 }
 

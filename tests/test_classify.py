@@ -494,5 +494,5 @@ def test_a_parser_failure_makes_the_command_not_read_only(monkeypatch: pytest.Mo
         raise RecursionError
 
     monkeypatch.setattr(bashlex, "parse", broken)
-    analysis = analyze("ls")
+    analysis = analyze("ls 'a b'")  # quoted: a plain line of words is not given to bashlex
     assert not analysis.read_only and "RecursionError" in analysis.reason

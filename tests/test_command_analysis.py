@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mcp_codetools.commands import analysis, classify, parsing, parts
-from mcp_codetools.commands.analysis import AnalysedCommand, analyse, split_command
+from mcp_codetools.commands.analysis import analyse
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.policy.engine import CallFacts, Policy
 from mcp_codetools.policy.gate import PermissionGate
@@ -34,9 +34,7 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
     for module in (analysis, classify, parts):
         monkeypatch.setattr(module, "parse", counting)
-    analysis._remembered.cache_clear()
     yield seen
-    analysis._remembered.cache_clear()
 
 
 def test_the_analysis_parses_once(parses: list[str]) -> None:
@@ -51,19 +49,25 @@ def test_a_nested_command_line_is_parsed_on_its_own(parses: list[str]) -> None:
     assert parses == ["bash -c 'git push'", "git push"]
 
 
-def test_the_engine_reads_the_analysis_the_text_carries(parses: list[str]) -> None:
-    command = AnalysedCommand(analyse("git push origin"))
+def test_the_engine_reads_the_analysis_it_is_given(parses: list[str]) -> None:
+    found = analyse("git push origin")
     parses.clear()
     root = Path("/ws")
     policy = Policy(roots=(root,), deny=(parse_rule("Bash(git push *)", "deny", source="t", base=root),))
-    assert policy.decide(CallFacts("Bash", False, command=command, cwd=root)).behaviour == "deny"
-    assert split_command(command) is command.analysis.parts and parses == []
+    facts = CallFacts("Bash", False, cwd=root, analysis=found)
+    assert facts.command == "git push origin" and facts.analysis is found
+    assert policy.decide(facts).behaviour == "deny" and parses == []
     assert policy.decide(CallFacts("Bash", False, command="git push origin", cwd=root)).behaviour == "deny"
-    assert parses == ["git push origin"]  # plain text: parsed where it is read
+    assert parses == ["git push origin"]  # given only the text: analysed where the facts are made
 
 
-def test_a_repeated_command_is_analysed_once(parses: list[str]) -> None:
-    assert analyse("git status") is analyse("git status") and parses == ["git status"]
+def test_facts_refuse_an_analysis_of_another_command() -> None:
+    with pytest.raises(ValueError, match="another command"):
+        CallFacts("Bash", False, command="git status", analysis=analyse("git push"))
+
+
+def test_nothing_is_remembered_between_analyses(parses: list[str]) -> None:
+    assert analyse("git status") is not analyse("git status") and parses == ["git status", "git status"]
 
 
 def test_a_long_or_empty_command_is_not_parsed(parses: list[str]) -> None:
@@ -81,3 +85,14 @@ async def test_a_bash_call_parses_its_command_once(parses: list[str], session: C
     denied = await call("Bash", {"command": "git push"})
     assert denied.is_error and "Bash(git push *)" in denied.text
     assert parses == ["echo hi | cat", "git push"]
+
+
+@pytest.mark.anyio
+async def test_plan_mode_reads_the_calls_analysis(parses: list[str], session: CodeSession, root: Path) -> None:
+    gate = PermissionGate(Policy(roots=(root,), mode="plan"), unanswered="allow")
+    call = Caller(Pipeline(default_tools(), gate), session)
+    assert await call.ok("Bash", {"command": "echo hi"}) == "hi"
+    refused = await call("Bash", {"command": "echo hi > out.txt"})
+    assert refused.is_error and "plan mode" in refused.text and not (root / "out.txt").exists()
+    assert await call.ok("Bash", {"command": "echo hi"}) == "hi"  # a repeated command: analysed again, once
+    assert parses == ["echo hi", "echo hi > out.txt", "echo hi"]

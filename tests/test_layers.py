@@ -135,6 +135,14 @@ def test_commands_imports_neither_policy_nor_shell() -> None:
     assert [name for name in sources if unit(name) == "commands"] and upward == []
 
 
+def test_no_module_of_commands_is_over_500_lines() -> None:
+    """The security-critical knowledge stays readable: tables that grow go to data modules of their own."""
+    sizes = {
+        path.name: len(path.read_text(encoding="utf-8").splitlines()) for path in (SOURCE / "commands").glob("*.py")
+    }
+    assert sizes and {name: size for name, size in sizes.items() if size > 500} == {}
+
+
 def test_the_check_catches_each_kind_of_wrong_import() -> None:
     """Upward (even deferred), tool to tool (even relative), MCP outside its modules, a two-way pair in a layer."""
     sources = {

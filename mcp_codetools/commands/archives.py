@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from mcp_codetools.commands.filesets import Files, option_letters, option_values, url_name
 
 
@@ -92,56 +94,86 @@ def zip_(name: str, args: list[str], files: Files) -> None:
         (files.trees if {"-r", "-R"} & option_letters(args) else files.reads).extend(operands[1:])
 
 
-_CURL_VALUES = frozenset(
-    {
-        "-o",
-        "--output",
-        "-O",
-        "--output-document",
-        "-P",
-        "--directory-prefix",
-        "--output-dir",
-        "-T",
-        "--upload-file",
-        "-d",
-        "--data",
-        "-F",
-        "--form",
-        "--data-binary",
-        "-K",
-        "--config",
-        "-b",
-        "--cookie",
-        "-c",
-        "--cookie-jar",
-        "-D",
-        "--dump-header",
-        "--post-file",
-        "--body-file",
-    }
-)
+@dataclass(frozen=True, slots=True)
+class Downloader:
+    """One downloader's options that name a file or folder.
+
+    One table per program: the same letter means another thing in the other (`curl -o` is the download,
+    `wget -o` its log; `curl -c` writes cookies, `wget -c` continues).
+    """
+
+    writes: frozenset[str]
+    reads: frozenset[str]
+    folders: frozenset[str]
+    """Options naming the folder it saves into (the files' names come from the URLs)."""
+    data: frozenset[str] = frozenset()
+    """Options whose value reads a file when it starts with `@` (`-d @body.json`)."""
+    named_by_url: frozenset[str] = frozenset()
+    """Flags that save to a file named after the URL (curl's `-O`)."""
+    inert: frozenset[str] = frozenset()
+    """Options whose value is a path that only selects or sockets, not a file read or written here."""
+
+    @property
+    def values(self) -> frozenset[str]:
+        """Every option that takes a value."""
+        return self.writes | self.reads | self.folders | self.data | self.inert
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+DOWNLOADERS: dict[str, Downloader] = {
+    "curl": Downloader(
+        writes=_words(
+            "-o --output -c --cookie-jar -D --dump-header --trace --trace-ascii --stderr --libcurl --etag-save "
+            "--hsts --alt-svc"
+        ),
+        reads=_words(
+            "-T --upload-file -K --config -b --cookie --etag-compare --netrc-file --cacert --crlfile --egd-file "
+            "--random-file --proxy-cacert --proxy-crlfile --key --cert --proxy-key --proxy-cert --pinnedpubkey "
+            "--hsts --alt-svc"
+        ),
+        folders=_words("--output-dir --capath --proxy-capath"),
+        data=_words("-d --data --data-binary --data-urlencode --json -F --form"),
+        named_by_url=_words("-O --remote-name --remote-name-all"),
+        inert=_words("--abstract-unix-socket --unix-socket --request-target"),
+    ),
+    "wget": Downloader(
+        writes=_words(
+            "-O --output-document -o --output-file -a --append-output --rejected-log --save-cookies --warc-file "
+            "--hsts-file"
+        ),
+        reads=_words(
+            "-i --input-file --config --load-cookies --post-file --body-file --certificate --private-key "
+            "--ca-certificate --crl-file --pinnedpubkey --warc-dedup --hsts-file"
+        ),
+        folders=_words("-P --directory-prefix --ca-directory --warc-tempdir"),
+    ),
+}
+"""curl's and wget's entries: every option `--help` lists with a file or folder for its value
+(tests/test_program_options.py)."""
 
 
 def curl(name: str, args: list[str], files: Files) -> None:
-    """`curl`/`wget`: uploads and config read, downloads written."""
-    # curl's -O names no file (the URL's last part is the name); wget's -O does
-    _, options = option_values(args, _CURL_VALUES - {"-O"} if name == "curl" else _CURL_VALUES)
-    letters = option_letters(args)
+    """`curl`/`wget`: what its options name (its entry in `DOWNLOADERS`), and the files named after URLs."""
+    entry = DOWNLOADERS[name]
+    operands, options = option_values(args, entry.values)
     for key, value in options:
-        if key in ("-o", "--output", "--output-document", "-c", "--cookie-jar", "-D", "--dump-header") or (
-            name == "wget" and key == "-O"
-        ):
+        if key in entry.writes:
             files.writes.append(value)
-        elif key in ("-T", "--upload-file", "-K", "--config", "-b", "--cookie", "--post-file", "--body-file"):
+        if key in entry.reads:
             files.reads.append(value)
-        elif key in ("-d", "--data", "--data-binary", "-F", "--form") and "@" in value:
-            files.reads.append(value.split("@", 1)[1].split(";", 1)[0])
-        elif key in ("-P", "--directory-prefix", "--output-dir"):
+        if key in entry.folders:
             files.unknown_writes.append(value)
-    if (name == "curl" and ("-O" in letters or "--remote-name" in letters or "--remote-name-all" in letters)) or (
-        name == "wget" and not any(key in ("-O", "--output-document") for key, _ in options)
-    ):
-        operands, _ = option_values(args)  # the file is named after the URL's last part
+        if key in entry.data and "@" in value:
+            files.reads.append(value.split("@", 1)[1].split(";", 1)[0])
+    saves_by_url = (
+        bool(option_letters(args) & entry.named_by_url)
+        if name == "curl"
+        else not any(key in ("-O", "--output-document") for key, _ in options)
+    )
+    if saves_by_url:  # the file is named after the URL's last part
         files.writes.extend(url_name(url) for url in operands if "://" in url)
 
 

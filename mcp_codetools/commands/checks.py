@@ -171,3 +171,30 @@ def first_operand_in(*allowed: str, default_ok: bool = True) -> Check:
         return "" if ops[0] in verbs else f"{ops[0]!r} is not a read-only verb"
 
     return rule
+
+
+def given(args: Sequence[str], names: Iterable[str], short_values: str = "") -> list[tuple[int, str | None]]:
+    """Where the options `names` are given in `args` and their values (None: given last, without one).
+
+    A long option counts by any prefix (see `long_option`), with `=value` or the next word; a short one also
+    inside a cluster (`-uoFILE`, `-uo FILE`), which ends at a letter of `short_values` (its value follows).
+    The index is of the word that holds the option. Words after `--` are operands.
+    """
+    names = tuple(names)
+    longs = [name for name in names if name.startswith("--")]
+    shorts = "".join(name[1] for name in names if len(name) == 2 and name[0] == "-" and name[1] != "-")
+    found: list[tuple[int, str | None]] = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        following = args[i + 1] if i + 1 < len(args) else None
+        if long_option(arg, longs):
+            found.append((i, arg.partition("=")[2] if "=" in arg else following))
+        elif arg.startswith("-") and not arg.startswith("--"):
+            for pos in range(1, len(arg)):
+                if arg[pos] in shorts:
+                    found.append((i, arg[pos + 1 :] or following))
+                    break
+                if arg[pos] in short_values:
+                    break
+    return found

@@ -17,6 +17,7 @@ check). It is not a security boundary: a repository's own config can make `git d
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -78,8 +79,18 @@ def analyze(command: str, parsed: Parsed | None = None) -> Analysis:
     return Analysis(True, "", last)
 
 
+_QUOTED_OR_EXPANDED = re.compile(r"[\\'\"$`()<>*?\[{]")
+"""The characters `scan_word` reads specially: a word without any is its own text, with nothing to expand."""
+
+
 def scan_word(source: str) -> Word:
     """Remove quotes from one word's source the way bash does, noting what bash would still expand."""
+    if not _QUOTED_OR_EXPANDED.search(source):
+        return Word(source)  # `_scan` would copy it character by character and note nothing
+    return _scan(source)
+
+
+def _scan(source: str) -> Word:
     out: list[str] = []
     expands = glob = brace = glob_first = False
     i, n = 0, len(source)

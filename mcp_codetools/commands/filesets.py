@@ -34,7 +34,10 @@ class Files:
 def option_values(
     words: Sequence[str], values: frozenset[str] = frozenset()
 ) -> tuple[list[str], list[tuple[str, str]]]:
-    """Plain operands, and (option, value) pairs (`--file=x` or `-f x` when `-f` is in `values`)."""
+    """Plain operands, and (option, value) pairs (`--file=x` or `-f x` when `-f` is in `values`).
+
+    A long option of `values` counts by any prefix (`--outp=F` is `--output=F`).
+    """
     found: list[str] = []
     options: list[tuple[str, str]] = []
     i = 0
@@ -47,11 +50,14 @@ def option_values(
             ended = True
         elif word.startswith("--") and "=" in word:
             key, _, value = word.partition("=")
-            options.append((key, value))
+            options.extend((name, value) for name in _spelled(key, values) or [key])
         elif word in values:
             if i + 1 < len(words):
                 options.append((word, words[i + 1]))
             i += 1
+        elif word.startswith("--") and _spelled(word, values):
+            if i + 1 < len(words):  # a prefix (`--outp F`): its value, and an operand too if it was a flag
+                options.extend((name, words[i + 1]) for name in _spelled(word, values))
         elif not word.startswith("--"):
             for pos in range(1, len(word)):  # a cluster: `-qc CMD`, `-n5`
                 if "-" + word[pos] in values:
@@ -63,6 +69,18 @@ def option_values(
                     break
         i += 1
     return found, options
+
+
+def _spelled(key: str, values: frozenset[str]) -> list[str]:
+    """The long options of `values` that `key` spells out: itself, or every one it is a prefix of.
+
+    getopt_long takes an unambiguous prefix; an ambiguous one counts as each, which only counts more files.
+    """
+    if key in values:
+        return [key]
+    if len(key) < 3:
+        return []
+    return sorted(name for name in values if name.startswith("--") and name.startswith(key))
 
 
 def option_letters(words: Sequence[str]) -> set[str]:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from mcp_codetools.commands import archives, git_files, programs
+from mcp_codetools.commands import archives, git_files, programs, sed
+from mcp_codetools.commands.checks import given, long_option
 from mcp_codetools.commands.diffnames import diff_names, stripped
 from mcp_codetools.commands.filesets import Files, joined, literal_folder, option_letters, option_values, strip_level
 
@@ -170,6 +171,9 @@ def learn(
         files.unknown_reads.append(None)  # `xargs cat`: the input names the files
     if appended and writer:
         files.unknown_writes.append(None)
+    program = programs.PROGRAMS.get(name)
+    if program is not None and program.writes:  # `sort -o F`, `sort --outp=F`, `strace -o F cmd`
+        files.writes.extend(value for _, value in given(args, program.writes, program.values) if value)
     fed = _FED_HANDLERS.get(name)
     handler = _HANDLERS.get(name)
     if fed is not None:
@@ -193,12 +197,14 @@ def learn(
 
 
 def _all_read(name: str, args: list[str], files: Files) -> None:
-    values = {"-o", "--output"} | (_SPLIT_VALUES if name in ("split", "csplit") else set())
+    # sort's output is in its entry of `programs.PROGRAMS` (with the letters after which `o` is a value: `-ko1`)
+    own = set() if name in programs.PROGRAMS else {"-o", "--output"}
+    values = own | (_SPLIT_VALUES if name in ("split", "csplit") else set())
     operands, options = option_values(args, frozenset(values))
     outputs = [value for key, value in options if key in ("-o", "--output")]
     if name == "uniq" and len(operands) >= 2:
         outputs.append(operands.pop(1))
-    if name in ("sort", "uniq", "split", "csplit", "iconv", "shuf"):
+    if name in ("uniq", "split", "csplit", "iconv", "shuf"):
         files.writes.extend(outputs)
         if name in ("split", "csplit"):  # files named by a prefix (`xaa`, `xab`, …)
             prefix = next((value for key, value in options if key in ("-f", "--prefix")), None)
@@ -229,8 +235,16 @@ def _pattern_first(name: str, args: list[str], files: Files) -> None:
         key in ("-i", "--include") for key, _ in option_values(args, frozenset({"-i", "--include"}))[1]
     ):
         files.writes.extend(operands)  # `gawk -i inplace`: an included library may rewrite the files
+    if family == "sed":
+        done = sed.effects(args)
+        if done is None:  # a script in a file, or one sed's reader cannot place: it may write anything
+            files.unknown_writes.append(None)
+        else:
+            files.writes.extend(done.writes)
+            files.reads.extend(done.reads)
     if family in ("sed", "perl", "ruby") and (
-        "--in-place" in letters or any(_IN_PLACE.match(a) for a in args if not a.startswith("--"))
+        any(long_option(a, ("--in-place",)) for a in args)
+        or any(_IN_PLACE.match(a) for a in args if not a.startswith("--"))
     ):
         files.writes.extend(operands)
     recursive = (
@@ -366,14 +380,9 @@ def _mktemp(name: str, args: list[str], files: Files) -> None:
 
 
 def _ss(name: str, args: list[str], files: Files) -> None:
+    """The filter file it reads (what it writes is in its entry of `programs.PROGRAMS`)."""
     _, options = option_values(args, frozenset({"-D", "--diag", "-F", "--filter"}))
-    files.writes.extend(value for key, value in options if key in ("-D", "--diag"))
     files.reads.extend(value for key, value in options if key in ("-F", "--filter"))
-
-
-def _tree(name: str, args: list[str], files: Files) -> None:
-    _, options = option_values(args, frozenset({"-o", "-L", "-P", "-I", "--filelimit", "--charset", "--sort"}))
-    files.writes.extend(value for key, value in options if key == "-o")
 
 
 def _script(name: str, args: list[str], files: Files) -> None:
@@ -382,15 +391,14 @@ def _script(name: str, args: list[str], files: Files) -> None:
     files.writes.extend(value for key, value in options if key in ("-I", "-O", "-B", "-T"))
 
 
-def _time(name: str, args: list[str], files: Files) -> None:
-    _, options = option_values(args, frozenset({"-o", "--output", "-f", "--format"}))
-    files.writes.extend(value for key, value in options if key in ("-o", "--output"))
-
-
 def _shell(name: str, args: list[str], files: Files) -> None:
     operands, _ = option_values(args, frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}))
     if not any(a.startswith("-") and "c" in a[1:] and not a.startswith("--") for a in args):
         files.reads.extend(operands[:1])  # the script it runs
+
+
+def _names_only(name: str, args: list[str], files: Files) -> None:
+    """Its operands are names, not files it opens (`tree src`, `time -f FORMAT cmd`); its writes are in its entry."""
 
 
 _FED_HANDLERS = {"patch": _patch, "git": git_files.learn}
@@ -405,9 +413,9 @@ _HANDLERS = {
     "curl": archives.curl,
     "wget": archives.curl,
     "ss": _ss,
-    "tree": _tree,
+    "tree": _names_only,
     "script": _script,
-    "time": _time,
+    "time": _names_only,
     "find": _find,
     "7z": archives.seven_zip,
     "7za": archives.seven_zip,

@@ -1,7 +1,9 @@
-"""xargs and find in one table each: what their options take, which only read, which run or write.
+"""Programs' option tables, one entry per program: which options only read, which run or write.
 
 The read-only list, the wrapper reading ("what does it run?") and the operand table ("what does it write?")
-all read these entries, so teaching the server an option of xargs or find is one edit here.
+all read these entries, so teaching the server an option is one edit here: xargs's and find's tables, and
+`PROGRAMS` for the programs whose options write a file, run a program or change something (`sort -o`,
+`rg --pre`, `fd -x`, `strace -o`). git's entry is `commands.git`, sed's grammar `commands.sed`.
 """
 
 from __future__ import annotations
@@ -41,3 +43,46 @@ FIND_DELETES = "-delete"
 """Removes what it finds under the start folders."""
 FIND_ACTIONS = frozenset({*FIND_RUNS, *FIND_WRITES, FIND_DELETES})
 """find's actions that change files or run programs: never read-only. Matched whole (find takes no abbreviation)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """The options of one program that write a file, run a program or change something else.
+
+    The read-only check refuses each of them (`commands.read_only`); the operand table takes the files
+    written from `writes` (`commands.operands`) and the wrapper reading takes what runs from `runs` and
+    `runs_rest` (`commands.wrappers`), so the three answers come from this one entry. Long options are
+    matched by any prefix, as getopt_long does (`sort --outp=F`).
+    """
+
+    writes: tuple[str, ...] = ()
+    """Options whose value is a file the program writes (`sort -o FILE`)."""
+    runs: tuple[str, ...] = ()
+    """Options whose value is a program it runs on its input or files (`rg --pre CMD`)."""
+    runs_rest: tuple[str, ...] = ()
+    """Options after which the words up to `;` are a command it runs (`fd -x CMD ARGS`)."""
+    changes: tuple[str, ...] = ()
+    """Other options that keep it from being read-only (`file --preserve-date`, `ss --kill`)."""
+    values: str = ""
+    """Short letters whose value follows in the same cluster (`sort -k2o` sorts by `2o`): a cluster ends there."""
+
+    @property
+    def active(self) -> tuple[str, ...]:
+        """Every option that keeps the program from being read-only."""
+        return (*self.writes, *self.runs, *self.runs_rest, *self.changes)
+
+
+PROGRAMS: dict[str, Program] = {
+    "sort": Program(writes=("-o", "--output"), runs=("--compress-program",), values="kotST"),
+    "tree": Program(writes=("-o", "--output"), changes=("-R",), values="LPI"),  # -R with -H writes 00Tree.html
+    "ss": Program(writes=("-D", "--diag"), changes=("-K", "--kill"), values="fAFN"),
+    "file": Program(changes=("-C", "--compile", "-p", "--preserve-date"), values="mefFP"),  # -p resets atimes
+    "rg": Program(runs=("--pre", "--hostname-bin")),
+    "fd": Program(runs_rest=("-x", "--exec", "-X", "--exec-batch")),
+    "fdfind": Program(runs_rest=("-x", "--exec", "-X", "--exec-batch")),
+    "time": Program(writes=("-o", "--output")),  # GNU time, the program (bash's keyword takes only -p)
+    "strace": Program(writes=("-o", "--output")),
+    "ltrace": Program(writes=("-o", "--output")),
+}
+"""Programs whose options write, run or change: each program's facts in one entry (git's are in `commands.git`,
+xargs's and find's above, sed's in `commands.sed`)."""

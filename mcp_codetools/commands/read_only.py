@@ -33,7 +33,6 @@ from mcp_codetools.commands.checks import (
     at_most_operands,
     both,
     first_operand_in,
-    long_option,
     only,
     operands,
     option_hit,
@@ -95,15 +94,6 @@ def _find(args: Sequence[Word]) -> str:
     return ""
 
 
-def _fd(args: Sequence[Word]) -> str:
-    for arg in texts(args):
-        if long_option(arg, ("--exec", "--exec-batch")) or (
-            arg.startswith("-") and not arg.startswith("--") and ("x" in arg or "X" in arg)
-        ):
-            return "fd --exec runs programs"
-    return ""
-
-
 def _xargs_option(arg: str) -> int:
     """How many words the option `arg` takes up (1 or 2), or 0 when it is not known to be read-only."""
     if arg.startswith("--"):
@@ -146,6 +136,16 @@ def _xargs(args: Sequence[Word]) -> str:
     return ""
 
 
+def _refusing(program: programs.Program) -> Check:
+    """Read-only unless one of the program's writing, running or changing options is given (its one entry)."""
+    active = program.active
+    short = "".join(name[1] for name in active if len(name) == 2 and name[1] != "-")
+    return without(*(name for name in active if name.startswith("--")), short=short, short_values=program.values)
+
+
+_READ_ONLY_UNLESS = frozenset({"sort", "tree", "ss", "file", "rg", "fd", "fdfind"})
+"""Programs of `programs.PROGRAMS` that only read without their active options (`time` and `strace` run a command)."""
+
 _GH = subcommands(
     {
         "pr": first_operand_in("view", "list", "diff", "checks", "status", default_ok=False),
@@ -173,16 +173,10 @@ from stdin (`python3 -v`, `bash -v`), so each program gets only the forms that p
 """
 
 RULES: dict[str, Check] = {
+    **{name: _refusing(program) for name, program in programs.PROGRAMS.items() if name in _READ_ONLY_UNLESS},
     "find": _find,
-    "fd": _fd,
-    "fdfind": _fd,
-    "rg": without("--pre", "--hostname-bin"),
-    "sort": without("--output", "--compress-program", short="o", short_values="kotST"),
     "uniq": at_most_operands(1, frozenset({"-f", "-s", "-w", "--skip-fields", "--skip-chars", "--check-chars"})),
-    "tree": without("--output", short="oR", short_values="LPI"),
-    "file": without("--compile", "--preserve-date", short="Cp", short_values="mefFP"),  # -p resets access times
     "date": _date,
-    "ss": without("--kill", "--diag", short="KD", short_values="fAFN"),
     "hostname": only("-f", "-s", "-i", "-I", "-d", "-A", "-a", "--fqdn", "--short", "--ip-address", "--domain"),
     "env": only(),
     "sed": sed.check_sed,

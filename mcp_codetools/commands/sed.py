@@ -1,4 +1,8 @@
-"""Is a sed invocation read-only? Options first (no -i, no -f), then every script, read the way GNU sed reads it.
+"""Is a sed invocation read-only, and what else does it do? Every script read the way GNU sed reads it.
+
+Options first (no -i, no -f), then every script. `effects` reads the same grammar for the files a script
+writes and reads (`w`, `r`, `s///w`) and the commands it runs (`e`), for the operand table and the wrapper
+reading.
 
 A script is read-only when each command only prints or edits the stream: p, P, =, l, q, Q, d, D, n,
 N, g, G, h, H, x, z, F, blocks, `s` with flags among g, p, i, I, m, M and a number, and `y`. Everything
@@ -20,6 +24,7 @@ and a `p`):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from mcp_codetools.commands.words import Word
 
@@ -121,7 +126,91 @@ def script_problem(script: str) -> str:
     return ""
 
 
-def _read_script(s: str) -> None:
+@dataclass(slots=True)
+class Effects:
+    """What a sed script does beyond the stream (its `w`, `r`, `e` commands and the `w`, `e` flags of `s`).
+
+    `runs` holds the command lines `e` runs; None for the pattern space run as a command (not known).
+    """
+
+    writes: list[str] = field(default_factory=list)
+    reads: list[str] = field(default_factory=list)
+    runs: list[str | None] = field(default_factory=list)
+
+
+def effects(args: Sequence[str]) -> Effects | None:
+    """What sed's scripts in `args` write, read and run; None when a script is not known or not readable.
+
+    The same grammar as the read-only check, so the files and commands come from sed's one reader.
+    """
+    found = Effects()
+    scripts: list[str] = []
+    operands: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        key, equals, value = arg.partition("=")
+        if arg == "--":
+            operands.extend(args[i:])
+            break
+        if arg.startswith("--") and len(key) > 3 and "--expression".startswith(key):
+            if not equals:
+                value, i = (args[i], i + 1) if i < len(args) else ("", i)
+            scripts.append(value)
+        elif arg.startswith("--") and len(key) > 3 and "--file".startswith(key):
+            return None  # the script is a file
+        elif arg.startswith("-") and not arg.startswith("--") and len(arg) > 1:
+            for pos, letter in enumerate(arg[1:], start=1):
+                if letter in "efl":
+                    text = arg[pos + 1 :]
+                    if not text:
+                        text, i = (args[i], i + 1) if i < len(args) else ("", i)
+                    if letter == "f":
+                        return None
+                    if letter == "e":
+                        scripts.append(text)
+                    break
+        elif not arg.startswith("-") or arg == "-":
+            operands.append(arg)
+    if not scripts and operands:
+        scripts.append(operands[0])
+    try:
+        for script in scripts:
+            _read_script(script, found)
+    except _Refused:
+        return None
+    return found
+
+
+def _rest_of_line(s: str, i: int) -> tuple[str, int]:
+    end = s.find("\n", i)
+    end = len(s) if end < 0 else end
+    return s[_blanks(s, i) : end], end
+
+
+def _other_command(s: str, i: int, command: str, found: Effects) -> int:
+    """Past a command that is not read-only, noting what it writes, reads or runs (GNU sed's one-line forms)."""
+    if command in "wWrReaic":
+        text, end = _rest_of_line(s, i)
+        if command in "wW":
+            found.writes.append(text)
+        elif command in "rR":
+            found.reads.append(text)
+        elif command == "e":
+            found.runs.append(text or None)
+        else:  # `a text`, `a\` then lines that end in a backslash
+            while end < len(s) and end > i and s[end - 1] == "\\":
+                _, end = _rest_of_line(s, end + 1)
+        return end
+    if command in ":btT":  # a label, to a `;` or the end of the line (the shorter: a `w` after it is seen)
+        while i < len(s) and s[i] not in ";\n":
+            i += 1
+        return i
+    raise _Refused(f"sed command {command!r} is not read")
+
+
+def _read_script(s: str, found: Effects | None = None) -> None:
     i, n = 0, len(s)
     while True:
         while i < n and (s[i] == ";" or s[i] in _SPACES):
@@ -148,11 +237,13 @@ def _read_script(s: str) -> None:
         elif command == "s":
             delimiter, i = _delimiter(s, i)
             i = _part(s, _part(s, i, delimiter, regex=True), delimiter, regex=False)
-            i = _s_flags(s, i)
+            i = _s_flags(s, i, found)
         elif command == "y":
             delimiter, i = _delimiter(s, i)
             i = _part(s, _part(s, i, delimiter, regex=False), delimiter, regex=False)
             i = _end_of_command(s, i, command)
+        elif found is not None:
+            i = _other_command(s, i, command, found)
         else:
             raise _Refused(f"sed command {command!r} is not read-only")
 
@@ -281,8 +372,8 @@ def _bracket(s: str, i: int) -> int:
     raise _Refused("unterminated bracket expression in a sed regex")
 
 
-def _s_flags(s: str, i: int) -> int:
-    """Skip the flags of `s` (blanks allowed between them) up to the end of the command."""
+def _s_flags(s: str, i: int, found: Effects | None = None) -> int:
+    """Skip the flags of `s` (blanks allowed between them) up to the end of the command (`found`: note w and e)."""
     n = len(s)
     while True:
         i = _blanks(s, i)
@@ -293,6 +384,13 @@ def _s_flags(s: str, i: int) -> int:
             i += 1
         elif flag.isascii() and flag.isdigit():
             i = _digits(s, i)
+        elif flag == "w" and found is not None:
+            text, end = _rest_of_line(s, i + 1)
+            found.writes.append(text)
+            return end
+        elif flag == "e" and found is not None:
+            found.runs.append(None)
+            i += 1
         elif flag == "w":
             raise _Refused("the w flag of sed's s writes a file")
         elif flag == "e":

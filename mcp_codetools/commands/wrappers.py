@@ -26,7 +26,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from mcp_codetools.commands import git, git_runs, operands, programs, read_only
+from mcp_codetools.commands import git, git_runs, operands, programs, read_only, sed
+from mcp_codetools.commands.checks import given
 from mcp_codetools.commands.readings import (
     MAX_READINGS,
     Add,
@@ -118,6 +119,13 @@ def _read(
     if name == "parallel":
         _parallel(rest, rest_known, stdin, chdir, depth, add, found)
         return
+    if name in ("sed", "gsed"):
+        done = sed.effects(rest) if all(rest_known) else None
+        found.scripts.extend(done.runs if done is not None else [None])  # `e CMD`: a command line
+        return
+    program = programs.PROGRAMS.get(name)
+    if program is not None and (program.runs or program.runs_rest):
+        _runs(program, rest, rest_known, chdir, depth, add, found)
     spec = WRAPPERS.get(name)
     if spec is not None:
         for start, scripts, folder in parse_options(spec, rest, rest_known):
@@ -340,3 +348,32 @@ def _find(
             _read(command, marks, None, chdir if args[i] in ("-exec", "-ok") else None, depth + 1, add, found)
             i = end
         i += 1
+
+
+def _runs(
+    program: programs.Program,
+    args: tuple[str, ...],
+    known: tuple[bool, ...],
+    chdir: str | None,
+    depth: int,
+    add: Add,
+    found: Readings,
+) -> None:
+    """The programs an option runs (`rg --pre CMD`, `sort --compress-program=CMD`, `fd -x CMD ARGS ;`).
+
+    Each is read with arguments not known (the program gives it files or input); a value that is not known
+    (an expansion, or an option given last) runs something not known.
+    """
+    for i, value in given(args, program.runs, program.values):
+        if value is None or not all(known[i : i + 2]):  # the value is in this word or the next
+            add(Reading((), 0, chdir))
+        else:
+            _read_open((basename(value), ""), (True, False), chdir, depth, add, found)
+    for i, _ in given(args, program.runs_rest, program.values):
+        start = i + 1
+        end = next((j for j in range(start, len(args)) if args[j] == ";"), len(args))
+        if start >= end:
+            add(Reading((), 0, chdir))
+            continue
+        marks = tuple(k and "{" not in w for w, k in zip(args[start:end], known[start:end], strict=True))
+        _read_open((*args[start:end], ""), (*marks, False), chdir, depth, add, found)

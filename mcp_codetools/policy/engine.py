@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from mcp_codetools.commands.analysis import split_command
+from mcp_codetools.commands.analysis import CommandAnalysis, analyse
 from mcp_codetools.commands.classify import MAX_PARSED_CHARS
 from mcp_codetools.commands.parts import CommandParts, SimpleCommand
 from mcp_codetools.commands.readings import Reading
@@ -87,6 +87,18 @@ class CallFacts:
     write_paths: tuple[Path, ...] = ()
     command: str | None = None
     cwd: Path | None = None
+    analysis: CommandAnalysis | None = None
+    """The command's analysis, which the engine reads instead of parsing the text: the Bash tool passes the one
+    its `classify` built; given only `command` (a test, a benchmark), it is built here."""
+
+    def __post_init__(self) -> None:
+        if self.analysis is None:
+            if self.command is not None:
+                object.__setattr__(self, "analysis", analyse(self.command))
+        elif self.command is None:
+            object.__setattr__(self, "command", self.analysis.command)
+        elif self.command != self.analysis.command:
+            raise ValueError("CallFacts: the analysis is of another command than `command`")
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,8 +389,8 @@ class Policy:
         complete = True
         raw: str | None = None
         bash: _BashView | None = None
-        if facts.command is not None:
-            parts = split_command(facts.command)
+        if facts.command is not None and facts.analysis is not None:
+            parts = facts.analysis.parts
             commands, complete = parts.commands, parts.complete
             # Unparsed: rules see the raw text too (a huge one as it is, not copied into words and back).
             raw = "" if complete else _normalized(facts.command)

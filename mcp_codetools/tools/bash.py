@@ -30,7 +30,7 @@ import anyio.lowlevel
 from pydantic import Field, PrivateAttr
 from typing_extensions import override
 
-from mcp_codetools.commands.analysis import AnalysedCommand, CommandAnalysis, analyse
+from mcp_codetools.commands.analysis import CommandAnalysis, analyse
 from mcp_codetools.errors import ExecutionError, InvalidInputError
 from mcp_codetools.policy.engine import CallFacts, Policy
 from mcp_codetools.policy.sandboxing import SandboxPaths, SandboxPathsUnknown, remove_appeared, sandbox_paths
@@ -98,7 +98,7 @@ class BashTool(Tool[BashInput]):
     destructive = True
     idempotent = False
     open_world = True
-    reads_files = False  # what its commands read and write is judged from the command (policy/commands.py)
+    reads_files = False  # what its commands read and write is judged from the command (mcp_codetools.commands)
     writes_files = False
     runs_programs = True
 
@@ -124,8 +124,8 @@ class BashTool(Tool[BashInput]):
 
     @override
     def permission_facts(self, args: BashInput, ctx: CallContext) -> CallFacts:
-        command = AnalysedCommand(_analysis_of(args))  # the engine reads the parts without parsing again
-        return CallFacts(self.name, self.is_read_only(args), command=command, cwd=ctx.session.cwd)
+        # The engine reads the parts from the analysis `classify` built, never the text again.
+        return CallFacts(self.name, self.is_read_only(args), cwd=ctx.session.cwd, analysis=_analysis_of(args))
 
     @override
     async def validate_input(self, args: BashInput, ctx: CallContext) -> None:
