@@ -48,6 +48,13 @@ WRITES: list[tuple[str, str]] = [
     ("wget -a .git/config https://x", ".git/config"),  # wget's log, appended (curl's -a is a flag)
     ("wget -o .git/config https://x", ".git/config"),
     ("wget --save-cookies .git/config https://x", ".git/config"),
+    ("uniq -f 1 a.txt .git/config", ".git/config"),  # -f's value was taken for the input, a.txt for the output
+    ("uniq --skip-chars 2 a.txt .git/config", ".git/config"),
+    ("uniq a.txt .git/config", ".git/config"),
+    ("xxd -c 8 a.txt .git/config", ".git/config"),
+    ("script -q -O .git/config", ".git/config"),
+    ("script --log-io=.git/config out.txt", ".git/config"),
+    ("script -E never .git/config", ".git/config"),
 ]
 
 
@@ -61,7 +68,9 @@ def test_a_writing_option_is_a_write_and_not_read_only(command: str, written: st
     assert plan.behaviour != "allow"
 
 
-@pytest.mark.parametrize("command", ["sort -ko1 a.txt", "sort -t o a.txt", "tree -L 2", "ss -tlnp", "sort a.txt"])
+@pytest.mark.parametrize(
+    "command", ["sort -ko1 a.txt", "sort -t o a.txt", "tree -L 2", "ss -tlnp", "sort a.txt", "uniq -f 1 a.txt"]
+)
 def test_a_value_that_looks_like_the_option_is_not_a_write(command: str) -> None:
     found = analyse(command)
     assert found.read_only and not found.parts.write_targets

@@ -174,6 +174,8 @@ def learn(
     program = programs.PROGRAMS.get(name)
     if program is not None and program.writes:  # `sort -o F`, `sort --outp=F`, `strace -o F cmd`
         files.writes.extend(value for _, value in given(args, program.writes, program.values) if value)
+    if program is not None and program.output_operand:  # `uniq IN OUT`: OUT is written, not read
+        args = _written_operand(args, program, files)
     fed = _FED_HANDLERS.get(name)
     handler = _HANDLERS.get(name)
     if fed is not None:
@@ -196,21 +198,32 @@ def learn(
         files.reads.extend(value for _, value in options)
 
 
+def _written_operand(args: list[str], program: programs.Program, files: Files) -> list[str]:
+    """Record the operand the program writes (its `output_operand`); the words without it, for the reads."""
+    operands, _ = option_values(args, frozenset(program.takes_value))
+    place = program.output_operand - 1
+    if len(operands) <= place:
+        return args
+    written = operands[place]
+    files.writes.append(written)
+    if args.count(written) != operands.count(written):
+        return args  # an option's value is the same word: it stays a read too (more is asked, never less)
+    nth = operands[:place].count(written)
+    at = [i for i, word in enumerate(args) if word == written][nth]
+    return [*args[:at], *args[at + 1 :]]
+
+
 def _all_read(name: str, args: list[str], files: Files) -> None:
     # sort's output is in its entry of `programs.PROGRAMS` (with the letters after which `o` is a value: `-ko1`)
     own = set() if name in programs.PROGRAMS else {"-o", "--output"}
     values = own | (_SPLIT_VALUES if name in ("split", "csplit") else set())
     operands, options = option_values(args, frozenset(values))
     outputs = [value for key, value in options if key in ("-o", "--output")]
-    if name == "uniq" and len(operands) >= 2:
-        outputs.append(operands.pop(1))
-    if name in ("uniq", "split", "csplit", "iconv", "shuf"):
+    if name in ("split", "csplit", "iconv", "shuf"):
         files.writes.extend(outputs)
         if name in ("split", "csplit"):  # files named by a prefix (`xaa`, `xab`, …)
             prefix = next((value for key, value in options if key in ("-f", "--prefix")), None)
             files.writes.append(prefix or (operands.pop(1) if len(operands) > 1 else "x" if name == "split" else "xx"))
-    if name == "xxd" and len(operands) >= 2:
-        files.writes.append(operands.pop())
     suffix = _COMPRESSORS.get(name)
     if suffix is not None and not (option_letters(args) & {"-c", "--stdout", "-t", "--test", "-l", "--list"}):
         for op in operands:  # the file is replaced by the (de)compressed one beside it
@@ -386,9 +399,10 @@ def _ss(name: str, args: list[str], files: Files) -> None:
 
 
 def _script(name: str, args: list[str], files: Files) -> None:
-    operands, options = option_values(args, frozenset({"-c", "--command", "-E", "-I", "-O", "-B", "-T", "-m"}))
-    files.writes.extend(operands[:1] or ["typescript"])
-    files.writes.extend(value for key, value in options if key in ("-I", "-O", "-B", "-T"))
+    """Its files are in its entry of `programs.PROGRAMS`; with no typescript operand it writes `typescript`."""
+    operands, _ = option_values(args, frozenset(programs.PROGRAMS[name].takes_value))
+    if not operands:
+        files.writes.append("typescript")
 
 
 def _shell(name: str, args: list[str], files: Files) -> None:

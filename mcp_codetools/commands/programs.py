@@ -65,12 +65,18 @@ class Program:
     """Other options that keep it from being read-only (`file --preserve-date`, `ss --kill`)."""
     values: str = ""
     """Short letters whose value follows in the same cluster (`sort -k2o` sorts by `2o`): a cluster ends there."""
+    takes_value: tuple[str, ...] = ()
+    """Options whose value may be the next word (`uniq -f 1`), so that word is not an operand."""
+    output_operand: int = 0
+    """The operand at this place (from 1) is a file it writes (`uniq IN OUT`, `xxd IN OUT`); 0: none."""
 
     @property
     def active(self) -> tuple[str, ...]:
         """Every option that keeps the program from being read-only."""
         return (*self.writes, *self.runs, *self.runs_rest, *self.changes)
 
+
+_SCRIPT_LOGS = ("-I", "--log-in", "-O", "--log-out", "-B", "--log-io", "-T", "--log-timing")
 
 PROGRAMS: dict[str, Program] = {
     "sort": Program(writes=("-o", "--output"), runs=("--compress-program",), values="kotST"),
@@ -83,6 +89,16 @@ PROGRAMS: dict[str, Program] = {
     "time": Program(writes=("-o", "--output")),  # GNU time, the program (bash's keyword takes only -p)
     "strace": Program(writes=("-o", "--output")),
     "ltrace": Program(writes=("-o", "--output")),
+    "uniq": Program(takes_value=("-f", "-s", "-w", "--skip-fields", "--skip-chars", "--check-chars"), output_operand=2),
+    "xxd": Program(
+        takes_value=("-c", "-cols", "-g", "-groupsize", "-l", "-len", "-o", "-offset", "-s", "-seek", "-n", "-name"),
+        output_operand=2,
+    ),
+    "script": Program(
+        writes=_SCRIPT_LOGS,
+        takes_value=(*_SCRIPT_LOGS, "-E", "--echo", "-m", "--logging-format", "-c", "--command"),
+        output_operand=1,  # the typescript file (`typescript` when none is named)
+    ),
 }
 """Programs whose options write, run or change: each program's facts in one entry (git's are in `commands.git`,
 xargs's and find's above, sed's in `commands.sed`)."""

@@ -175,7 +175,9 @@ from stdin (`python3 -v`, `bash -v`), so each program gets only the forms that p
 RULES: dict[str, Check] = {
     **{name: _refusing(program) for name, program in programs.PROGRAMS.items() if name in _READ_ONLY_UNLESS},
     "find": _find,
-    "uniq": at_most_operands(1, frozenset({"-f", "-s", "-w", "--skip-fields", "--skip-chars", "--check-chars"})),
+    "uniq": at_most_operands(
+        programs.PROGRAMS["uniq"].output_operand - 1, frozenset(programs.PROGRAMS["uniq"].takes_value)
+    ),
     "date": _date,
     "hostname": only("-f", "-s", "-i", "-I", "-d", "-A", "-a", "--fqdn", "--short", "--ip-address", "--domain"),
     "env": only(),

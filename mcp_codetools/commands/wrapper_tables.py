@@ -8,6 +8,8 @@ from __future__ import annotations
 from mcp_codetools.commands import programs
 from mcp_codetools.commands.readings import Spec, spec
 
+_SCRIPT_RUNS = ("-c", "--command")
+"""script's options whose value is a command line it runs (its other options are in its `programs` entry)."""
 _TIMEOUT = spec("-s --signal -k --kill-after", "--foreground --preserve-status -v --verbose", 1)
 
 
@@ -46,10 +48,10 @@ WRAPPERS: dict[str, Spec] = {
         joined=True,
     ),
     "script": spec(
-        "-E --echo -I --log-in -O --log-out -B --log-io -T --log-timing -m --logging-format",
+        " ".join(o for o in programs.PROGRAMS["script"].takes_value if o not in _SCRIPT_RUNS),
         "-a --append -e --return -f --flush -q --quiet",
         1,  # the typescript file; BSD script runs the words after it
-        scripts="-c --command",
+        scripts=" ".join(_SCRIPT_RUNS),
     ),
     "sudo": spec(
         "-u --user -g --group -C --close-from -h --host -p --prompt -r --role -t --type -U --other-user "
