@@ -185,6 +185,8 @@ class EarlyCalls:
         if answered:
             self._entries.append(line)  # the SDK is fed it too, so its state is what it would have been
             return
+        if not line.strip():
+            return  # the SDK's stdio skips blank lines too
         message = self._parsed(line)
         if message is None:
             self._keep(line)

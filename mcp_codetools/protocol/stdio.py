@@ -1,15 +1,14 @@
-"""stdio served from the event loop itself, answering malformed input as JSON-RPC requires.
+"""The SDK session on stdio, answering malformed input as JSON-RPC requires.
 
 The SDK's default stdio hops to a worker thread for every line read and every write, and drops a line
-it cannot parse without a word. Here the wire descriptors are duplicated and watched by the loop
-directly; fd 0 then points at /dev/null and fd 1 at stderr, so no library or child process can write
-into the protocol stream. A descriptor the loop cannot watch (a regular file, /dev/null, a terminal)
-is read by a daemon thread and written with plain blocking writes in a worker thread instead. At the
-end of input, requests already received are answered (within a bound) before the session closes.
-A line that is not JSON is answered with a parse error (-32700), JSON that
-is not a JSON-RPC message with an invalid-request error (-32600), and a request that reuses the id of
-a request still in flight is refused rather than silently confused with it. On Windows the SDK's
-default transport is used.
+it cannot parse without a word. Here the session reads and writes the wire of `wire.py`: duplicates of
+fd 0 and 1 watched by the event loop (fd 0 then points at /dev/null and fd 1 at stderr, so no library or
+child process can write into the protocol stream). At the end of input, requests already received are
+answered (within a bound) before the session closes. A line that is not JSON is answered with a parse
+error (-32700), JSON that is not a JSON-RPC message with an invalid-request error (-32600), and a request
+that reuses the id of a request still in flight is refused rather than silently confused with it. After a
+start from the snapshot the session takes over the stream the early calls read (`early_calls.py`). On
+Windows the SDK's default transport is used.
 """
 
 from __future__ import annotations

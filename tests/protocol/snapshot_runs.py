@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,10 +59,10 @@ class Run:
         return _count(self.stderr, EARLY)
 
 
-def run(
+def run(  # lines: messages, or raw bytes sent as they are
     tmp_path: Path,
     root: Path,
-    lines: list[dict[str, Any]],
+    lines: Sequence[dict[str, Any] | bytes],
     *,
     snapshot: bool = True,
     extra: tuple[str, ...] = (),
@@ -76,7 +77,7 @@ def run(
     env["MCP_CODETOOLS_START_SNAPSHOT"] = "1" if snapshot else "0"  # tests/conftest.py turns it off
     done = subprocess.run(
         [*server_command(), "--root", str(root), *extra],
-        input="".join(json.dumps(line) + "\n" for line in lines).encode(),
+        input=b"".join(line if isinstance(line, bytes) else json.dumps(line).encode() + b"\n" for line in lines),
         capture_output=True,
         cwd=str(cwd or tmp_path),
         env={**os.environ, **env},

@@ -8,6 +8,7 @@ The answers must be the same, the log says how many calls were answered early.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,14 +35,18 @@ def _call(request_id: int, name: str, **arguments: Any) -> dict[str, Any]:
 
 
 def _both(
-    tmp_path: Path, root: Path, lines: list[dict[str, Any]], extra: tuple[str, ...] = (), made: str | None = None
+    tmp_path: Path,
+    root: Path,
+    lines: Sequence[dict[str, Any] | bytes],
+    extra: tuple[str, ...] = (),
+    made: str | None = None,
 ) -> tuple[Run, Run]:
     """The SDK's run and the warm one (after a run that records the snapshot); `made`: a file the runs create."""
-    run(tmp_path, root, lines[:3], extra=extra)
-    sdk = run(tmp_path, root, lines, snapshot=False, extra=extra)
+    run(tmp_path, root, list(lines[:3]), extra=extra)
+    sdk = run(tmp_path, root, list(lines), snapshot=False, extra=extra)
     if made is not None:
         (root / made).unlink()
-    warm = run(tmp_path, root, lines, extra=extra)
+    warm = run(tmp_path, root, list(lines), extra=extra)
     assert warm.from_snapshot >= 2, warm.stderr
     assert sdk.early == 0
     return sdk, warm
@@ -99,6 +104,14 @@ def test_after_a_line_the_early_calls_do_not_take_every_later_call_waits_for_the
     assert warm.early == 0, warm.stderr
     assert untimed(warm.answers) == untimed(sdk.answers)
     assert set(warm.answers) == {1, 2, 3, 4}
+
+
+def test_blank_lines_between_calls_are_skipped_as_the_sdk_skips_them(tmp_path: Path, root: Path) -> None:
+    (root / "a.txt").write_text("hello\n", encoding="utf-8")
+    lines: list[dict[str, Any] | bytes] = [*handshake(VERSION), b"\n", b"  \r\n", _call(3, "Read", file_path="a.txt")]
+    sdk, warm = _both(tmp_path, root, lines)
+    assert warm.early == 1, warm.stderr
+    assert untimed(warm.answers) == untimed(sdk.answers)
 
 
 def test_a_client_with_roots_is_served_by_the_sdk_which_asks_for_them(tmp_path: Path, root: Path) -> None:
