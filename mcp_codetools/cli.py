@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     plan = fast_start.plan_for(argv)
-    early = fast_start.begin(plan, lambda: _prepare(argv))
+    early = fast_start.begin(plan, lambda: _prepare(argv, sdk=False))
     prepared = early.wait() if early is not None else _prepare(argv)
     if isinstance(prepared, int):
         return prepared
@@ -197,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     from mcp_codetools.shell.hardening import protect_server
 
     protect_server(settings)  # after the sandbox probe, before any thread of the server starts
+    if early is not None and args.transport == "stdio":
+        return _serve_early(startup, early)
     from mcp_codetools.protocol.server import CodeToolsServer
 
     try:
@@ -218,10 +220,11 @@ def main(argv: list[str] | None = None) -> int:
         adoption.sweep()
 
 
-def _prepare(argv: list[str]) -> int | tuple[argparse.Namespace, Startup]:
+def _prepare(argv: list[str], sdk: bool = True) -> int | tuple[argparse.Namespace, Startup]:
     """Everything before the server is built: the arguments, the logging, the settings and the sandbox probe.
 
-    An int is the exit status of a command that is done (`doctor`, `config`, a refused start).
+    An int is the exit status of a command that is done (`doctor`, `config`, a refused start). `sdk`: import
+    the server's modules; else (a start from the snapshot) only what answers calls before the SDK is there.
     """
     parser = _parser()
     args = parser.parse_args(argv)
@@ -256,10 +259,55 @@ def _prepare(argv: list[str]) -> int | tuple[argparse.Namespace, Startup]:
     except ValueError as exc:
         print(f"mcp-codetools: {exc}", file=sys.stderr)
         return 2
-    import mcp_codetools.protocol.server
-    import mcp_codetools.protocol.stdio  # noqa: F401  (imported here: in the background at a snapshot start)
+    if sdk:
+        _load_sdk()
+    else:
+        import mcp_codetools.protocol.early_calls
+        import mcp_codetools.tools  # noqa: F401  (imported here: while the snapshot answers the handshake)
 
     return args, startup
+
+
+def _load_sdk() -> None:
+    import mcp_codetools.protocol.server
+    import mcp_codetools.protocol.stdio  # noqa: F401
+
+
+def _serve_early(startup: Startup, early: fast_start.EarlyStart) -> int:
+    """A start from the snapshot: Read, Glob and Grep answered while the SDK imports (`protocol/early_calls.py`)."""
+    import anyio
+
+    from mcp_codetools.files.paths import Workspace
+    from mcp_codetools.pipeline import Pipeline
+    from mcp_codetools.protocol.early_calls import serve_early
+    from mcp_codetools.protocol.wire import WireStream
+    from mcp_codetools.session import CodeSession
+    from mcp_codetools.shell import adoption
+    from mcp_codetools.tools import default_tools
+
+    settings = startup.loaded.settings
+    try:
+        Workspace(settings.roots)  # as the server refuses a bad root, before anything is served
+    except ValueError as exc:
+        print(f"mcp-codetools: {exc}", file=sys.stderr)
+        return 2
+    pipeline = Pipeline(default_tools(), startup.gate)
+
+    async def hand_over(session: CodeSession, stream: WireStream) -> None:
+        from mcp_codetools.protocol.server import CodeToolsServer
+        from mcp_codetools.protocol.start_snapshot import HandoverCheck
+        from mcp_codetools.protocol.stdio import serve_stream
+
+        app = CodeToolsServer(settings, pipeline=pipeline, local=session)
+        await serve_stream(app.server, stream, HandoverCheck(early))
+
+    adoption.adopt()  # as `main` does
+    try:
+        return anyio.run(serve_early, early, pipeline, settings, _load_sdk, hand_over)
+    except KeyboardInterrupt:  # a second Ctrl-C while the session was closing
+        return 128 + signal.SIGINT
+    finally:
+        adoption.sweep()
 
 
 def _serve(

@@ -301,6 +301,8 @@ class SnapshotAnswers:
         self._seen: set[str | int] = set()
         self.answered: dict[str | int, dict[str, Any]] = {}
         """Each answered request's id and the response sent, for the comparison with the SDK's."""
+        self.client_capabilities: dict[str, Any] | None = None
+        """What the client declared in the `initialize` answered here (`early_calls` serves by it)."""
 
     def stop(self) -> None:
         """Answer nothing more (the input is no longer followed line by line)."""
@@ -383,6 +385,7 @@ class SnapshotAnswers:
         if not isinstance(version, str) or version not in self._data["handshake"]:
             return None
         self.version = version
+        self.client_capabilities = params["capabilities"]
         result: dict[str, Any] = self._data["handshake"][version]["initialize"]
         return result
 
@@ -399,7 +402,11 @@ class EarlyStart:
         self.answers = SnapshotAnswers(data)
         self.wire_in, self.wire_out, self.saved_in, self.saved_out = redirect_wire()  # before any import
         self.buffered: list[bytes] = []
-        """Every chunk read before the SDK was ready, for the stdio wire to read first."""
+        """Every chunk read before the start-up was done, for the stdio wire to read first."""
+        self.verdicts: list[bool] = []
+        """For each whole line read, in order: whether the snapshot answered it (`early_calls` goes on from there)."""
+        self.lost_track = False
+        """A line too long to look at came: the lines after it were neither answered nor counted."""
         self.peer_gone = False
         self._prepare = prepare
         self._ready_read, self._ready_write = os.pipe()
@@ -432,11 +439,15 @@ class EarlyStart:
             self.buffered.append(chunk)
             pending += chunk
             *lines, pending = pending.split(b"\n")
+            for line in lines:
+                answer = self.answers.answer(line)
+                self._say(answer)
+                if not self.lost_track:
+                    self.verdicts.append(answer is not None)
             if len(pending) > MAX_PARSED_LINE:
                 pending = b""
                 self.answers.stop()
-            for line in lines:
-                self._say(self.answers.answer(line))
+                self.lost_track = True
 
     def _say(self, data: bytes | None) -> None:
         if data is None or self.peer_gone:

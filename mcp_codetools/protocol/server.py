@@ -111,6 +111,8 @@ def to_call_result(output: ToolOutput) -> types.CallToolResult:
     """The one place a tool's output becomes an MCP result: text and images as content, details under META_KEY.
 
     Whether it is an error was decided before (a ToolError in the pipeline, an exit code in Bash's output).
+    `call_result.call_result` gives the same as plain JSON, for the calls answered before the SDK is imported
+    (a test holds the two equal); this one builds the SDK's types directly, which costs less per call.
     """
     content: list[types.ContentBlock] = [types.TextContent(type="text", text=output.text)]
     for index, image in enumerate(output.images):
@@ -129,14 +131,25 @@ class CodeToolsServer:
     """The server and the sessions it serves: one per HTTP session (`Mcp-Session-Id`); on stdio, the process."""
 
     def __init__(
-        self, settings: Settings, tools: list[Tool[Any]] | None = None, gate: PermissionGate | None = None
+        self,
+        settings: Settings,
+        tools: list[Tool[Any]] | None = None,
+        gate: PermissionGate | None = None,
+        *,
+        pipeline: Pipeline | None = None,
+        local: CodeSession | None = None,
     ) -> None:
+        """The server over `settings`; its pipeline is built from `tools` and `gate`, or given.
+
+        `pipeline` and `local`: the pipeline and the stdio session that answered calls before the SDK was
+        imported (`early_calls.py`), carried on.
+        """
         Workspace(settings.roots)  # refuse a bad root at start-up, not on the first call
         self.settings = settings
-        self.pipeline = Pipeline(tools if tools is not None else default_tools(), gate)
+        self.pipeline = pipeline or Pipeline(tools if tools is not None else default_tools(), gate)
         self._definitions = [tool_definition(tool, settings) for tool in self.pipeline.tools.values()]
         self._schemas = {tool.name: tool.input_schema for tool in self._definitions}
-        self._local: CodeSession | None = None
+        self._local: CodeSession | None = local
         self.http_sessions = SessionRegistry(settings)
         self.http_states = StateRegistry(settings)
         """2026-07-28 HTTP clients' states, reached through handles (`state_handles`)."""

@@ -1,8 +1,6 @@
 """The start snapshot over real stdio with raw JSON-RPC: the same answers as the SDK, the handover, the misses.
 
-Every test gives the server a cache folder of its own (`XDG_CACHE_HOME` under tmp_path), so nothing is
-left behind; `MCP_CODETOOLS_LOG_LEVEL=INFO` in every run (the same in each, so the key stays the same)
-lets the log say whether the snapshot answered.
+The runs are `snapshot_runs`'s: a cache folder of the test's own, the log saying what the snapshot answered.
 """
 
 from __future__ import annotations
@@ -27,19 +25,11 @@ from mcp_codetools.protocol.fast_start import (
     PROTOCOL_VERSION_KEY,
     SnapshotAnswers,
 )
+from tests.protocol.snapshot_runs import RUN_TIMEOUT_S
+from tests.protocol.snapshot_runs import handshake as _handshake
+from tests.protocol.snapshot_runs import run as _run
+from tests.protocol.snapshot_runs import snapshots as _snapshots
 from tests.protocol.stdio_raw import server_command
-
-ANSWERED = "answered from the start snapshot"
-RUN_TIMEOUT_S = 60
-
-
-def _handshake(version: str) -> list[dict[str, Any]]:
-    init = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
-    return [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-    ]
 
 
 def _modern(version: str) -> list[dict[str, Any]]:
@@ -58,59 +48,6 @@ CONVERSATIONS = {
 }
 
 
-class Run:
-    def __init__(self, done: subprocess.CompletedProcess[bytes]) -> None:
-        self.returncode = done.returncode
-        self.stderr = done.stderr.decode(errors="replace")
-        self.messages = [json.loads(line) for line in done.stdout.splitlines()]  # stdout is protocol only
-        self.answers = {m["id"]: m for m in self.messages if "id" in m and "method" not in m}
-
-    @property
-    def from_snapshot(self) -> int:
-        """How many requests the log says the snapshot answered (0: a normal start)."""
-        for line in self.stderr.splitlines():
-            if ANSWERED in line:
-                return int(line.rsplit(": ", 1)[1].split()[0])
-        return 0
-
-
-def _run(
-    tmp_path: Path,
-    root: Path,
-    lines: list[dict[str, Any]],
-    *,
-    snapshot: bool = True,
-    extra: tuple[str, ...] = (),
-    cache: Path | None = None,
-) -> Run:
-    env = {
-        "XDG_CACHE_HOME": str(cache or tmp_path / "cache"),
-        "XDG_CONFIG_HOME": str(tmp_path / "no-user-config"),
-        "MCP_CODETOOLS_LOG_LEVEL": "INFO",
-    }
-    env["MCP_CODETOOLS_START_SNAPSHOT"] = "1" if snapshot else "0"  # tests/conftest.py turns it off
-    done = subprocess.run(
-        [*server_command(), "--root", str(root), *extra],
-        input="".join(json.dumps(line) + "\n" for line in lines).encode(),
-        capture_output=True,
-        cwd=str(tmp_path),
-        env={**os.environ, **env},
-        timeout=RUN_TIMEOUT_S,
-    )
-    return Run(done)
-
-
-def _untimed(answers: dict[Any, Any]) -> dict[Any, Any]:
-    """The answers without the dispatcher's timing, which differs from run to run."""
-    for answer in answers.values():
-        answer.get("result", {}).get("_meta", {}).get("codetools/result", {}).pop("timing", None)
-    return answers
-
-
-def _snapshots(tmp_path: Path) -> list[Path]:
-    return sorted((tmp_path / "cache" / "mcp-codetools" / "start").glob("*.json"))
-
-
 @pytest.mark.parametrize("version", list(CONVERSATIONS))
 def test_snapshot_answers_equal_the_sdks_in_every_version(tmp_path: Path, root: Path, version: str) -> None:
     lines = CONVERSATIONS[version]
@@ -127,22 +64,6 @@ def test_snapshot_answers_equal_the_sdks_in_every_version(tmp_path: Path, root: 
     assert all("result" in answer for answer in sdk.answers.values())
     assert warm.answers == sdk.answers == first.answers
     assert _snapshots(tmp_path), "a matching snapshot stays"
-
-
-def test_pipelined_call_behind_the_snapshot_answers_is_served_by_the_sdk(tmp_path: Path, root: Path) -> None:
-    (root / "a.txt").write_text("hello\n", encoding="utf-8")
-    read = {"name": "Read", "arguments": {"file_path": "a.txt"}}
-    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": read}
-    set_level = {"jsonrpc": "2.0", "id": 4, "method": "logging/setLevel", "params": {"level": "debug"}}
-    lines = [*_handshake("2025-11-25"), call, set_level]
-    _run(tmp_path, root, lines[:3])  # records the snapshot
-    sdk = _run(tmp_path, root, lines, snapshot=False)
-    warm = _run(tmp_path, root, lines)
-    assert warm.from_snapshot == 2, warm.stderr
-    assert _untimed(warm.answers) == _untimed(sdk.answers)
-    assert warm.answers[3]["result"]["content"][0]["text"] == "1\thello"
-    assert warm.answers[4]["result"] == {}
-    assert [m.get("id") for m in warm.messages if "id" in m][:2] == [1, 2]  # the snapshot's, first
 
 
 def test_an_edited_config_file_misses_the_snapshot(tmp_path: Path, root: Path) -> None:

@@ -1,0 +1,99 @@
+"""Runs of the real server over stdio with a start snapshot: raw JSON-RPC lines in, answers and log out.
+
+Every run gives the server the test's own cache folder (`XDG_CACHE_HOME` under tmp_path), so nothing is
+left behind; `MCP_CODETOOLS_LOG_LEVEL=INFO` in every run (the same in each, so the snapshot key stays the
+same) lets the log say what the snapshot and the early calls answered.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tests.protocol.stdio_raw import server_command
+
+ANSWERED = "answered from the start snapshot"
+EARLY = "answered before the SDK was ready"
+RUN_TIMEOUT_S = 60
+
+
+def handshake(version: str, capabilities: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    init = {
+        "protocolVersion": version,
+        "capabilities": capabilities or {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    }
+    return [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+
+
+def _count(stderr: str, phrase: str) -> int:
+    for line in stderr.splitlines():
+        if phrase in line:
+            return int(line.rsplit(": ", 1)[1].split()[0])
+    return 0
+
+
+class Run:
+    def __init__(self, done: subprocess.CompletedProcess[bytes]) -> None:
+        self.returncode = done.returncode
+        self.stderr = done.stderr.decode(errors="replace")
+        self.messages = [json.loads(line) for line in done.stdout.splitlines()]  # stdout is protocol only
+        self.answers = {m["id"]: m for m in self.messages if "id" in m and "method" not in m}
+
+    @property
+    def from_snapshot(self) -> int:
+        """How many requests the log says the snapshot answered (0: a normal start)."""
+        return _count(self.stderr, ANSWERED)
+
+    @property
+    def early(self) -> int:
+        """How many calls the log says were answered before the SDK was imported."""
+        return _count(self.stderr, EARLY)
+
+
+def run(  # lines: messages, or raw bytes sent as they are
+    tmp_path: Path,
+    root: Path,
+    lines: Sequence[dict[str, Any] | bytes],
+    *,
+    snapshot: bool = True,
+    extra: tuple[str, ...] = (),
+    cache: Path | None = None,
+    cwd: Path | None = None,
+) -> Run:
+    env = {
+        "XDG_CACHE_HOME": str(cache or tmp_path / "cache"),
+        "XDG_CONFIG_HOME": str(tmp_path / "no-user-config"),
+        "MCP_CODETOOLS_LOG_LEVEL": "INFO",
+    }
+    env["MCP_CODETOOLS_START_SNAPSHOT"] = "1" if snapshot else "0"  # tests/conftest.py turns it off
+    done = subprocess.run(
+        [*server_command(), "--root", str(root), *extra],
+        input=b"".join(line if isinstance(line, bytes) else json.dumps(line).encode() + b"\n" for line in lines),
+        capture_output=True,
+        cwd=str(cwd or tmp_path),
+        env={**os.environ, **env},
+        timeout=RUN_TIMEOUT_S,
+    )
+    return Run(done)
+
+
+def untimed(answers: dict[Any, Any]) -> dict[Any, Any]:
+    """The answers without the dispatcher's timing and a command's duration, which differ from run to run."""
+    for answer in answers.values():
+        details = answer.get("result", {}).get("_meta", {}).get("codetools/result", {})
+        details.pop("timing", None)
+        details.pop("durationMs", None)
+    return answers
+
+
+def snapshots(tmp_path: Path) -> list[Path]:
+    return sorted((tmp_path / "cache" / "mcp-codetools" / "start").glob("*.json"))
