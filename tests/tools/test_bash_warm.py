@@ -69,9 +69,7 @@ async def test_a_read_only_command_gets_no_optional_git_locks_and_another_does_n
     assert out.meta["readOnly"] is False and out.meta["exitCode"] == 1 and (root / "made").exists()
 
 
-async def test_after_a_cd_the_next_bash_waits_in_the_new_folder(
-    call: Caller, session: CodeSession, root: Path
-) -> None:
+async def test_after_a_cd_the_next_bash_waits_in_the_new_folder(call: Caller, session: CodeSession, root: Path) -> None:
     (root / "sub").mkdir()
     await call.ok("Bash", {"command": "cd sub"})
     pid = waiting_pid(session)
