@@ -41,16 +41,16 @@ AFTER_ANSWER_S = 0.0005
 LOCKS = "GIT_OPTIONAL_LOCKS"
 
 _WRAPPER = (
-    "IFS= read -r -u {c} __mcp_h || exit 97\n"
-    'LC_ALL=C IFS= read -r -N "${{__mcp_h#* }}" -u {c} __mcp_c || exit 97\n'
-    "exec {c}<&-\n"
-    'if [ "${{__mcp_h%% *}}" = 1 ]; then export GIT_OPTIONAL_LOCKS=0; fi\n'
-    "unset __mcp_h; SECONDS=0\n"
-    'eval "$__mcp_c"\n__mcp_rc=$?\nbuiltin pwd -P >&{fd} 2>/dev/null\nexit $__mcp_rc\n'
+    "IFS= read -r -u {c} __mcp_h || exit 97; "
+    'LC_ALL=C IFS= read -r -N "${{__mcp_h#* }}" -u {c} __mcp_c || exit 97; '
+    "exec {c}<&-; "
+    'if [ "${{__mcp_h%% *}}" = 1 ]; then export GIT_OPTIONAL_LOCKS=0; fi; '
+    'unset __mcp_h; SECONDS=0; eval "$__mcp_c"\n__mcp_rc=$?\nbuiltin pwd -P >&{fd} 2>/dev/null\nexit $__mcp_rc\n'
 )
 """Reads a header (`1 N` or `0 N`: export GIT_OPTIONAL_LOCKS=0 or not, N bytes of command), then the command
 as bytes (`LC_ALL=C`: `read -N` counts characters otherwise), and never runs a part of one: at a short read
-or a closed pipe it exits 97 before `eval`. `SECONDS` restarts, as it would in a bash started for the call."""
+or a closed pipe it exits 97 before `eval`. `SECONDS` restarts, as it would in a bash started for the call, and
+`eval` stands on the first line, as in spawning.py's wrapper, so `$LINENO` and bash's error messages are the same."""
 
 
 @dataclass(eq=False)

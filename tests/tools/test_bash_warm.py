@@ -47,6 +47,8 @@ async def test_the_next_command_runs_in_the_bash_started_for_it(call: Caller, se
         "cat <<EOF\nno newline after the end\nEOF",
         "echo '" + "x" * 5000 + "' | wc -c",
         'printf %s "trailing backslash-newline: "\\\n"joined"',
+        "echo $LINENO; echo unterminated 'quote",
+        "f() { return 4; }; f",
     ],
 )
 async def test_the_command_arrives_byte_for_byte(call: Caller, session: CodeSession, command: str) -> None:
