@@ -6,6 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
+import anyio
 import pytest
 
 from mcp_codetools.session import CodeSession
@@ -129,3 +130,15 @@ def test_a_bash_without_read_n_is_not_used(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(warm, "_bash_ok", None)
     Done.stdout = "5 2\n"
     assert warm._bash_reads_counted_bytes(lambda *args, **kwargs: Done()) is True
+
+
+async def test_what_a_command_in_it_leaves_running_is_found_from_when_it_was_sent(
+    call: Caller, session: CodeSession
+) -> None:
+    await call.ok("Bash", {"command": "true"})
+    pid = waiting_pid(session)
+    for _ in range(3):  # forks after its start and before the call: outside the call's pid window
+        await anyio.run_process(["true"])
+    out = await call("Bash", {"command": "setsid sleep 30 >/dev/null 2>&1 & echo $$"})
+    assert out.text.startswith(str(pid))
+    assert "were stopped" in out.text  # left its group and session, found by the call's marker
