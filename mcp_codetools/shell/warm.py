@@ -88,9 +88,10 @@ class WarmShell:
         fd, self.command_w = self.command_w, None
         assert fd is not None, "a warm bash is given one command"
         # Bash has forked nothing while it waited, so whatever carries the marker is forked after this point:
-        # the pid window for leftovers starts here, not at its start (however long it waited).
+        # the pid window for leftovers starts here, not at its start (however long it waited). Not so when
+        # BASH_ENV had it run a file at its start: what that started is found from its start, as before.
         forks, last = procs.fork_count(), procs.last_pid()
-        if forks is not None and last is not None:
+        if forks is not None and last is not None and not self.env.get("BASH_ENV"):
             self.marker = dataclasses.replace(self.marker, since=procs.Since(last, forks))
         try:
             view = memoryview(message)
