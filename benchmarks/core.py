@@ -14,7 +14,8 @@ import anyio
 from benchmarks.servers import Conn, ServerSpec, connect
 from benchmarks.stats import summary
 
-PEER_KEYS = ("fs", "dc")
+PEER_KEYS = ("before", "fs", "dc")
+"""Columns beside ours; "before" is our server at another commit (`--against`), for before/after in one run."""
 MIN_SAMPLES = 30
 
 

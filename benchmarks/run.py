@@ -34,6 +34,17 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--quick", action="store_true", help="tiny sizes and a generated corpus, no peers (smoke)")
     parser.add_argument("--only", default="", help=f"comma-separated workloads to run: {names}")
     parser.add_argument("--no-peers", action="store_true", help="leave out server-filesystem and desktop-commander")
+    parser.add_argument("--peers", default="fs,dc", help="which peers: fs (server-filesystem), dc (desktop-commander)")
+    parser.add_argument(
+        "--against",
+        metavar="REF",
+        help="also run our server as it was at git REF (e.g. main), in the same run, as the column 'before'",
+    )
+    parser.add_argument(
+        "--generated-corpus",
+        action="store_true",
+        help="a small generated tree instead of the downloaded corpus (for workloads that do not search it)",
+    )
     parser.add_argument("--results", type=Path, help=f"write the results here (default for full runs: {RESULTS})")
     parser.add_argument("--no-results", action="store_true", help="print the table only")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder (its path is printed)")
@@ -85,6 +96,18 @@ def _git_state() -> str:
     return state + (" with uncommitted changes in mcp_codetools/" if dirty.stdout.strip() else " (clean)")
 
 
+def _against(ref: str, folder: Path, roots: list[Path]) -> servers.ServerSpec:
+    """Our package as it was at git `ref`, exported into `folder` (no work tree is touched)."""
+    repo = Path(__file__).resolve().parent.parent
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", ref], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    folder.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", commit, "mcp_codetools"], cwd=repo, capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    return servers.against(folder, commit, roots)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     selected = workloads.by_name([n for n in args.only.split(",") if n]) if args.only else list(workloads.ALL)
@@ -95,12 +118,15 @@ def main(argv: list[str] | None = None) -> int:
     root.mkdir()
     errlog = (scratch / "servers.log").open("w")
     try:
-        corpus = _corpus(args.quick, root)
+        corpus = _corpus(args.quick or args.generated_corpus, root)
         corpus_files = setup_corpus.count_files(corpus)
         roots = [root] if corpus.is_relative_to(root) else [root, corpus]
         specs = {"ours": servers.ours(roots, cache=scratch / "cache"), "bare": servers.bare(roots)}
+        if args.against:
+            specs["before"] = _against(args.against, scratch / "against", roots)
         if use_peers and peers.install():
-            specs.update({spec.key: spec for spec in peers.specs(roots, scratch)})
+            wanted = set(args.peers.split(","))
+            specs.update({spec.key: spec for spec in peers.specs(roots, scratch) if spec.key in wanted})
         from mcp_codetools.search.locate import find_rg
 
         ctx = Context(args.quick, root, scratch, errlog, specs, corpus, find_rg())
@@ -120,10 +146,11 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(scratch, ignore_errors=True)
 
     command = "python -m benchmarks.run " + shlex.join(argv if argv is not None else sys.argv[1:])
-    facts = machine.describe(ctx.rg, {f"peer {s.label}": s.version for k, s in specs.items() if k in ("fs", "dc")})
-    facts["corpus"] = f"{corpus_files:,} files in {corpus.name}/" + (
-        " (generated)" if args.quick else f" ({', '.join(setup_corpus.PYPI_SDISTS + setup_corpus.NPM_TARBALLS)})"
-    )
+    compared = {f"peer {s.label}": s.version for k, s in specs.items() if k in ("before", "fs", "dc")}
+    facts = machine.describe(ctx.rg, compared)
+    sources = ", ".join(setup_corpus.PYPI_SDISTS + setup_corpus.NPM_TARBALLS)
+    generated = args.quick or args.generated_corpus
+    facts["corpus"] = f"{corpus_files:,} files in {corpus.name}/" + (" (generated)" if generated else f" ({sources})")
     facts["server code"] = _git_state()
     facts["run time"] = f"{elapsed:.0f} s; 1-minute load average {load_before:.2f} at start, {load_after:.2f} at end"
     print()

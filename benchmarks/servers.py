@@ -106,6 +106,21 @@ def ours(roots: list[Path], cache: Path | None = None) -> ServerSpec:
     )
 
 
+def against(source: Path, commit: str, roots: list[Path]) -> ServerSpec:
+    """Our server as it was at `commit`, its package exported to `source`: run from there by this Python and
+    its installed dependencies (PYTHONPATH comes before the editable install), start snapshot off as for ours.
+    """
+    return ServerSpec(
+        key="before",
+        label=f"mcp-codetools at {commit}",
+        command=sys.executable,
+        args=["-m", "mcp_codetools", *(arg for root in roots for arg in ("--root", str(root)))],
+        adapter=OursAdapter(),
+        env={"MCP_CODETOOLS_START_SNAPSHOT": "0", "PYTHONPATH": str(source)},
+        version=commit,
+    )
+
+
 def bare(roots: list[Path]) -> ServerSpec:
     """The floor: a bare SDK server (MCPServer, default stdio) with one small read tool."""
     return ServerSpec(

@@ -22,8 +22,16 @@ def canonical_root(raw: str | os.PathLike[str]) -> Path:
 
 
 def is_within(path: Path, root: Path) -> bool:
-    """Whether `path` is `root` or lies under it; both must already be real paths."""
-    return path == root or path.is_relative_to(root)
+    """Whether `path` is `root` or lies under it; both must already be real paths.
+
+    Compared as strings where paths compare as strings (POSIX), with the separator after the root so
+    ``/ws/proj2`` is not under ``/ws/proj``: `PurePath.is_relative_to` raised and caught an exception for
+    every miss, and a Read asks 4-5 times. Windows paths compare without case, so pathlib decides there.
+    """
+    if os.name == "nt":
+        return path == root or path.is_relative_to(root)
+    inner, outer = str(path), str(root)
+    return inner == outer or inner.startswith(outer if outer.endswith("/") else outer + "/")
 
 
 class Workspace:

@@ -74,3 +74,25 @@ def test_defaults() -> None:
     settings = Settings()
     assert settings.bash_env_exclude == frozenset()
     assert settings.spill_budget_bytes == 2 << 30
+
+
+async def test_a_change_to_the_server_environment_reaches_the_next_command(
+    call: Caller, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The filtered environment is kept between calls; it must follow the server's own as it changes.
+    assert "LATER_VAR" not in await call.ok("Bash", {"command": "printenv"})
+    monkeypatch.setenv("LATER_VAR", "first")
+    assert "LATER_VAR=first" in await call.ok("Bash", {"command": "printenv"})
+    monkeypatch.setenv("LATER_VAR", "second")
+    monkeypatch.setenv("MCP_CODETOOLS_LATER_TOKEN", "later-s3cret")
+    text = await call.ok("Bash", {"command": "printenv"})
+    assert "LATER_VAR=second" in text
+    assert_no_secrets(text)
+    monkeypatch.delenv("LATER_VAR")
+    assert "LATER_VAR" not in await call.ok("Bash", {"command": "printenv"})
+
+
+def test_the_exclusions_of_each_call_apply() -> None:
+    assert "HARMLESS" in spawning.command_env(read_only=True)
+    assert "HARMLESS" not in spawning.command_env(read_only=True, exclude=frozenset({"HARMLESS"}))
+    assert "HARMLESS" in spawning.command_env(read_only=False)

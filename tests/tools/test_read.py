@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from mcp_codetools.files import view as fileview
+from mcp_codetools.files.paths import is_within
 from mcp_codetools.files.text import number_line
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
@@ -235,6 +236,24 @@ async def test_sibling_with_the_roots_name_as_prefix_is_outside(call: Caller, ro
     (sibling / "f.txt").write_text("nope\n", encoding="utf-8")
     out = await call.fails("Read", {"file_path": str(sibling / "f.txt")})
     assert out.meta["errorCode"] == "permission_denied"
+
+
+@pytest.mark.parametrize(
+    ("path", "root"),
+    [
+        ("/ws/proj", "/ws/proj"),
+        ("/ws/proj/a/b", "/ws/proj"),
+        ("/ws/proj2", "/ws/proj"),
+        ("/ws/proj2/a", "/ws/proj"),
+        ("/ws", "/ws/proj"),
+        ("/ws/pro", "/ws/proj"),
+        ("/anything", "/"),
+        ("/", "/"),
+    ],
+)
+def test_containment_goes_by_whole_components(path: str, root: str) -> None:
+    expected = Path(path) == Path(root) or Path(path).is_relative_to(Path(root))
+    assert is_within(Path(path), Path(root)) is expected
 
 
 async def test_symlink_inside_the_root_pointing_outside_is_refused(call: Caller, root: Path, outside: Path) -> None:
