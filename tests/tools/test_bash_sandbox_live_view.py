@@ -27,6 +27,7 @@ from mcp_codetools.settings import SandboxSettings, Settings
 from mcp_codetools.shell import overlay
 from mcp_codetools.shell.sandbox import SandboxUnavailable, find_bwrap, probe
 from mcp_codetools.tools import default_tools
+from tests import facilities
 from tests.conftest import Caller
 from tests.tools.test_bash_sandbox_kept import YesCaller, gate_for
 
@@ -57,7 +58,7 @@ def backend(request: pytest.FixtureRequest) -> str:
     try:
         probe(SandboxSettings(enabled=True, backend=request.param))
     except SandboxUnavailable as exc:
-        pytest.skip(f"{request.param} does not work on this machine: {exc}")
+        facilities.missing(request.param, f"it does not work on this machine: {exc}")
     return str(request.param)
 
 
