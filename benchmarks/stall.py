@@ -46,9 +46,14 @@ async def _listening(port: int) -> None:
             return
 
 
-def _client(url: str, token: str) -> Client:
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120)
-    return Client(streamable_http_client(url, http_client=http), mode="legacy")
+@asynccontextmanager
+async def _client(url: str, token: str) -> AsyncIterator[Client]:
+    """A session over its own HTTP client, closed with it (the SDK leaves a client it was given open)."""
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http,
+        Client(streamable_http_client(url, http_client=http), mode="legacy") as client,
+    ):
+        yield client
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -60,9 +61,14 @@ async def wait_listening(port: int) -> None:
             return
 
 
-def client_for(url: str, token: str = TOKEN) -> Client:
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
-    return Client(streamable_http_client(url, http_client=http), mode="legacy")
+@asynccontextmanager
+async def client_for(url: str, token: str = TOKEN) -> AsyncIterator[Client]:
+    """A session over its own HTTP client, closed with it (the SDK leaves a client it was given open)."""
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+        Client(streamable_http_client(url, http_client=http), mode="legacy") as client,
+    ):
+        yield client
 
 
 async def test_each_http_session_has_its_own_read_ledger(http_server: str, root: Path) -> None:

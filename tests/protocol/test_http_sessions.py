@@ -183,9 +183,11 @@ async def test_refused_requests_are_logged_at_info(root: Path) -> None:
 async def test_a_bearer_client_keeps_its_own_session(root: Path) -> None:
     token = "another-token"
     with http_server(root, env={"MCP_CODETOOLS_HTTP_TOKEN": token}) as running:
-        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
         with anyio.fail_after(30):
-            async with Client(streamable_http_client(running.url, http_client=http), mode="legacy") as client:
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
+                Client(streamable_http_client(running.url, http_client=http), mode="legacy") as client,
+            ):
                 assert client.protocol_version == "2025-11-25"
                 assert not (await client.call_tool("Bash", {"command": "true"})).is_error
 

@@ -79,9 +79,11 @@ async def test_over_http_the_token_still_works_and_no_command_sees_it(root: Path
     token = f"tok-{secrets.token_hex(8)}"
     command = "tr '\\0' '\\n' < /proc/$PPID/environ; echo ${MCP_CODETOOLS_HTTP_TOKEN:-unset}"
     with http_server(root, "--permission-mode", "bypassPermissions", env={"MCP_CODETOOLS_HTTP_TOKEN": token}) as server:
-        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
         with anyio.fail_after(WAIT_S):
-            async with Client(streamable_http_client(server.url, http_client=http), mode="legacy") as client:
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+                Client(streamable_http_client(server.url, http_client=http), mode="legacy") as client,
+            ):
                 result = await client.call_tool("Bash", {"command": command})
     shown = result.content[0].text  # type: ignore[union-attr]
     assert not result.is_error and "unset" in shown and token not in shown, shown
