@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 
 from mcp_codetools.commands import sed
 from mcp_codetools.commands.classify import analyze
+from mcp_codetools.shell.git_env import read_only_git
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
@@ -150,7 +151,7 @@ def _environment(tree: Path) -> dict[str, str]:
         "HOME": str(tree),
         "LANG": "C.UTF-8",
         "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_OPTIONAL_LOCKS": "0",  # git status would otherwise refresh the index, a cache write
+        **read_only_git({}),  # as the server runs a read-only command: git writes no index cache
         "GIT_AUTHOR_NAME": "t",
         "GIT_AUTHOR_EMAIL": "t@example.com",
         "GIT_COMMITTER_NAME": "t",

@@ -63,6 +63,7 @@ from typing import Literal
 from mcp_codetools.settings import SandboxSettings
 from mcp_codetools.shell import container as containers
 from mcp_codetools.shell import overlay, seatbelt
+from mcp_codetools.shell.git_env import read_only_git
 from mcp_codetools.shell.landlock import around
 
 __all__ = [
@@ -357,7 +358,10 @@ def prepared(settings: SandboxSettings) -> Sandbox | None:
 
 def filter_env(env: Mapping[str, str], extra: Sequence[str] = ()) -> dict[str, str]:
     allowed = set(PASSED_ENV) | set(extra)
-    return {k: v for k, v in env.items() if k in allowed or k.startswith(_ENV_PREFIXES)}
+    kept = {k: v for k, v in env.items() if k in allowed or k.startswith(_ENV_PREFIXES)}
+    if env.get("GIT_OPTIONAL_LOCKS") == "0":  # a read-only command: its git config entry was filtered out
+        kept.update(read_only_git(kept))
+    return kept
 
 
 def _real_folders(folders: Sequence[Path]) -> list[Path]:

@@ -7,7 +7,7 @@
 - The environment is the server's own minus its secrets (every `MCP_CODETOOLS_*TOKEN*` variable and the
   names the `bash_env_exclude` setting lists), plus markers that keep tools from waiting for a terminal
   (`TERM=dumb`, `PAGER=cat`, `GIT_PAGER=cat`, `GIT_TERMINAL_PROMPT=0`, `GIT_EDITOR=true`) and
-  `MCP_CODETOOLS=1`. Read-only commands also get `GIT_OPTIONAL_LOCKS=0`, since they may run in parallel.
+  `MCP_CODETOOLS=1`. Read-only commands also get `shell.git_env`'s variables, so git writes no cache in them.
 - Two more entries mark every process a command starts, so they can be found again in the process
   table (procs.py: /proc, or psutil) whatever group, session or parent they move to:
   `MCP_CODETOOLS_SESSION` (one per session) and `MCP_CODETOOLS_CALL` (one per foreground call or
@@ -33,6 +33,7 @@ from pathlib import Path
 import anyio
 
 from mcp_codetools.shell import container, procs
+from mcp_codetools.shell.git_env import read_only_git
 from mcp_codetools.shell.sandbox import Confinement
 
 BASH = shutil.which("bash") or "/bin/bash"
@@ -90,7 +91,7 @@ def command_env(
     if session_marker is not None:
         env[session_marker.name] = session_marker.value
     if read_only:
-        env["GIT_OPTIONAL_LOCKS"] = "0"
+        env.update(read_only_git(env))
     return env
 
 

@@ -240,6 +240,18 @@ async def test_environment_markers(call: Caller) -> None:
     assert text == "unset"
 
 
+async def test_a_read_only_git_diff_leaves_the_index_alone(call: Caller, root: Path) -> None:
+    """git diff refreshes the index's stat cache whatever GIT_OPTIONAL_LOCKS says (a copied repository: every
+    file's inode changed); `diff.autoRefreshIndex=false` keeps it from writing in a read-only command."""
+    repo = root / "repo"
+    setup = "git init -q repo && echo a > repo/a && echo b > repo/b && git -C repo add a b"
+    await call.ok("Bash", {"command": f"{setup} && git -C repo -c user.name=t -c user.email=t@e commit -qm x"})
+    await call.ok("Bash", {"command": "cp -a repo copy && rm -rf repo && mv copy repo"})
+    index = (repo / ".git" / "index").read_bytes()
+    assert await call.ok("Bash", {"command": "git -C repo diff"}) == "(no output)"
+    assert (repo / ".git" / "index").read_bytes() == index
+
+
 async def test_stdin_is_dev_null_and_there_is_no_terminal(call: Caller) -> None:
     assert await call.ok("Bash", {"command": 'read x; echo "got[$x] $?"'}) == "got[] 1"
     assert await call.ok("Bash", {"command": "cat"}) == "(no output)"
