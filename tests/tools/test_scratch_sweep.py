@@ -103,9 +103,10 @@ async def test_the_next_server_removes_a_killed_servers_scratch_folder(root: Pat
         try:
             with anyio.fail_after(WAIT_S):
                 await second.ask(second.call("Glob", {"pattern": "*"}))  # its first session starts the sweep
-                while "scratch folder(s) of servers no longer running" not in second.stderr_text():  # noqa: ASYNC110
+                # Gone, by this server's sweep or by that of a server another test started meanwhile (tests
+                # run in parallel, and every server's first session sweeps): the log line is not waited for.
+                while left[0].exists():  # noqa: ASYNC110 - bounded poll: the sweep runs in a thread of the server
                     await anyio.sleep(0.05)
-            assert not left[0].exists()
         finally:
             await second.kill()
     finally:
