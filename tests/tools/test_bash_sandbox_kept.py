@@ -26,11 +26,10 @@ from mcp_codetools.policy.gate import PermissionGate, Question
 from mcp_codetools.policy.rules import parse_rule
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import SandboxSettings, Settings
-from mcp_codetools.shell.sandbox import SandboxUnavailable, probe
 from mcp_codetools.tools import default_tools
 from mcp_codetools.tools.base import ToolOutput
-from tests import facilities
 from tests.conftest import Caller
+from tests.tools.test_bash_sandbox import working
 
 pytestmark = pytest.mark.anyio
 
@@ -39,10 +38,7 @@ HOOK = "#!/bin/sh\ntouch /tmp/pwned\n"
 
 @pytest.fixture(params=["bwrap", "landlock", "seatbelt"])
 def backend(request: pytest.FixtureRequest) -> str:
-    try:
-        probe(SandboxSettings(enabled=True, backend=request.param))
-    except SandboxUnavailable as exc:
-        facilities.missing(request.param, f"it does not work on this machine: {exc}")
+    working(request.param)  # skips, or fails where CI requires the backend
     return str(request.param)
 
 

@@ -25,10 +25,10 @@ from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import SandboxSettings, Settings
 from mcp_codetools.shell import overlay
-from mcp_codetools.shell.sandbox import SandboxUnavailable, find_bwrap, probe
+from mcp_codetools.shell.sandbox import find_bwrap
 from mcp_codetools.tools import default_tools
-from tests import facilities
 from tests.conftest import Caller
+from tests.tools.test_bash_sandbox import working
 from tests.tools.test_bash_sandbox_kept import YesCaller, gate_for
 
 pytestmark = pytest.mark.anyio
@@ -55,10 +55,7 @@ SEEN_UNDER_THE_OVERLAY = {"written in place"}
 
 @pytest.fixture(params=["bwrap", "landlock"])
 def backend(request: pytest.FixtureRequest) -> str:
-    try:
-        probe(SandboxSettings(enabled=True, backend=request.param))
-    except SandboxUnavailable as exc:
-        facilities.missing(request.param, f"it does not work on this machine: {exc}")
+    working(request.param)  # skips, or fails where CI requires the backend
     return str(request.param)
 
 
