@@ -63,7 +63,6 @@ from mcp_codetools.settings import SandboxSettings
 from mcp_codetools.shell import container as containers
 from mcp_codetools.shell import seatbelt
 from mcp_codetools.shell.git_env import read_only_git
-from mcp_codetools.shell.landlock import around
 
 __all__ = [
     "Confinement", "Sandbox", "SandboxSettings", "SandboxUnavailable", "platform_backends", "prepared", "probe",

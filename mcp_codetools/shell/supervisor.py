@@ -1,5 +1,4 @@
-"""The bubblewrap launcher that keeps missing protected names from being made: `python -I -S supervisor.py
---keep PATH … -- CMD`.
+"""bubblewrap's launcher that keeps missing protected names from being made: `supervisor.py --keep PATH … -- CMD`.
 
 A bind mount needs something to mount over, so a kept path that does not exist (`.envrc`, `.vscode/`,
 `.git/hooks`) cannot be kept by a mount. This launcher runs inside bwrap as the PID namespace's first
@@ -95,19 +94,16 @@ class _AddFd(ctypes.Structure):
 def program(machine: str) -> list[tuple[int, int, int, int]]:
     """The filter for `machine`, as (code, jt, jf, k) rows: jumps are resolved from labels here."""
     column = 0 if machine == "x86_64" else 1
-    number = {name: nrs[column] for name, nrs in SYSCALLS.items() if nrs[column] is not None}
-    rows: list[tuple[int, object, object, int]] = [
+    number: dict[str, int] = {name: nr for name, nrs in SYSCALLS.items() if (nr := nrs[column]) is not None}
+    rows: list[tuple[int | str, object, object, int]] = [
         (_LD_ABS_W, 0, 0, 4),  # seccomp_data.arch
         (_JEQ, 0, "kill", AUDIT_ARCH[machine]),  # another ABI (i386 on x86_64, arm32 on aarch64): not ours
         (_LD_ABS_W, 0, 0, 0),  # seccomp_data.nr
     ]
     if machine == "x86_64":
         rows.append((_JGE, "nosys", 0, _X32_BIT))  # the x32 ABI shares the arch value: refuse it
-    for name in NOTIFIED:
-        if name in number:
-            rows.append((_JEQ, "notify", 0, number[name]))
-    for name in REFUSED_NOSYS:
-        rows.append((_JEQ, "nosys", 0, number[name]))
+    rows += [(_JEQ, "notify", 0, number[name]) for name in NOTIFIED if name in number]
+    rows += [(_JEQ, "nosys", 0, number[name]) for name in REFUSED_NOSYS]
     rows.append((_JEQ, "seccomp", 0, number["seccomp"]))
     if "open" in number:
         rows.append((_JEQ, "open", 0, number["open"]))
@@ -129,7 +125,7 @@ def program(machine: str) -> list[tuple[int, int, int, int]]:
         ("kill:", 0, 0, 0), (_RET, 0, 0, _RET_KILL_PROCESS),
     ]  # fmt: skip
     labels: dict[str, int] = {}
-    code: list[tuple[int, object, object, int]] = []
+    code: list[tuple[int | str, object, object, int]] = []
     for row in rows:
         if isinstance(row[0], str):
             labels[row[0][:-1]] = len(code)
@@ -183,22 +179,22 @@ class Supervisor:
         self.root = os.open("/", os.O_PATH | os.O_DIRECTORY)
         self.guarded = guarded_names(kept)
         column = 0 if machine == "x86_64" else 1
-        handlers: dict[str, Callable[[_Notif], int]] = {
-            "open": lambda n: self.open(_AT_FDCWD, n.args[0], n.args[1], n.args[2], n),
-            "creat": lambda n: self.open(_AT_FDCWD, n.args[0], os.O_CREAT | os.O_WRONLY | os.O_TRUNC, n.args[1], n),
-            "openat": lambda n: self.open(_int(n.args[0]), n.args[1], n.args[2], n.args[3], n),
-            "mkdir": lambda n: self.make(_AT_FDCWD, n.args[0], "dir", n.args[1], 0, n),
-            "mkdirat": lambda n: self.make(_int(n.args[0]), n.args[1], "dir", n.args[2], 0, n),
-            "mknod": lambda n: self.make(_AT_FDCWD, n.args[0], "node", n.args[1], n.args[2], n),
-            "mknodat": lambda n: self.make(_int(n.args[0]), n.args[1], "node", n.args[2], n.args[3], n),
-            "symlink": lambda n: self.symlink(n.args[0], _AT_FDCWD, n.args[1], n),
-            "symlinkat": lambda n: self.symlink(n.args[0], _int(n.args[1]), n.args[2], n),
-            "link": lambda n: self.link(_AT_FDCWD, n.args[0], _AT_FDCWD, n.args[1], 0, n),
-            "linkat": lambda n: self.link(_int(n.args[0]), n.args[1], _int(n.args[2]), n.args[3], n.args[4], n),
-            "rename": lambda n: self.rename(_AT_FDCWD, n.args[0], _AT_FDCWD, n.args[1], 0, n),
-            "renameat": lambda n: self.rename(_int(n.args[0]), n.args[1], _int(n.args[2]), n.args[3], 0, n),
-            "renameat2": lambda n: self.rename(_int(n.args[0]), n.args[1], _int(n.args[2]), n.args[3], n.args[4], n),
-            "bind": lambda n: self.bind(_int(n.args[0]), n.args[1], n.args[2], n),
+        handlers: dict[str, Callable[[_Notif], int | None]] = {
+            "open": lambda n: self._open(_AT_FDCWD, n.args[0], n.args[1], n.args[2], n),
+            "creat": lambda n: self._open(_AT_FDCWD, n.args[0], os.O_CREAT | os.O_WRONLY | os.O_TRUNC, n.args[1], n),
+            "openat": lambda n: self._open(_int(n.args[0]), n.args[1], n.args[2], n.args[3], n),
+            "mkdir": lambda n: self._make(_AT_FDCWD, n.args[0], "dir", n.args[1], 0, n),
+            "mkdirat": lambda n: self._make(_int(n.args[0]), n.args[1], "dir", n.args[2], 0, n),
+            "mknod": lambda n: self._make(_AT_FDCWD, n.args[0], "node", n.args[1], n.args[2], n),
+            "mknodat": lambda n: self._make(_int(n.args[0]), n.args[1], "node", n.args[2], n.args[3], n),
+            "symlink": lambda n: self._symlink(n.args[0], _AT_FDCWD, n.args[1], n),
+            "symlinkat": lambda n: self._symlink(n.args[0], _int(n.args[1]), n.args[2], n),
+            "link": lambda n: self._link(_AT_FDCWD, n.args[0], _AT_FDCWD, n.args[1], 0, n),
+            "linkat": lambda n: self._link(_int(n.args[0]), n.args[1], _int(n.args[2]), n.args[3], n.args[4], n),
+            "rename": lambda n: self._rename(_AT_FDCWD, n.args[0], _AT_FDCWD, n.args[1], 0, n),
+            "renameat": lambda n: self._rename(_int(n.args[0]), n.args[1], _int(n.args[2]), n.args[3], 0, n),
+            "renameat2": lambda n: self._rename(_int(n.args[0]), n.args[1], _int(n.args[2]), n.args[3], n.args[4], n),
+            "bind": lambda n: self._bind(_int(n.args[0]), n.args[1], n.args[2], n),
         }
         self.handlers = {SYSCALLS[name][column]: handler for name, handler in handlers.items()}
         self.mem: int | None = None
@@ -207,6 +203,7 @@ class Supervisor:
     # -- serving --
 
     def serve_one(self) -> None:
+        """Receive one call and answer it: its result, or -errno (never "go on")."""
         notif = _Notif()
         if _libc.ioctl(self.listener, _IOCTL_RECV, ctypes.byref(notif)) < 0:
             return  # interrupted, or the caller went away before it was received
@@ -224,13 +221,13 @@ class Supervisor:
             for fd in self.fds:
                 os.close(fd)
         if result is not None:
-            self.answer(notif.id, result)
+            self._answer(notif.id, result)
 
-    def answer(self, notif_id: int, result: int) -> None:
+    def _answer(self, notif_id: int, result: int) -> None:
         resp = _Resp(notif_id, max(result, 0), min(result, 0), 0)
         _libc.ioctl(self.listener, _IOCTL_SEND, ctypes.byref(resp))  # ENOENT: the caller is gone or interrupted
 
-    def valid(self, notif: _Notif) -> None:
+    def _valid(self, notif: _Notif) -> None:
         """Raise unless the caller is still waiting: what was read from /proc is then the caller's."""
         if _libc.ioctl(self.listener, _IOCTL_ID_VALID, ctypes.byref(ctypes.c_uint64(notif.id))) < 0:
             raise Refused(errno.ESRCH)
@@ -239,7 +236,7 @@ class Supervisor:
         self.fds.append(fd)
         return fd
 
-    def string(self, notif: _Notif, address: int) -> bytes:
+    def _string(self, notif: _Notif, address: int) -> bytes:
         """A NUL-terminated string from the caller's memory, read once."""
         if address == 0:
             raise Refused(errno.EFAULT)
@@ -256,14 +253,14 @@ class Supervisor:
             data += chunk
         raise Refused(errno.ENAMETOOLONG)
 
-    def memory(self, notif: _Notif, address: int, size: int) -> bytes:
+    def _memory(self, notif: _Notif, address: int, size: int) -> bytes:
         mem = self._keep(os.open(f"/proc/{notif.pid}/mem", os.O_RDONLY))
         data = os.pread(mem, size, address) if address else b""
         if len(data) != size:
             raise Refused(errno.EFAULT)
         return data
 
-    def base(self, notif: _Notif, dirfd: int, path: bytes) -> int:
+    def _base(self, notif: _Notif, dirfd: int, path: bytes) -> int:
         """The folder `path` is looked up from, as the caller's kernel would take it."""
         if path.startswith(b"/"):
             return self.root
@@ -273,14 +270,14 @@ class Supervisor:
         except FileNotFoundError:
             raise Refused(errno.EBADF) from None
 
-    def umask(self, notif: _Notif) -> int:
+    def _umask(self, notif: _Notif) -> int:
         with open(f"/proc/{notif.pid}/status", "rb") as status:
             for line in status:
                 if line.startswith(b"Umask:"):
                     return int(line.split()[1], 8)
         return 0o022
 
-    def parent(self, base: int, path: bytes) -> tuple[int, bytes]:
+    def _parent(self, base: int, path: bytes) -> tuple[int, bytes]:
         """The folder holding the path's last name (opened, links on the way followed) and that name."""
         if not path:
             raise Refused(errno.ENOENT)
@@ -292,46 +289,46 @@ class Supervisor:
             head = b"/" if trimmed.startswith(b"/") else b"."
         return self._keep(os.open(head, os.O_PATH | os.O_DIRECTORY, dir_fd=base)), name
 
-    def guarded_name(self, folder: int, name: bytes) -> bool:
+    def _guarded_name(self, folder: int, name: bytes) -> bool:
         info = os.fstat(folder)
         return (info.st_dev, info.st_ino, name) in self.guarded
 
-    def exists(self, folder: int, name: bytes) -> os.stat_result | None:
+    def _exists(self, folder: int, name: bytes) -> os.stat_result | None:
         try:
             return os.lstat(name, dir_fd=folder)
         except FileNotFoundError:
             return None
 
-    def creatable(self, folder: int, name: bytes, *, clash: int = errno.EEXIST) -> None:
+    def _creatable(self, folder: int, name: bytes, *, clash: int = errno.EEXIST) -> None:
         """Raise unless `name` may be made in `folder`: a guarded name exists already (`clash`) or is refused."""
-        if self.guarded_name(folder, name):
-            raise Refused(clash if self.exists(folder, name) is not None else errno.EACCES)
+        if self._guarded_name(folder, name):
+            raise Refused(clash if self._exists(folder, name) is not None else errno.EACCES)
 
     # -- the calls --
 
-    def open(self, dirfd: int, address: int, flags: int, mode: int, notif: _Notif) -> int | None:
+    def _open(self, dirfd: int, address: int, flags: int, mode: int, notif: _Notif) -> int | None:
         flags &= 0xFFFFFFFF
-        path = self.string(notif, address)
-        base = self.base(notif, dirfd, path)
-        umask = self.umask(notif)
-        self.valid(notif)
+        path = self._string(notif, address)
+        base = self._base(notif, dirfd, path)
+        umask = self._umask(notif)
+        self._valid(notif)
         if flags & os.O_PATH or not flags & os.O_CREAT:  # nothing is made (the filter sent it all the same)
             fd = os.open(path, flags, dir_fd=base)
         else:
             if path.endswith(b"/"):
                 raise Refused(errno.EISDIR)
-            folder, name = self.parent(base, path)
-            fd = self.open_creating(folder, name, flags, mode & 0o7777, umask)
+            folder, name = self._parent(base, path)
+            fd = self._open_creating(folder, name, flags, mode & 0o7777, umask)
         try:
-            return self.hand_over(notif, fd, flags & os.O_CLOEXEC)
+            return self._hand_over(notif, fd, flags & os.O_CLOEXEC)
         finally:
             os.close(fd)
 
-    def open_creating(self, folder: int, name: bytes, flags: int, mode: int, umask: int) -> int:
+    def _open_creating(self, folder: int, name: bytes, flags: int, mode: int, umask: int) -> int:
         for _ in range(_MAX_HOPS):
-            info = self.exists(folder, name)
+            info = self._exists(folder, name)
             if info is None:
-                self.creatable(folder, name)
+                self._creatable(folder, name)
                 old = os.umask(umask)
                 try:
                     return os.open(name, flags | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=folder)
@@ -349,7 +346,7 @@ class Supervisor:
                 target = os.readlink(name, dir_fd=folder)
                 if target.endswith(b"/"):
                     raise Refused(errno.EISDIR)
-                folder, name = self.parent(self.root if target.startswith(b"/") else folder, target)
+                folder, name = self._parent(self.root if target.startswith(b"/") else folder, target)
                 continue
             if stat.S_ISDIR(info.st_mode):
                 raise Refused(errno.EISDIR)
@@ -361,7 +358,7 @@ class Supervisor:
                 continue  # removed or replaced by a link meanwhile: look again
         raise Refused(errno.ELOOP)
 
-    def hand_over(self, notif: _Notif, fd: int, cloexec: int) -> int | None:
+    def _hand_over(self, notif: _Notif, fd: int, cloexec: int) -> int | None:
         """Give `fd` to the caller as the call's result (None: already answered)."""
         add = _AddFd(notif.id, _ADDFD_FLAG_SEND, fd, 0, os.O_CLOEXEC if cloexec else 0)
         if _libc.ioctl(self.listener, _IOCTL_ADDFD, ctypes.byref(add)) >= 0:
@@ -371,15 +368,15 @@ class Supervisor:
         add.flags = 0  # Linux 5.9 to 5.13: no SEND flag, answer with the number
         return _check(_libc.ioctl(self.listener, _IOCTL_ADDFD, ctypes.byref(add)), "ADDFD")
 
-    def make(self, dirfd: int, address: int, kind: str, mode: int, device: int, notif: _Notif) -> int:
-        path = self.string(notif, address)
-        base = self.base(notif, dirfd, path)
-        umask = self.umask(notif)
-        self.valid(notif)
+    def _make(self, dirfd: int, address: int, kind: str, mode: int, device: int, notif: _Notif) -> int:
+        path = self._string(notif, address)
+        base = self._base(notif, dirfd, path)
+        umask = self._umask(notif)
+        self._valid(notif)
         if kind == "node" and path.endswith(b"/"):
             raise Refused(errno.ENOENT)
-        folder, name = self.parent(base, path)
-        self.creatable(folder, name)
+        folder, name = self._parent(base, path)
+        self._creatable(folder, name)
         old = os.umask(umask)
         try:
             if kind == "dir":
@@ -390,75 +387,75 @@ class Supervisor:
             os.umask(old)
         return 0
 
-    def symlink(self, target_address: int, dirfd: int, address: int, notif: _Notif) -> int:
-        target = self.string(notif, target_address)
-        path = self.string(notif, address)
-        base = self.base(notif, dirfd, path)
-        self.valid(notif)
+    def _symlink(self, target_address: int, dirfd: int, address: int, notif: _Notif) -> int:
+        target = self._string(notif, target_address)
+        path = self._string(notif, address)
+        base = self._base(notif, dirfd, path)
+        self._valid(notif)
         if not target:
             raise Refused(errno.ENOENT)
-        folder, name = self.parent(base, path)
-        self.creatable(folder, name)
+        folder, name = self._parent(base, path)
+        self._creatable(folder, name)
         os.symlink(target, name, dir_fd=folder)
         return 0
 
-    def link(self, old_dirfd: int, old_address: int, new_dirfd: int, new_address: int, flags: int, n: _Notif) -> int:
-        old = self.string(n, old_address)
-        new = self.string(n, new_address)
+    def _link(self, old_dirfd: int, old_address: int, new_dirfd: int, new_address: int, flags: int, n: _Notif) -> int:
+        old = self._string(n, old_address)
+        new = self._string(n, new_address)
         if not old and flags & _AT_EMPTY_PATH:
             source = self._keep(os.open(f"/proc/{n.pid}/fd/{old_dirfd}", os.O_PATH))
             old_base, old, follow = self.root, f"/proc/self/fd/{source}".encode(), True
         else:
-            old_base, follow = self.base(n, old_dirfd, old), bool(flags & _AT_SYMLINK_FOLLOW)
-        new_base = self.base(n, new_dirfd, new)
-        self.valid(n)
+            old_base, follow = self._base(n, old_dirfd, old), bool(flags & _AT_SYMLINK_FOLLOW)
+        new_base = self._base(n, new_dirfd, new)
+        self._valid(n)
         if not old:
             raise Refused(errno.ENOENT)
-        folder, name = self.parent(new_base, new)
-        self.creatable(folder, name)
+        folder, name = self._parent(new_base, new)
+        self._creatable(folder, name)
         os.link(old, name, src_dir_fd=old_base, dst_dir_fd=folder, follow_symlinks=follow)
         return 0
 
-    def rename(self, old_dirfd: int, old_address: int, new_dirfd: int, new_address: int, flags: int, n: _Notif) -> int:
-        old = self.string(n, old_address)
-        new = self.string(n, new_address)
-        old_base, new_base = self.base(n, old_dirfd, old), self.base(n, new_dirfd, new)
-        self.valid(n)
-        old_folder, old_name = self.parent(old_base, old)
-        new_folder, new_name = self.parent(new_base, new)
-        if self.guarded_name(old_folder, old_name) or self.guarded_name(new_folder, new_name):
+    def _rename(self, old_dirfd: int, old_address: int, new_dirfd: int, new_address: int, flags: int, n: _Notif) -> int:
+        old = self._string(n, old_address)
+        new = self._string(n, new_address)
+        old_base, new_base = self._base(n, old_dirfd, old), self._base(n, new_dirfd, new)
+        self._valid(n)
+        old_folder, old_name = self._parent(old_base, old)
+        new_folder, new_name = self._parent(new_base, new)
+        if self._guarded_name(old_folder, old_name) or self._guarded_name(new_folder, new_name):
             raise Refused(errno.EACCES)  # a kept path, or a folder on the way to one, is neither moved nor replaced
         if _libc.renameat2(old_folder, old_name, new_folder, new_name, ctypes.c_uint(flags & 0xFFFFFFFF)) < 0:
             raise Refused(ctypes.get_errno())
         return 0
 
-    def bind(self, sockfd: int, address: int, size: int, notif: _Notif) -> int:
+    def _bind(self, sockfd: int, address: int, size: int, notif: _Notif) -> int:
         size = _int(size)
         if size < 2 or size > 128:
             raise Refused(errno.EINVAL)
-        raw = self.memory(notif, address, size)
+        raw = self._memory(notif, address, size)
         pidfd = self._keep(os.pidfd_open(notif.pid))
         column = 0 if self.machine == "x86_64" else 1
         sock = _libc.syscall(SYSCALLS["pidfd_getfd"][column], pidfd, sockfd, 0)
         sock = self._keep(_check(sock, "pidfd_getfd"))
         family = struct.unpack_from("=H", raw)[0]
         if family != socket.AF_UNIX or size == 2 or raw[2] == 0:  # no name is made: bind as asked
-            umask = self.umask(notif)
-            self.valid(notif)
-            return self._bind(sock, raw, umask)
+            umask = self._umask(notif)
+            self._valid(notif)
+            return self._bind_socket(sock, raw, umask)
         path = raw[2:].split(b"\0", 1)[0]
-        base = self.base(notif, _AT_FDCWD, path)
-        umask = self.umask(notif)
-        self.valid(notif)
-        folder, name = self.parent(base, path)
-        self.creatable(folder, name, clash=errno.EADDRINUSE)
+        base = self._base(notif, _AT_FDCWD, path)
+        umask = self._umask(notif)
+        self._valid(notif)
+        folder, name = self._parent(base, path)
+        self._creatable(folder, name, clash=errno.EADDRINUSE)
         os.fchdir(folder)  # bind has no dirfd: the name is taken from this process's cwd
         try:
-            return self._bind(sock, raw[:2] + name + b"\0", umask)
+            return self._bind_socket(sock, raw[:2] + name + b"\0", umask)
         finally:
             os.fchdir(self.root)
 
-    def _bind(self, sock: int, raw: bytes, umask: int) -> int:
+    def _bind_socket(self, sock: int, raw: bytes, umask: int) -> int:
         old = os.umask(umask)
         try:
             if _libc.bind(sock, ctypes.c_char_p(raw), len(raw)) < 0:
@@ -522,7 +519,7 @@ def run(kept: Sequence[str], command: Sequence[str]) -> int:
             socket.send_fds(theirs, [b"L"], [listener])
             os.close(listener)  # the command must never hold it: it could answer its own calls
             theirs.close()
-            os.execvp(command[0], command)
+            os.execvp(command[0], list(command))
         except OSError as exc:
             print(f"sandbox supervisor: {command[0]}: {exc.strerror or exc}", file=sys.stderr)
             os._exit(126 if exc.filename is None and exc.errno != errno.ENOENT else 127)
@@ -565,6 +562,7 @@ def run(kept: Sequence[str], command: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str]) -> int:
+    """Parse the options and run the command; 2 for a malformed command line."""
     kept: list[str] = []
     args = list(argv)
     while args and args[0] != "--":

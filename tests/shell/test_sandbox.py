@@ -11,13 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from mcp_codetools.shell import sandbox as sandbox_module
 from mcp_codetools.shell.sandbox import (
     LANDLOCK_LAUNCHER,
     Sandbox,
     SandboxSettings,
     SandboxUnavailable,
-    landlock_abi,
     probe,
 )
 from tests import facilities
