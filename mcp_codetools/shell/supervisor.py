@@ -26,16 +26,16 @@ Standard library and ctypes only: it is run as a file, without `site`, for each 
 
 from __future__ import annotations
 
+# The C `_signal`, where `signal` would import enum, and `_collections_abc`, loaded already at start-up
+# (`collections.abc` and `typing` are not): this runs before every command.
+import _signal as signal  # type: ignore[import-not-found]
 import ctypes
 import errno
 import os
 import select
-import signal
-import socket
 import stat
-import struct
 import sys
-from collections.abc import Callable, Sequence
+from _collections_abc import Callable, Sequence
 
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 _I386, _ARM = 0x40000003, 0x40000028
@@ -63,6 +63,7 @@ _AT_FDCWD, _AT_SYMLINK_FOLLOW, _AT_EMPTY_PATH = -100, 0x400, 0x1000
 _RENAME_EXCHANGE = 1 << 1
 _MAX_HOPS = 40
 _PATH_MAX = 4096
+_AF_UNIX = 1
 
 
 class _Filter(ctypes.Structure):
@@ -434,12 +435,9 @@ class Supervisor:
         if size < 2 or size > 128:
             raise Refused(errno.EINVAL)
         raw = self._memory(notif, address, size)
-        pidfd = self._keep(os.pidfd_open(notif.pid))
-        column = 0 if self.machine == "x86_64" else 1
-        sock = _libc.syscall(SYSCALLS["pidfd_getfd"][column], pidfd, sockfd, 0)
-        sock = self._keep(_check(sock, "pidfd_getfd"))
-        family = struct.unpack_from("=H", raw)[0]
-        if family != socket.AF_UNIX or size == 2 or raw[2] == 0:  # no name is made: bind as asked
+        sock = self._keep(take_fd(notif.pid, sockfd, self.machine))
+        family = int.from_bytes(raw[:2], sys.byteorder)
+        if family != _AF_UNIX or size == 2 or raw[2] == 0:  # no name is made: bind as asked
             umask = self._umask(notif)
             self._valid(notif)
             return self._bind_socket(sock, raw, umask)
@@ -463,6 +461,16 @@ class Supervisor:
         finally:
             os.umask(old)
         return 0
+
+
+def take_fd(pid: int, fd: int, machine: str) -> int:
+    """A copy of process `pid`'s descriptor `fd` (pidfd_getfd, Linux 5.6+)."""
+    pidfd = os.pidfd_open(pid)
+    try:
+        number = SYSCALLS["pidfd_getfd"][0 if machine == "x86_64" else 1]
+        return _check(_libc.syscall(number, pidfd, fd, 0), "pidfd_getfd")
+    finally:
+        os.close(pidfd)
 
 
 def guarded_names(kept: Sequence[str]) -> set[tuple[int, int, bytes]]:
@@ -510,20 +518,24 @@ def run(kept: Sequence[str], command: Sequence[str]) -> int:
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    told_read, told_write = os.pipe()  # the child tells the listener's number; this process says when it has it
+    taken_read, taken_write = os.pipe()
     child = os.fork()
     if child == 0:
-        ours.close()
+        os.close(told_read)
+        os.close(taken_write)
         try:
             listener = install_filter(machine)
-            socket.send_fds(theirs, [b"L"], [listener])
+            os.write(told_write, str(listener).encode())
+            os.close(told_write)
+            os.read(taken_read, 1)
             os.close(listener)  # the command must never hold it: it could answer its own calls
-            theirs.close()
             os.execvp(command[0], list(command))
         except OSError as exc:
             print(f"sandbox supervisor: {command[0]}: {exc.strerror or exc}", file=sys.stderr)
             os._exit(126 if exc.filename is None and exc.errno != errno.ENOENT else 127)
-    theirs.close()
+    os.close(told_write)
+    os.close(taken_read)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda signum, _frame: os.kill(child, signum))
     _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
@@ -532,12 +544,13 @@ def run(kept: Sequence[str], command: Sequence[str]) -> int:
     os.dup2(null, 0)
     os.dup2(null, 1)  # the command's output ends when the command's own copies close, not when this does
     os.close(null)
-    try:
-        _, fds, _, _ = socket.recv_fds(ours, 1, 1)
-    except OSError:
-        fds = []
-    ours.close()
-    supervisor = Supervisor(fds[0], kept, machine) if fds else None
+    told = os.read(told_read, 16)
+    os.close(told_read)
+    supervisor = None
+    if told.isdigit():  # else the filter could not be set: the child reports that and exits
+        supervisor = Supervisor(take_fd(child, int(told), machine), kept, machine)
+        os.write(taken_write, b"1")
+    os.close(taken_write)
     poller = select.poll()
     poller.register(wake_read, select.POLLIN)
     if supervisor is not None:
