@@ -29,6 +29,7 @@ from __future__ import annotations
 # The C `_signal`, where `signal` would import enum, and `_collections_abc`, loaded already at start-up
 # (`collections.abc` and `typing` are not): this runs before every command.
 import _signal as signal  # type: ignore[import-not-found]
+import _thread
 import ctypes
 import errno
 import os
@@ -171,6 +172,14 @@ class Refused(Exception):
         self.code = code
 
 
+class Deferred(Exception):
+    """The open waits for a FIFO's other end: it is finished on a thread of its own (`Supervisor._open_later`)."""
+
+    def __init__(self, pinned: int, flags: int) -> None:
+        super().__init__(pinned)
+        self.pinned, self.flags = pinned, flags
+
+
 class Supervisor:
     """Serves one listener: reads each call's arguments, checks the names, carries the call out."""
 
@@ -198,8 +207,10 @@ class Supervisor:
             "bind": lambda n: self._bind(_int(n.args[0]), n.args[1], n.args[2], n),
         }
         self.handlers = {SYSCALLS[name][column]: handler for name, handler in handlers.items()}
-        self.mem: int | None = None
+        self.proc = os.stat("/proc").st_dev
+        self.me = f"/proc/{os.getpid()}".encode()
         self.fds: list[int] = []
+        self.tid = self.tgid = self.umask = 0
 
     # -- serving --
 
@@ -210,6 +221,7 @@ class Supervisor:
             return  # interrupted, or the caller went away before it was received
         self.fds = []
         try:
+            self._caller(notif)
             handler = self.handlers.get(notif.nr)
             result = -errno.ENOSYS if handler is None else handler(notif)
         except Refused as exc:
@@ -271,24 +283,49 @@ class Supervisor:
         except FileNotFoundError:
             raise Refused(errno.EBADF) from None
 
-    def _umask(self, notif: _Notif) -> int:
+    def _caller(self, notif: _Notif) -> None:
+        """The calling thread's process and umask (what it creates gets the caller's mode)."""
+        self.tid, self.tgid, self.umask = notif.pid, notif.pid, 0o022
         with open(f"/proc/{notif.pid}/status", "rb") as status:
             for line in status:
                 if line.startswith(b"Umask:"):
-                    return int(line.split()[1], 8)
-        return 0o022
+                    self.umask = int(line.split()[1], 8)
+                elif line.startswith(b"Tgid:"):
+                    self.tgid = int(line.split()[1])
+                    break
+
+    def _umask(self, notif: _Notif) -> int:
+        return self.umask
+
+    def _callers_proc(self, path: bytes) -> bytes:
+        """`path` with `/proc/self` and `/proc/thread-self` (and this process's own folder) as the caller's.
+
+        Looked up here, they would name the supervisor: `echo > /dev/stdout` would write to its /dev/null.
+        """
+        own, thread = f"/proc/{self.tgid}".encode(), f"/proc/{self.tgid}/task/{self.tid}".encode()
+        for prefix, caller in ((b"/proc/thread-self", thread), (self.me + b"/task/" + self.me[6:], thread),
+                               (b"/proc/self", own), (self.me, own)):  # fmt: skip
+            if path == prefix or path.startswith(prefix + b"/"):
+                return caller + path[len(prefix) :]
+        return path
 
     def _parent(self, base: int, path: bytes) -> tuple[int, bytes]:
         """The folder holding the path's last name (opened, links on the way followed) and that name."""
         if not path:
             raise Refused(errno.ENOENT)
+        path = self._callers_proc(path) if path.startswith(b"/") else path
         trimmed = path.rstrip(b"/") or b"/"
         head, _, name = trimmed.rpartition(b"/")
         if trimmed == b"/":
             head, name = b"/", b"."
         elif not head:
             head = b"/" if trimmed.startswith(b"/") else b"."
-        return self._keep(os.open(head, os.O_PATH | os.O_DIRECTORY, dir_fd=base)), name
+        folder = self._keep(os.open(head, os.O_PATH | os.O_DIRECTORY, dir_fd=base))
+        if os.fstat(folder).st_dev == self.proc:  # reached through a link (`/dev/fd`): whose /proc was it?
+            where = os.fsencode(os.readlink(f"/proc/self/fd/{folder}"))
+            if self._callers_proc(where) != where:
+                folder = self._keep(os.open(self._callers_proc(where), os.O_PATH | os.O_DIRECTORY))
+        return folder, name
 
     def _guarded_name(self, folder: int, name: bytes) -> bool:
         info = os.fstat(folder)
@@ -319,14 +356,49 @@ class Supervisor:
             if path.endswith(b"/"):
                 raise Refused(errno.EISDIR)
             folder, name = self._parent(base, path)
-            fd = self._open_creating(folder, name, flags, mode & 0o7777, umask)
+            try:
+                fd = self._open_creating(folder, name, flags, mode & 0o7777, umask)
+            except Deferred as wait:
+                _thread.start_new_thread(self._open_later, (notif.id, wait.pinned, wait.flags))
+                return None
         try:
-            return self._hand_over(notif, fd, flags & os.O_CLOEXEC)
+            return self._hand_over(notif.id, fd, flags & os.O_CLOEXEC)
         finally:
             os.close(fd)
 
+    def _open_later(self, notif_id: int, pinned: int, flags: int) -> None:
+        """Open the FIFO already checked and pinned (no name is looked up again), then answer."""
+        try:
+            fd = os.open(f"/proc/self/fd/{pinned}", flags)
+        except OSError as exc:
+            self._answer(notif_id, -(exc.errno or errno.EIO))
+            return
+        finally:
+            os.close(pinned)
+        try:
+            result = self._hand_over(notif_id, fd, flags & os.O_CLOEXEC)
+            if result is not None:
+                self._answer(notif_id, result)
+        finally:
+            os.close(fd)
+
+    def _open_found(self, folder: int, name: bytes, flags: int, *, follow: bool) -> int:
+        """Open what is at `name` without making anything; a FIFO that would wait raises `Deferred`."""
+        flags = (flags & ~os.O_CREAT) | (0 if follow else os.O_NOFOLLOW)
+        if not flags & os.O_NONBLOCK:
+            try:
+                info = os.stat(name, dir_fd=folder, follow_symlinks=follow)
+            except OSError:
+                info = None  # the open below says why
+            if info is not None and stat.S_ISFIFO(info.st_mode):
+                pinned = os.open(name, os.O_PATH | (flags & os.O_NOFOLLOW), dir_fd=folder)
+                raise Deferred(pinned, flags & ~os.O_NOFOLLOW)  # reopened through its /proc/self/fd link
+        return os.open(name, flags, dir_fd=folder)
+
     def _open_creating(self, folder: int, name: bytes, flags: int, mode: int, umask: int) -> int:
         for _ in range(_MAX_HOPS):
+            if os.fstat(folder).st_dev == self.proc:  # nothing can be made in /proc; its fd links are magic
+                return self._open_found(folder, name, flags, follow=True)
             info = self._exists(folder, name)
             if info is None:
                 self._creatable(folder, name)
@@ -352,16 +424,16 @@ class Supervisor:
             if stat.S_ISDIR(info.st_mode):
                 raise Refused(errno.EISDIR)
             try:
-                return os.open(name, (flags & ~os.O_CREAT) | os.O_NOFOLLOW, dir_fd=folder)
+                return self._open_found(folder, name, flags, follow=False)
             except (FileNotFoundError, OSError) as exc:
                 if exc.errno not in (errno.ENOENT, errno.ELOOP):
                     raise
                 continue  # removed or replaced by a link meanwhile: look again
         raise Refused(errno.ELOOP)
 
-    def _hand_over(self, notif: _Notif, fd: int, cloexec: int) -> int | None:
+    def _hand_over(self, notif_id: int, fd: int, cloexec: int) -> int | None:
         """Give `fd` to the caller as the call's result (None: already answered)."""
-        add = _AddFd(notif.id, _ADDFD_FLAG_SEND, fd, 0, os.O_CLOEXEC if cloexec else 0)
+        add = _AddFd(notif_id, _ADDFD_FLAG_SEND, fd, 0, os.O_CLOEXEC if cloexec else 0)
         if _libc.ioctl(self.listener, _IOCTL_ADDFD, ctypes.byref(add)) >= 0:
             return None
         if ctypes.get_errno() != errno.EINVAL:  # the caller is gone or interrupted: nothing to answer
@@ -435,7 +507,7 @@ class Supervisor:
         if size < 2 or size > 128:
             raise Refused(errno.EINVAL)
         raw = self._memory(notif, address, size)
-        sock = self._keep(take_fd(notif.pid, sockfd, self.machine))
+        sock = self._keep(take_fd(self.tgid, sockfd, self.machine))  # a pidfd names a process, not a thread
         family = int.from_bytes(raw[:2], sys.byteorder)
         if family != _AF_UNIX or size == 2 or raw[2] == 0:  # no name is made: bind as asked
             umask = self._umask(notif)

@@ -243,6 +243,45 @@ def test_open_flags_behave_as_the_kernels(sandbox: Sandbox, root: Path) -> None:
     assert (root / "inherited").read_bytes() == b"xyz"
 
 
+def test_the_standard_streams_by_name_are_the_commands(sandbox: Sandbox, root: Path) -> None:
+    """`/dev/stdout`, `/dev/fd/1`, `/proc/self/...`: looked up by the supervisor, they would name its own."""
+    script = (
+        "echo 1 > /dev/stdout; echo 2 > /dev/fd/1; echo 3 > /proc/self/fd/1; echo 4 | tee /dev/stderr >/dev/null; "
+        "echo 5 > /proc/thread-self/fd/1; ln -s /dev/stdout out; echo 6 > out; echo 7 > /proc/self/cwd/sub/f"
+    )
+    done = sh(sandbox, root, script)
+    assert (done.stdout.split(), done.stderr.split()) == (["1", "2", "3", "5", "6"], ["4"])
+    assert (root / "sub" / "f").read_text() == "7\n"
+
+
+def test_a_fifo_whose_reader_makes_files_first_does_not_stall_the_others(sandbox: Sandbox, root: Path) -> None:
+    """Opening a FIFO waits for its other end: that wait must not hold up the reader's own creating calls."""
+    script = "mkfifo p; (echo through > p) & sleep 0.3; mkdir d && cat p > d/got && cat d/got"
+    done = sh(sandbox, root, script)
+    assert done.stdout == "through\n", done.stderr
+
+
+def test_a_unix_socket_bound_from_a_thread(sandbox: Sandbox, root: Path) -> None:
+    code = """
+        import socket, threading
+        out = []
+        def bind(name):
+            try:
+                socket.socket(socket.AF_UNIX).bind(name)
+                out.append(name + "=made")
+            except OSError as exc:
+                out.append(f"{name}={exc.errno}")
+        for name in ("t.sock", ".mcp.json"):
+            thread = threading.Thread(target=bind, args=(name,))
+            thread.start()
+            thread.join()
+        print(" ".join(out))
+    """
+    done = py(sandbox, root, code)
+    assert done.stdout.split() == ["t.sock=made", ".mcp.json=13"], done.stderr
+    assert_nothing_kept_made(root)
+
+
 def test_a_virtual_environment_with_pip(sandbox: Sandbox, root: Path) -> None:
     # pip's install runs about 3,100 creating calls through the supervisor: over a minute on a loaded machine
     done = sh(sandbox, root, "python3 -m venv .venv && .venv/bin/python -m pip --version", timeout=VENV_TIMEOUT_S)
