@@ -548,8 +548,9 @@ def take_fd(pid: int, fd: int, machine: str) -> int:
 def guarded_names(kept: Sequence[str]) -> set[tuple[int, int, bytes]]:
     """(device, inode, name) of each folder on the way to a kept path and the next name along it.
 
-    Walked from `/` as far as the path exists; a link on the way is not followed (its target is kept in
-    its own right by the caller, `sandbox.kept_paths`).
+    Walked from `/` as far as the path exists. A link on the way is guarded by its own name and followed (a
+    root given through a link is kept where it really is); a link at the end is kept in its own right, and
+    its target too (`sandbox.kept_paths`).
     """
     guarded: set[tuple[int, int, bytes]] = set()
     for path in kept:
@@ -560,7 +561,7 @@ def guarded_names(kept: Sequence[str]) -> set[tuple[int, int, bytes]]:
                 info = os.fstat(folder)
                 guarded.add((info.st_dev, info.st_ino, part))
                 try:
-                    below = os.open(part, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+                    below = os.open(part, os.O_PATH | os.O_DIRECTORY, dir_fd=folder)
                 except OSError:
                     break
                 os.close(folder)
