@@ -403,6 +403,7 @@ def bwrap_argv(
         "--unshare-cgroup-try",
         "--die-with-parent",
         "--cap-drop", "ALL",
+        "--cap-add", "CAP_SYS_PTRACE",  # for the supervisor only: it drops it for the command (supervisor.py)
     ]  # fmt: skip
     if not settings.network:
         args.append("--unshare-net")

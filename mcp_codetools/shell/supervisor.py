@@ -16,7 +16,9 @@ never interleaved with another of its operations. `openat2` (its flags are in me
 cannot read) and `io_uring_setup` (its operations pass no filter) answer ENOSYS; callers fall back to
 `openat` and plain syscalls. A command cannot add a listener of its own (which would take the calls first).
 
-The launcher is not dumpable, so commands cannot trace or read it. As PID 1 it reaps orphans, passes
+The launcher is not dumpable, so commands cannot trace or read it. It keeps CAP_SYS_PTRACE, which bwrap
+leaves it (the command gets none), so that it can read the memory of a command that made itself not
+dumpable (ssh does) and whose calls it would otherwise have to refuse. As PID 1 it reaps orphans, passes
 SIGTERM, SIGINT and SIGHUP to the command, and exits with the command's status (a signal as 128+n, as bash
 reports it), which ends the namespace. If it dies the kernel fails every such call (ENOSYS): closed. An
 architecture without a table here (x86_64 and aarch64 have one) is refused at start, with status 126.
@@ -46,7 +48,7 @@ SYSCALLS: dict[str, tuple[int | None, int | None]] = {
     "mknod": (133, None), "mknodat": (259, 33), "symlink": (88, None), "symlinkat": (266, 36),
     "link": (86, None), "linkat": (265, 37), "rename": (82, None), "renameat": (264, 38),
     "renameat2": (316, 276), "bind": (49, 200), "openat2": (437, 437), "io_uring_setup": (425, 425),
-    "seccomp": (317, 277), "pidfd_getfd": (438, 438),
+    "seccomp": (317, 277), "pidfd_getfd": (438, 438), "capset": (126, 91),
 }  # fmt: skip
 _NOTIFIED = ("creat", "mkdir", "mkdirat", "mknod", "mknodat", "symlink", "symlinkat", "link", "linkat", "rename")
 NOTIFIED = (*_NOTIFIED, "renameat", "renameat2", "bind")
@@ -58,6 +60,8 @@ _LD_ABS_W, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
 _X32_BIT = 0x40000000
 _SET_MODE_FILTER, _FLAG_NEW_LISTENER, _FLAG_WAIT_KILLABLE_RECV = 1, 1 << 3, 1 << 5
 _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS, _PR_SET_CHILD_SUBREAPER = 4, 38, 36
+_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+_CAPABILITY_VERSION_3 = 0x20080522
 _IOCTL_RECV, _IOCTL_SEND, _IOCTL_ID_VALID, _IOCTL_ADDFD = 0xC0502100, 0xC0182101, 0x40082102, 0x40182103
 _ADDFD_FLAG_SEND = 1 << 1
 _AT_FDCWD, _AT_SYMLINK_FOLLOW, _AT_EMPTY_PATH = -100, 0x400, 0x1000
@@ -148,6 +152,18 @@ def _check(result: int, what: str) -> int:
         err = ctypes.get_errno()
         raise OSError(err, f"{what}: {os.strerror(err)}")
     return result
+
+
+def drop_capabilities(machine: str) -> None:
+    """Give up every capability (bwrap leaves CAP_SYS_PTRACE, for the supervisor alone): none reaches the command.
+
+    With no_new_privs, exec cannot bring them back, not even for root.
+    """
+    _check(_libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "prctl(PR_CAP_AMBIENT_CLEAR_ALL)")
+    header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable; two 32-bit halves, all empty
+    number = SYSCALLS["capset"][0 if machine == "x86_64" else 1]
+    _check(_libc.syscall(number, header, data), "capset")
 
 
 def install_filter(machine: str) -> int:
@@ -599,6 +615,7 @@ def run(kept: Sequence[str], command: Sequence[str]) -> int:
         os.close(taken_write)
         try:
             listener = install_filter(machine)
+            drop_capabilities(machine)
             os.write(told_write, str(listener).encode())
             os.close(told_write)
             os.read(taken_read, 1)

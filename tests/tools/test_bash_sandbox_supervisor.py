@@ -312,6 +312,25 @@ def test_the_supervisor_cannot_be_read_or_traced(sandbox: Sandbox, root: Path) -
     assert done.stdout.strip() == "end", done.stdout
 
 
+def test_a_command_that_made_itself_undumpable_can_still_make_files(sandbox: Sandbox, root: Path) -> None:
+    """ssh does this; without CAP_SYS_PTRACE the supervisor could not read its paths and would refuse them."""
+    code = """
+        import ctypes
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+        open("made.txt", "w").write("x")
+        open(".envrc", "w")
+    """
+    done = py(sandbox, root, code)
+    assert "PermissionError" in done.stderr and (root / "made.txt").read_text() == "x", done.stderr
+    assert_nothing_kept_made(root)
+
+
+def test_the_command_has_no_capabilities(sandbox: Sandbox, root: Path) -> None:
+    """The supervisor keeps CAP_SYS_PTRACE; the command gets none, and no exec brings one back."""
+    done = sh(sandbox, root, "grep -E '^Cap(Inh|Prm|Eff|Amb)' /proc/self/status | awk '{print $2}' | sort -u")
+    assert done.stdout.split() == ["0000000000000000"], done.stdout + done.stderr
+
+
 def test_output_ends_with_the_command_and_no_process_is_left(sandbox: Sandbox, root: Path) -> None:
     tag = f"mcp-codetools-supervised-{secrets.token_hex(4)}"
     done = sh(sandbox, root, f"(exec -a {tag} sleep 600 &); setsid bash -c 'exec -a {tag} sleep 600' & echo done")
