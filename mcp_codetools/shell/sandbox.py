@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
+import logging
 import os
 import py_compile
 import re
@@ -68,6 +69,8 @@ from mcp_codetools.settings import SandboxSettings
 from mcp_codetools.shell import container as containers
 from mcp_codetools.shell import seatbelt
 from mcp_codetools.shell.git_env import read_only_git
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "Confinement", "Sandbox", "SandboxSettings", "SandboxUnavailable", "platform_backends", "prepared", "probe",
@@ -141,7 +144,10 @@ def _launcher_files() -> tuple[str, ...]:
 def compiled_launcher() -> None:
     """Write the supervisor's compiled form where its starter imports it from (a wheel's install has it)."""
     source = str(Path(__file__).with_name("supervisor.py"))
-    py_compile.compile(source, cfile=importlib.util.cache_from_source(source), doraise=False, quiet=2)
+    try:
+        py_compile.compile(source, cfile=importlib.util.cache_from_source(source), doraise=False, quiet=2)
+    except OSError:  # an install this user cannot write: the starter compiles it each time, slower but the same
+        logger.debug("could not write the supervisor's compiled form", exc_info=True)
 
 
 class SandboxUnavailable(RuntimeError):

@@ -366,3 +366,13 @@ def test_both_tables_build() -> None:
         rows = supervisor.program(machine)
         assert all(0 <= jt < 256 and 0 <= jf < 256 for _, jt, jf, _ in rows)
         assert rows[-1] == (0x06, 0, 0, 0x80000000)  # a foreign ABI is killed
+
+
+def test_an_install_the_user_cannot_write_still_probes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled form is a speed-up: a folder the server cannot write only makes each start slower."""
+
+    def refuse(*_: object, **__: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(sandbox_module.py_compile, "compile", refuse)
+    sandbox_module.compiled_launcher()
