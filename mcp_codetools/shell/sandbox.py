@@ -137,8 +137,13 @@ user notification (Linux < 5.9) or a supervisor that cannot read the caller's me
 
 
 def _launcher_files() -> tuple[str, ...]:
-    """What running the launcher reads by name: the interpreter's folder, its Python and the script."""
-    return str(Path(LANDLOCK_LAUNCHER[0]).parent), sys.base_prefix, LANDLOCK_LAUNCHER[3], str(Path(__file__).parent)
+    """What running the launchers reads by name: the interpreter's folder, its Python and the scripts."""
+    return (
+        str(Path(LANDLOCK_LAUNCHER[0]).parent),
+        sys.base_prefix,
+        LANDLOCK_LAUNCHER[3],
+        str(Path(SUPERVISOR_LAUNCHER[3]).parent),
+    )
 
 
 def compiled_launcher() -> None:

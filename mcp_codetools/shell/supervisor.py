@@ -86,6 +86,10 @@ class _Notif(ctypes.Structure):
     ]  # fmt: skip
 
 
+class _IoVec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
 class _Resp(ctypes.Structure):
     _fields_ = [("id", ctypes.c_uint64), ("val", ctypes.c_int64), ("error", ctypes.c_int32), ("flags", ctypes.c_uint32)]
 
@@ -269,11 +273,10 @@ class Supervisor:
         """A NUL-terminated string from the caller's memory, read once."""
         if address == 0:
             raise Refused(errno.EFAULT)
-        mem = self._keep(os.open(f"/proc/{notif.pid}/mem", os.O_RDONLY))
         data = b""
         while len(data) < _PATH_MAX:
             at = address + len(data)
-            chunk = os.pread(mem, min(4096 - at % 4096, _PATH_MAX - len(data)), at)
+            chunk = self._read(notif, at, min(4096 - at % 4096, _PATH_MAX - len(data)))
             if not chunk:
                 raise Refused(errno.EFAULT)
             end = chunk.find(b"\0")
@@ -283,21 +286,32 @@ class Supervisor:
         raise Refused(errno.ENAMETOOLONG)
 
     def _memory(self, notif: _Notif, address: int, size: int) -> bytes:
-        mem = self._keep(os.open(f"/proc/{notif.pid}/mem", os.O_RDONLY))
-        data = os.pread(mem, size, address) if address else b""
+        data = self._read(notif, address, size) if address else b""
         if len(data) != size:
             raise Refused(errno.EFAULT)
         return data
+
+    def _read(self, notif: _Notif, address: int, size: int) -> bytes:
+        """Up to `size` bytes of the caller's memory (fewer where a page is missing).
+
+        process_vm_readv, not /proc/<pid>/mem: a command that made itself undumpable has its /proc files
+        owned by a root that bwrap's user namespace does not map, and only the ptrace check (which
+        CAP_SYS_PTRACE passes) applies to the call.
+        """
+        buffer = ctypes.create_string_buffer(size)
+        local, remote = _IoVec(ctypes.addressof(buffer), size), _IoVec(address, size)
+        got = _libc.process_vm_readv(notif.pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+        if got < 0:
+            raise Refused(ctypes.get_errno())
+        return buffer.raw[:got]
 
     def _base(self, notif: _Notif, dirfd: int, path: bytes) -> int:
         """The folder `path` is looked up from, as the caller's kernel would take it."""
         if path.startswith(b"/"):
             return self.root
-        where = f"/proc/{notif.pid}/cwd" if dirfd == _AT_FDCWD else f"/proc/{notif.pid}/fd/{dirfd}"
-        try:
-            return self._keep(os.open(where, os.O_PATH))
-        except FileNotFoundError:
-            raise Refused(errno.EBADF) from None
+        if dirfd != _AT_FDCWD:  # not /proc/<pid>/fd/N: see `_read`
+            return self._keep(take_fd(self.tgid, dirfd, self.machine))
+        return self._keep(os.open(f"/proc/{notif.pid}/cwd", os.O_PATH))
 
     def _caller(self, notif: _Notif) -> None:
         """The calling thread's process and umask (what it creates gets the caller's mode)."""
@@ -492,7 +506,7 @@ class Supervisor:
         old = self._string(n, old_address)
         new = self._string(n, new_address)
         if not old and flags & _AT_EMPTY_PATH:
-            source = self._keep(os.open(f"/proc/{n.pid}/fd/{old_dirfd}", os.O_PATH))
+            source = self._keep(take_fd(self.tgid, old_dirfd, self.machine))
             old_base, old, follow = self.root, f"/proc/self/fd/{source}".encode(), True
         else:
             old_base, follow = self._base(n, old_dirfd, old), bool(flags & _AT_SYMLINK_FOLLOW)
