@@ -189,7 +189,7 @@ class Refused(Exception):
 
     def __init__(self, code: int) -> None:
         super().__init__(code)
-        self.code = code
+        self.code = code or errno.EIO  # never a success by mistake
 
 
 class Deferred(Exception):
@@ -607,6 +607,13 @@ def _int(value: int) -> int:
     return value - (1 << 32) if value >= 1 << 31 else value
 
 
+def _forward(child: int, signum: int) -> None:
+    try:
+        os.kill(child, signum)
+    except ProcessLookupError:
+        pass  # it has ended: its status is on the way
+
+
 def _status(raw: int) -> int:
     return 128 + os.WTERMSIG(raw) if os.WIFSIGNALED(raw) else os.WEXITSTATUS(raw)
 
@@ -641,7 +648,7 @@ def run(kept: Sequence[str], command: Sequence[str]) -> int:
     os.close(told_write)
     os.close(taken_read)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda signum, _frame: os.kill(child, signum))
+        signal.signal(sig, lambda signum, _frame: _forward(child, signum))
     _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     null = os.open(os.devnull, os.O_RDWR)
