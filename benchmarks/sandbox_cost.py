@@ -106,6 +106,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30, help="runs of `true` per variant")
     parser.add_argument("--heavy-runs", type=int, default=3, help="runs of the venv and git workloads per variant")
+    parser.add_argument("--calls-only", action="store_true", help="only `true` and the 2,000 mkdir calls")
     options = parser.parse_args()
     bwrap = find_bwrap()
     if bwrap is None:
@@ -129,9 +130,19 @@ def main() -> None:
             for index in range(10):
                 (root / "d0" / f"new{batch}_{index}.py").write_text(f"z = {index}\n")
 
+        def no_folders() -> None:
+            shutil.rmtree(root / "many", ignore_errors=True)
+
         load = os.getloadavg()[0]
+        calls = "python3 -c \"import os; os.mkdir('many'); [os.mkdir(f'many/{i}') for i in range(2000)]\""
         rows = [
             (f"`true`, median of {options.runs}", _measure(variants, "true", options.runs, env, nothing)),
+            (
+                f"2,000 `mkdir` calls, median of {options.runs // 3}",
+                _measure(variants, calls, options.runs // 3, env, no_folders),
+            ),
+        ]
+        rows += [] if options.calls_only else [
             (
                 f"`python3 -m venv .venv` with pip, median of {options.heavy_runs}",
                 _measure(variants, "python3 -m venv .venv", options.heavy_runs, env, no_venv),
@@ -140,7 +151,7 @@ def main() -> None:
                 f"`git add -A && git commit` of 10 new files, median of {options.heavy_runs * 3}",
                 _measure(variants, f"{GIT} add -A && {GIT} commit -qm x", options.heavy_runs * 3, env, ten_new_files),
             ),
-        ]
+        ]  # fmt: skip
         print(f"load average {load:.1f} at start, {os.getloadavg()[0]:.1f} at end; times in ms")
         print("| workload | plain bind | overlay (before) | supervisor | supervisor / plain | supervisor / overlay |")
         print("|---|---:|---:|---:|---:|---:|")
