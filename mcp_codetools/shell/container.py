@@ -366,8 +366,8 @@ class SessionContainer:
         which is the user's (an empty `.claude/settings.json` or `mcp-codetools.toml` left in the root,
         read by other tools as broken config); a placeholder removed from the host afterwards would take
         the mount with it (the kernel detaches mounts over an unlinked entry in every namespace). So, as
-        bubblewrap does (`sandbox.freeze_for`), the nearest existing folder above each missing kept path
-        is bound read-only over itself: no entry can be made, removed or renamed in it, by any command of
+        bubblewrap once did (it now has a supervisor, `supervisor.py`), the nearest existing folder above
+        each missing kept path is bound read-only over itself: no entry can be made, removed or renamed in it, by any command of
         the container's life, background jobs too. Its folders (not kept ones, not folders frozen in turn)
         are bound writable again; its files are not: a bind pins the file, and the atomic replace Edit and
         Write do would leave the container reading the old one for the rest of the session, where a
