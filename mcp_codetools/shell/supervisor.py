@@ -639,7 +639,8 @@ def run(kept: Sequence[str], command: Sequence[str]) -> int:
             drop_capabilities(machine)
             os.write(told_write, str(listener).encode())
             os.close(told_write)
-            os.read(taken_read, 1)
+            if os.read(taken_read, 1) != b"1":  # no supervisor: never run the command without one
+                os._exit(126)
             os.close(listener)  # the command must never hold it: it could answer its own calls
             os.execvp(command[0], list(command))
         except OSError as exc:
@@ -659,8 +660,12 @@ def run(kept: Sequence[str], command: Sequence[str]) -> int:
     os.close(told_read)
     supervisor = None
     if told.isdigit():  # else the filter could not be set: the child reports that and exits
-        supervisor = Supervisor(take_fd(child, int(told), machine), kept, machine)
-        os.write(taken_write, b"1")
+        try:
+            supervisor = Supervisor(take_fd(child, int(told), machine), kept, machine)
+        except OSError as exc:  # the child sees the pipe close and exits without running the command
+            print(f"sandbox supervisor: cannot serve the command ({exc}); it was not run", file=sys.stderr)
+        else:
+            os.write(taken_write, b"1")
     os.close(taken_write)
     poller = select.poll()
     poller.register(wake_read, select.POLLIN)
