@@ -11,18 +11,18 @@ What a warm bash must match, or it is stopped and a bash is started for the call
 working directory (the same folder, by device and inode, not only by name) and the call's environment
 (GIT_OPTIONAL_LOCKS=0 of a read-only command is exported by the wrapper, as the header says). Used only
 without a sandbox, for commands of at most `MAX_CHARS`, and with bash 4.1 or later (`read -N`). It holds
-the call marker it was started with, so leftovers are found as for any call (its `Since` dates from its
-start). A warm bash that waited past `MAX_AGE_S` is replaced, which bounds that window.
+the call marker it was started with, so leftovers are found as for any call; their pid window starts when the
+command is sent (bash forks nothing while it waits), so a long wait does not widen the scan.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +35,6 @@ logger = logging.getLogger(__name__)
 MAX_CHARS = 16 * 1024
 """Longer commands start their own bash (the pipe takes the command without blocking; over 128 KiB the
 classic start says plainly that the system cannot pass it)."""
-MAX_AGE_S = 60.0
 AFTER_ANSWER_S = 0.0005
 """The next bash is started this long after a call's result, once the loop has written the answer."""
 LOCKS = "GIT_OPTIONAL_LOCKS"
@@ -65,11 +64,10 @@ class WarmShell:
     cwd: Path
     folder: tuple[int, int]
     env: dict[str, str]
-    born: float
 
     def fits(self, cwd: Path, env: Mapping[str, str]) -> bool | None:
         """None when it cannot run this call; else whether the wrapper must export GIT_OPTIONAL_LOCKS=0."""
-        if cwd != self.cwd or time.monotonic() - self.born > MAX_AGE_S or self.proc.poll() is not None:
+        if cwd != self.cwd or self.proc.poll() is not None:
             return None
         try:
             st = os.stat(cwd)
@@ -89,6 +87,12 @@ class WarmShell:
         message = b"%d %d\n" % (int(locks_off), len(data)) + data
         fd, self.command_w = self.command_w, None
         assert fd is not None, "a warm bash is given one command"
+        # Bash has forked nothing while it waited, so whatever carries the marker is forked after this point:
+        # the pid window for leftovers starts here, not at its start (however long it waited). Not so when
+        # BASH_ENV had it run a file at its start: what that started is found from its start, as before.
+        forks, last = procs.fork_count(), procs.last_pid()
+        if forks is not None and last is not None and not self.env.get("BASH_ENV"):
+            self.marker = dataclasses.replace(self.marker, since=procs.Since(last, forks))
         try:
             view = memoryview(message)
             while view:
@@ -154,7 +158,6 @@ def start(cwd: Path, env: Mapping[str, str]) -> WarmShell:
         cwd,
         (folder.st_dev, folder.st_ino),
         dict(env),
-        time.monotonic(),
     )
 
 

@@ -6,6 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
+import anyio
 import pytest
 
 from mcp_codetools.session import CodeSession
@@ -129,3 +130,40 @@ def test_a_bash_without_read_n_is_not_used(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(warm, "_bash_ok", None)
     Done.stdout = "5 2\n"
     assert warm._bash_reads_counted_bytes(lambda *args, **kwargs: Done()) is True
+
+
+async def test_what_a_command_in_it_leaves_running_is_found_from_when_it_was_sent(
+    call: Caller, session: CodeSession
+) -> None:
+    await call.ok("Bash", {"command": "true"})
+    pid = waiting_pid(session)
+    for _ in range(3):  # forks after its start and before the call: outside the call's pid window
+        await anyio.run_process(["true"])
+    out = await call("Bash", {"command": "setsid sleep 30 >/dev/null 2>&1 & echo $$"})
+    assert out.text.startswith(str(pid))
+    assert "were stopped" in out.text  # left its group and session, found by the call's marker
+
+
+async def test_what_bash_env_started_while_it_waited_is_still_found(
+    call: Caller, session: CodeSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fifo = tmp_path / "started"
+    os.mkfifo(fifo)
+    script = tmp_path / "env.sh"
+    script.write_text(f"setsid sleep 30 >/dev/null 2>&1 & echo $! > {fifo}\n", encoding="utf-8")
+    monkeypatch.setenv("BASH_ENV", str(script))
+
+    def started() -> str:  # returns once a bash has run the file (its write waits for this reader)
+        return fifo.read_text().strip()
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call.ok, "Bash", {"command": "true"})  # its bash runs the file; its leftover is stopped
+            assert await anyio.to_thread.run_sync(started)
+        pid = waiting_pid(session)
+        assert await anyio.to_thread.run_sync(started)  # the waiting bash ran it before its command was sent
+        for _ in range(3):  # pids handed out after that leftover's and before the command
+            await anyio.run_process(["true"])
+        out = await call("Bash", {"command": "echo $$"})
+    assert out.text.startswith(str(pid))
+    assert "were stopped" in out.text
