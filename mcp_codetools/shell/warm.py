@@ -37,6 +37,9 @@ MAX_CHARS = 16 * 1024
 classic start says plainly that the system cannot pass it)."""
 AFTER_ANSWER_S = 0.0005
 """The next bash is started this long after a call's result, once the loop has written the answer."""
+IDLE_S = 5.0
+"""A bash not taken within this long is stopped: an agent that pauses longer pays one spawn, and an idle
+session keeps no process or pipe of its own (so a check for leftovers after a pause finds none)."""
 LOCKS = "GIT_OPTIONAL_LOCKS"
 
 _WRAPPER = (
@@ -167,6 +170,7 @@ class WarmSlot:
     def __init__(self) -> None:
         self._shell: WarmShell | None = None
         self._closed = False
+        self._expiry: asyncio.TimerHandle | None = None
 
     def take(self, cwd: Path, env: Mapping[str, str]) -> tuple[WarmShell, bool] | None:
         """The warm bash for a call in `cwd` with `env`, and whether it is to export GIT_OPTIONAL_LOCKS=0.
@@ -174,6 +178,7 @@ class WarmSlot:
         None (an unfit one is stopped) when the call is to start its own.
         """
         shell, self._shell = self._shell, None
+        self._cancel_expiry()
         if shell is None:
             return None
         locks_off = shell.fits(cwd, env)
@@ -199,10 +204,27 @@ class WarmSlot:
             self._shell = start(cwd, env)
         except OSError as exc:  # the cwd went away meanwhile, or bash is missing: the call will say so
             logger.debug("no warm bash: %s", exc)
+            return
+        try:
+            self._expiry = asyncio.get_running_loop().call_later(IDLE_S, self._expire, self._shell)
+        except RuntimeError:  # no event loop (a direct caller): it waits until taken or closed
+            pass
+
+    def _expire(self, shell: WarmShell) -> None:
+        self._expiry = None
+        if self._shell is shell:
+            self._shell = None
+            shell.discard()
+
+    def _cancel_expiry(self) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
 
     def close(self) -> None:
         """Stop the waiting bash, and start no more (the session is ending)."""
         self._closed = True
+        self._cancel_expiry()
         shell, self._shell = self._shell, None
         if shell is not None:
             shell.discard()

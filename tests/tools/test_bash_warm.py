@@ -121,6 +121,29 @@ async def test_the_waiting_bash_ends_with_the_session(call: Caller, session: Cod
     assert session.warm_shell._shell is None
 
 
+async def test_a_bash_not_taken_in_time_is_stopped_and_the_next_command_starts_its_own(
+    call: Caller, session: CodeSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expired = anyio.Event()
+    real_expire = warm.WarmSlot._expire
+
+    def expire(slot: warm.WarmSlot, shell: warm.WarmShell) -> None:
+        real_expire(slot, shell)
+        expired.set()
+
+    monkeypatch.setattr(warm, "IDLE_S", 0.0)
+    monkeypatch.setattr(warm.WarmSlot, "_expire", expire)
+    await call.ok("Bash", {"command": "true"})
+    shell = session.warm_shell._shell
+    assert shell is not None
+    with anyio.fail_after(10):
+        await expired.wait()  # the loop's timer
+    assert shell.proc.returncode is not None  # stopped and reaped
+    assert session.warm_shell._shell is None
+    assert shell.command_w is None  # its pipes were closed with it
+    assert await call.ok("Bash", {"command": "echo $$"}) != str(shell.proc.pid)
+
+
 def test_a_bash_without_read_n_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
     class Done:
         stdout = "3 2\n"
