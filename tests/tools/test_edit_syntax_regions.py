@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import random
 import warnings
+from pathlib import Path
 
 import pytest
 
 from mcp_codetools.files import syntax
+from tests.conftest import Caller
 
 CLASS = (
     "import os\n"
@@ -127,3 +129,31 @@ def test_random_edits_with_a_small_window_agree_with_compiling_the_whole_file(
         new = "\n".join([*lines[:i], line, *lines[i + 1 :]])
         truth = compiles(text) and not compiles(new)
         assert (syntax.introduced_error(text, new, i, i + line.count("\n")) is not None) == truth, (i, line)
+
+
+@pytest.mark.anyio
+async def test_multiedit_compiles_the_blocks_around_its_changes_not_the_file(
+    call: Caller, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compiled: list[str] = []
+    real = syntax._problem
+
+    def counting(source: str) -> syntax.SyntaxProblem | None:
+        compiled.append(source)
+        return real(source)
+
+    monkeypatch.setattr(syntax, "_problem", counting)
+    path = root / "box.py"
+    filler = "".join(f"def f{n}():\n    return {n}\n\n\n" for n in range(50))
+    path.write_text(filler + CLASS + filler, encoding="utf-8")
+    await call.ok("Read", {"file_path": str(path)})
+    edits = [
+        {"old_string": "        return 1\n", "new_string": "        return 2\n"},
+        {"old_string": "            n += 1\n", "new_string": "            n += 2\n"},
+    ]
+    out = await call("MultiEdit", {"file_path": str(path), "edits": edits})
+    assert not out.is_error and "syntax error" not in out.text, out.text
+    assert compiled and all(len(source) < len(CLASS) + 100 for source in compiled), [len(s) for s in compiled]
+    broken = [{"old_string": "        return 2\n", "new_string": "        return (2\n"}]
+    out = await call("MultiEdit", {"file_path": str(path), "edits": broken})
+    assert "introduced a syntax error at line" in out.text, out.text
