@@ -27,7 +27,10 @@ PYTHON_SUFFIXES = frozenset({".py", ".pyi", ".pyw"})
 MAX_CHECK_CHARS = 2 * 1024 * 1024
 """Larger files are not checked: a whole parse would cost more than the answer is worth."""
 _BLOCK = re.compile(r"(?:async[ \t]+def|def|class)[ \t]|@")
-_WINDOW = 8 * 1024
+_WINDOW = 2 * 1024
+_GUESSED_LINE = 40
+_STEPS = 8
+"""Lines found one by one at the end of `_line_start`'s search rather than guessed and counted."""
 """Characters read on each side of the change at first; doubled until the block fits."""
 KEPT_BLOCKS = 64
 MAX_KEPT_BLOCK = 64 * 1024
@@ -121,28 +124,37 @@ def _compiles(block: str) -> bool:
 
 
 def _line_start(text: str, index: int) -> int | None:
-    """The offset where 0-based line `index` starts (None: the text has fewer lines), without splitting the text."""
-    if index == 0:
-        return 0
-    total = text.count("\n")
-    if index > total:
-        return None
-    # Guess from the mean line length, then step line by line from there: a few C calls, not one per line.
-    pos = len(text) * index // (total + 1)
-    have = text.count("\n", 0, pos)
-    while have >= index:
-        pos = text.rfind("\n", 0, pos)
-        have -= 1
+    """The offset where 0-based line `index` starts (None: the text has fewer lines), without splitting the text.
+
+    Guessed from a typical line length, then from the mean length of the lines counted so far; each count
+    covers only the stretch since the last guess, so the search reads about the text above the line once.
+    """
+    pos = have = 0  # `have`: the newlines in text[:pos]
+    width = _GUESSED_LINE
+    while 0 < index - have > _STEPS:
+        ahead = min(len(text), pos + (index - have) * width)
+        if ahead == pos:
+            return None
+        have += text.count("\n", pos, ahead)
+        pos = ahead
+        width = max(1, pos // max(1, have))
+    while have >= index > 0:  # overshot: the last newline in text[:pos] is the have-th
+        found = text.rfind("\n", 0, pos)
+        if have == index:
+            return found + 1
+        pos, have = found, have - 1
     while have < index:
-        pos = text.find("\n", pos) + 1
-        have += 1
+        found = text.find("\n", pos)
+        if found < 0:
+            return None
+        pos, have = found + 1, have + 1
     return pos
 
 
 def _block_bounds(text: str, first: int, last: int) -> tuple[int, int, str] | None:
     """[start, end) offsets and indentation of the innermost def/class (with decorators) around lines first..last.
 
-    Reads a window of lines around the change, doubled until both bounds fall inside it (or it is the file).
+    Reads a window of lines around the change, grown fourfold until both bounds fall inside it (or it is the file).
     """
     at = _line_start(text, first)
     if at is None:
