@@ -28,10 +28,10 @@ MAX_CHECK_CHARS = 2 * 1024 * 1024
 """Larger files are not checked: a whole parse would cost more than the answer is worth."""
 _BLOCK = re.compile(r"(?:async[ \t]+def|def|class)[ \t]|@")
 _WINDOW = 2 * 1024
+"""Characters read on each side of the change at first; grown fourfold until the block fits."""
 _GUESSED_LINE = 40
 _STEPS = 8
 """Lines found one by one at the end of `_line_start`'s search rather than guessed and counted."""
-"""Characters read on each side of the change at first; doubled until the block fits."""
 KEPT_BLOCKS = 64
 MAX_KEPT_BLOCK = 64 * 1024
 _compiled: OrderedDict[str, None] = OrderedDict()
