@@ -157,3 +157,14 @@ async def test_multiedit_compiles_the_blocks_around_its_changes_not_the_file(
     broken = [{"old_string": "        return 2\n", "new_string": "        return (2\n"}]
     out = await call("MultiEdit", {"file_path": str(path), "edits": broken})
     assert "introduced a syntax error at line" in out.text, out.text
+
+
+def test_the_changed_line_is_found_by_offset_as_a_split_would() -> None:
+    """Lines of every length, the guess too short or too long: the offset where line i starts, or None."""
+    rng = random.Random(7)
+    for _ in range(300):
+        lines = ["x" * rng.choice([0, 1, 5, 40, 200, rng.randrange(400)]) for _ in range(rng.randrange(120))]
+        text = "\n".join(lines) + rng.choice(["", "\n"])
+        starts = [0, *(n + 1 for n, char in enumerate(text) if char == "\n")]
+        for index in {0, 1, len(starts) // 2, len(starts) - 1, len(starts), rng.randrange(len(starts) + 2)}:
+            assert syntax._line_start(text, index) == (starts[index] if index < len(starts) else None)
