@@ -17,6 +17,7 @@ before the next) are remembered, so a run of edits in one function compiles each
 from __future__ import annotations
 
 import re
+import threading
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -36,6 +37,8 @@ KEPT_BLOCKS = 64
 MAX_KEPT_BLOCK = 64 * 1024
 _compiled: OrderedDict[str, None] = OrderedDict()
 """Blocks that compiled cleanly, most recent last: a pure function's answer, so sharing it is safe."""
+_compiled_lock = threading.Lock()
+"""The tools check on the event loop today; the lock keeps the memory whole if a check ever runs in a thread."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,15 +114,17 @@ def _block_check(old: str, new: str, first: int, last: int) -> bool:
 
 
 def _compiles(block: str) -> bool:
-    if block in _compiled:
-        _compiled.move_to_end(block)
-        return True
+    with _compiled_lock:
+        if block in _compiled:
+            _compiled.move_to_end(block)
+            return True
     if _problem(block) is not None:
         return False
     if len(block) <= MAX_KEPT_BLOCK:
-        _compiled[block] = None
-        while len(_compiled) > KEPT_BLOCKS:
-            _compiled.popitem(last=False)
+        with _compiled_lock:
+            _compiled[block] = None
+            while len(_compiled) > KEPT_BLOCKS:
+                _compiled.popitem(last=False)
     return True
 
 
