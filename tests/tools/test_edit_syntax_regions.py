@@ -168,3 +168,28 @@ def test_the_changed_line_is_found_by_offset_as_a_split_would() -> None:
         starts = [0, *(n + 1 for n, char in enumerate(text) if char == "\n")]
         for index in {0, 1, len(starts) // 2, len(starts) - 1, len(starts), rng.randrange(len(starts) + 2)}:
             assert syntax._line_start(text, index) == (starts[index] if index < len(starts) else None)
+
+
+@pytest.mark.anyio
+async def test_replace_all_compiles_the_blocks_around_its_matches_not_the_file(
+    call: Caller, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compiled: list[str] = []
+    real = syntax._problem
+
+    def counting(source: str) -> syntax.SyntaxProblem | None:
+        compiled.append(source)
+        return real(source)
+
+    monkeypatch.setattr(syntax, "_problem", counting)
+    path = root / "box.py"
+    filler = "".join(f"def f{n}():\n    return {n}\n\n\n" for n in range(50))
+    path.write_text(filler + CLASS + filler, encoding="utf-8")
+    await call.ok("Read", {"file_path": str(path)})
+    args = {"file_path": str(path), "old_string": "self", "new_string": "me", "replace_all": True}
+    out = await call("Edit", args)
+    assert not out.is_error and "syntax error" not in out.text, out.text
+    assert compiled and all(len(source) < len(CLASS) + 100 for source in compiled), [len(s) for s in compiled]
+    args = {"file_path": str(path), "old_string": "(me)", "new_string": "(me", "replace_all": True}
+    out = await call("Edit", args)
+    assert "introduced a syntax error at line" in out.text, out.text
