@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gc
 import os
+import threading
 import time
 from typing import Any
 
@@ -69,7 +70,12 @@ class KeptState:
         """The key the next Script is made under (None: make it a fresh state, kept by nobody)."""
 
     def factory(self, project: Any, environment: Any = None, script_path: Any = None) -> Any:
-        """Stands for `InferenceState(...)` in `jedi.api`: the kept one when the key still holds."""
+        """Stands for `InferenceState(...)` in `jedi.api`: the kept one when the key still holds.
+
+        Only the server's main thread shares it (jedi is not thread-safe; semantic tokens run in threads).
+        """
+        if threading.current_thread() is not threading.main_thread():
+            return self._make(project, environment=environment, script_path=script_path)
         key, self.wanted = self.wanted, None
         if key is None:
             return self._make(project, environment=environment, script_path=script_path)
@@ -131,6 +137,8 @@ def install() -> None:
     plain = jedi_utils.script
 
     def script(project: Any, document: Any) -> Any:
+        if threading.current_thread() is not threading.main_thread():
+            return plain(project, document)
         root = getattr(project, "path", None)
         disk = project_fingerprint(str(root)) if root is not None else None
         kept.wanted = (

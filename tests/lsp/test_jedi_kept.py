@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,18 @@ def test_a_script_made_without_a_key_gets_a_state_nobody_keeps() -> None:
     assert loose is not first
     kept.wanted = ("root", (), ())
     assert kept.factory(project) is first
+
+
+def test_a_script_made_on_another_thread_never_shares_the_state() -> None:
+    kept, project, made = KeptState(_Made), object(), []
+    kept.wanted = ("root", (), ())
+    first = kept.factory(project)
+    kept.wanted = ("root", (), ())
+    worker = threading.Thread(target=lambda: made.append(kept.factory(project)))
+    worker.start()
+    worker.join(timeout=10)
+    assert made and made[0] is not first
+    assert kept.factory(project) is first  # the main thread's key was left for it
 
 
 def test_a_state_is_dropped_after_its_uses(monkeypatch: pytest.MonkeyPatch) -> None:
