@@ -105,8 +105,10 @@ def python_server() -> ServerSpec | None:
     else:
         return None
     # jedi's only diagnostic is Python's first syntax error, which the edit check already reports in well
-    # under a millisecond, and it publishes it after a 1 s debounce: edits do not wait for it.
-    return ServerSpec("python", command, frozenset({".py", ".pyi"}), diagnostics=False, builtin=True)
+    # under a millisecond, and it publishes it after a 1 s debounce: edits do not wait for it, so it is not
+    # asked to make it (a parse of each opened file, on a timer thread, beside the next request).
+    options: dict[str, Any] = {"diagnostics": {"enable": False}}
+    return ServerSpec("python", command, frozenset({".py", ".pyi"}), options, diagnostics=False, builtin=True)
 
 
 def configured(table: Mapping[str, LanguageServerEntry]) -> list[ServerSpec]:

@@ -110,6 +110,8 @@ def test_the_built_in_server_is_started_through_the_kept_entry() -> None:
     spec = python_server()
     assert spec is not None and str(KEPT_ENTRY) in spec.command[-1]
     assert KEPT_ENTRY.is_file()
+    # Edits do not wait for its diagnostics (the syntax check says the same): it is not asked to make them.
+    assert spec.initialization_options == {"diagnostics": {"enable": False}}
 
 
 @pytest.mark.anyio
