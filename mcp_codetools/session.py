@@ -33,6 +33,7 @@ from mcp_codetools.shell import reaping, spawning
 from mcp_codetools.shell.background import JobRegistry
 from mcp_codetools.shell.sandbox import Confinement, prepared
 from mcp_codetools.shell.spills import SpillBudget
+from mcp_codetools.shell.warm import WarmSlot
 
 if TYPE_CHECKING:
     from mcp_codetools.dispatcher import Dispatcher
@@ -71,6 +72,7 @@ class CodeSession:
         self._process_marker = spawning.Marker.new(spawning.SESSION_VAR)
         self._marker_handed_out = False
         self._jobs: JobRegistry | None = None
+        self._warm: WarmSlot | None = None
         self._language_servers: LanguageServers | None = None
         self._closers: list[Closer] = []
         self._scratch: Path | None = None
@@ -101,6 +103,14 @@ class CodeSession:
             self._jobs = JobRegistry(unguessable_ids=self.unguessable_job_ids)
             self.on_close(self._jobs.aclose)
         return self._jobs
+
+    @property
+    def warm_shell(self) -> WarmSlot:
+        """Where the bash for the next command waits (`shell.warm`); it is stopped when the session ends."""
+        if self._warm is None:
+            self._warm = WarmSlot()
+            self.on_close(self._warm.aclose)
+        return self._warm
 
     def job_ids(self) -> list[str]:
         """The ids of the jobs started in this session (none made the registry: an empty list)."""

@@ -9,7 +9,10 @@ the system's documentation (paths that are absent are skipped). Kinds:
   corpus' indentation, prefix, quote and whitespace kinds;
 - tab-indented regions holding column-0 lines, copied with spaces;
 - combinations of two kinds;
-- decoys that must change nothing: the region twice, differing only by a lookalike.
+- decoys that must change nothing: the region twice, differing only by a lookalike; and a blank line lost
+  from both strings right beside the line the edit adds (`decoy-blank-two-readings`): the same two strings
+  come from adding the line before the blank line or after it (`make_corpus._edit` adds a line after any
+  line of the region, the blank one included), so no rule can tell which was meant, and the edit is refused.
 The file kept with a case is the 40 lines around its region. Writes benchmarks/edit_miss/corpus_more.jsonl.
 """
 
@@ -93,6 +96,19 @@ def _blank_missing(text: str) -> str:
     return re.sub(r"\n[ \t]*\n(?=[ \t]*\S)", "\n", text, count=1)
 
 
+def two_readings(edited: str) -> bool:
+    """Whether `_blank_missing` takes from `edited` a blank line beside the line `make_corpus._edit` added.
+
+    Then old_string and new_string are the same whether the line went before the blank line or after it.
+    """
+    lost = re.search(r"\n[ \t]*\n(?=[ \t]*\S)", edited)
+    if lost is None:
+        return False
+    above = edited[: lost.start()].rsplit("\n", 1)[-1]
+    below = edited[lost.end() :].split("\n", 1)[0]
+    return ADDED in (above.strip(), below.strip())
+
+
 def _blank_extra(text: str) -> str:
     lines = text.split("\n")
     at = next((i for i in range(len(lines) - 1) if lines[i].strip() and lines[i + 1].strip()), None)
@@ -151,6 +167,10 @@ OLD_ONLY: dict[str, Damage] = {
 """Damage done to old_string only: new_string is the intended text as it should be written."""
 RECOVERABLE_MORE = (*BOTH, *FILE_SIDE, *OLD_ONLY)
 DECOYS = ("decoy-lookalike-twice", "decoy-lookalike-changed-word")
+ADDED = "added_line = 1"
+"""The line `make_corpus._edit` adds."""
+TWO_READINGS = "decoy-blank-two-readings"
+"""The kind a blank-line-missing case becomes when its strings fit two edits (see `two_readings`)."""
 
 
 def _escapable(code: int) -> bool:
@@ -230,7 +250,7 @@ def build(count: int, seed: int) -> list[dict[str, object]]:
             case = _attempt(kind, pools[kind.startswith("tabs-col0")], rng)
             if case is not None:
                 cases.append(case)
-                made += 1
+                made += case["kind"] == kind  # a case with two readings is kept, beside the quota
     return cases
 
 
@@ -281,6 +301,8 @@ def _case(
         new, after, expect = edited, text, "unchanged"
     if old in text or old == region and expect == "applied" and kind not in FILE_SIDE:
         return None  # not a miss: nothing to recover
+    if kind in BOTH and "blank" in kind and two_readings(edited):
+        kind, after, expect = TWO_READINGS + kind.partition("+")[1] + kind.partition("+")[2], text, "unchanged"
     return {
         "kind": kind,
         "source": str(path.relative_to(first.REPO)) if path.is_relative_to(first.REPO) else str(path),

@@ -59,6 +59,8 @@ class Planned:
     """Where in the new body the first (topmost) change starts."""
     recovered: dict[int, recovery.Recovered]
     """Edits (by index) whose old_string matched only once normalised, and how."""
+    unchanged_tail: int = 0
+    """How many units at the end of the new body no edit touched (what follows the bottom-most change)."""
     first_matches: list[matching.Match] = field(default_factory=list)
     """Where the first edit matched in the body as loaded (what Edit's result shows)."""
     first_new_len: int = 0
@@ -96,8 +98,10 @@ def plan_edits(
     body = bytearray(loaded.body) if loaded.as_bytes and not single else loaded.body
     planned = Planned(body, [], 0, {})
     first: int | None = None
+    tail = len(body)
     for index, step in enumerate(steps):
         try:
+            before = len(body)
             body, matches, new_len, how = _apply_one(loaded, body, step, shown, recovery_mode, single)
         except ToolError as exc:
             if single:
@@ -110,7 +114,9 @@ def plan_edits(
             planned.recovered[index] = how
         # Text before the topmost change so far is untouched, so an edit further down cannot move it.
         first = matches[0].start if first is None else min(first, matches[0].start)
-    planned.body, planned.first_change = body, first or 0
+        # Likewise the text after the bottom-most change: an edit above it leaves it whole.
+        tail = min(tail, before - matches[-1].end)
+    planned.body, planned.first_change, planned.unchanged_tail = body, first or 0, tail
     return planned
 
 

@@ -1,17 +1,25 @@
 """Did an edit break a Python file? Python's own compiler says, at the cost of the few lines the edit touched.
 
-Parsing a whole 2,000-line module takes ~20 ms, far more than the edit. A change inside a function can only
-break that function, so the parse covers the innermost `def` or `class` around the change, dedented, in the
-file before and after. The shortcut is used only where it is sound: the block's first line is a `def`,
-`class` or decorator (never inside brackets), no triple-quoted string is open above it, and the block parsed
-before the edit. Anything else (and every error the shortcut finds) is settled by parsing the whole file
-before and after, so an error is reported only when the edit introduced it.
+Compiling a whole 2,000-line module takes ~10 ms, far more than the edit. A change inside a function can only
+break that function, so the compile covers the innermost `def` or `class` around the change, dedented, in the
+file before and after; a change at the top level covers the column-0 statements from the `def`, `class` or
+decorator above it to the next one. The shortcut is used only where it is sound: the block's first line is a
+`def`, `class` or decorator (never inside brackets), no triple-quoted string is open above it, the text
+outside the block is the same before and after, and the block compiled before the edit. Anything else (and
+every error the shortcut finds) is settled by compiling the whole file before and after, so an error is
+reported only when the edit introduced it.
+
+The shortcut never splits the whole file: it reads lines outward from the change in a window that grows
+until the block's bounds are inside it, and blocks known to compile (the text after one edit is the text
+before the next) are remembered, so a run of edits in one function compiles each version once.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from mcp_codetools.files.text import clip_line
@@ -20,6 +28,17 @@ PYTHON_SUFFIXES = frozenset({".py", ".pyi", ".pyw"})
 MAX_CHECK_CHARS = 2 * 1024 * 1024
 """Larger files are not checked: a whole parse would cost more than the answer is worth."""
 _BLOCK = re.compile(r"(?:async[ \t]+def|def|class)[ \t]|@")
+_WINDOW = 2 * 1024
+"""Characters read on each side of the change at first; grown fourfold until the block fits."""
+_GUESSED_LINE = 40
+_STEPS = 8
+"""Lines found one by one at the end of `_line_start`'s search rather than guessed and counted."""
+KEPT_BLOCKS = 64
+MAX_KEPT_BLOCK = 64 * 1024
+_compiled: OrderedDict[str, None] = OrderedDict()
+"""Blocks that compiled cleanly, most recent last: a pure function's answer, so sharing it is safe."""
+_compiled_lock = threading.Lock()
+"""The tools check on the event loop today; the lock keeps the memory whole if a check ever runs in a thread."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +81,8 @@ def introduced_error(old: str | None, new: str, first: int = 0, last: int | None
     """
     if len(new) > MAX_CHECK_CHARS:
         return None
-    if old is not None and last is not None:
-        quick = _block_check(old, new, first, last)
-        if quick is True:
-            return None
+    if old is not None and last is not None and _block_check(old, new, first, last):
+        return None
     found = _problem(new)
     if found is None or old is None:
         return found
@@ -80,27 +97,104 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
 
-def _block_check(old: str, new: str, first: int, last: int) -> bool | None:
-    """True when the edited block parses after the edit (and did before); None when the shortcut cannot tell."""
-    lines = new.split("\n")
-    start, end = _enclosing(lines, first, min(last, len(lines) - 1))
-    offset = sum(map(len, lines[:start])) + start  # map keeps the sum in C: a generator cost ~0.5 ms here
-    if new.count('"""', 0, offset) % 2 or new.count("'''", 0, offset) % 2:
-        return None  # the block may sit inside a string
-    old_lines = old.split("\n")
-    old_end = end - (len(lines) - len(old_lines))
-    if old_lines[:start] != lines[:start] or old_end < start:
-        return None
-    indent = lines[start][: _indent(lines[start])]
-    after = _dedented(lines[start:end], indent)
-    before = _dedented(old_lines[start:old_end], indent)
-    if after is None or before is None or _problem(before) is not None:
-        return None
-    return True if _problem(after) is None else None
+def _block_check(old: str, new: str, first: int, last: int) -> bool:
+    """True when the edited block compiles after the edit (and did before); False when the shortcut cannot tell."""
+    bounds = _block_bounds(new, first, max(first, last))
+    if bounds is None:
+        return False
+    start, end, indent = bounds
+    if new.count('"""', 0, start) % 2 or new.count("'''", 0, start) % 2:
+        return False  # the block may sit inside a string
+    old_end = len(old) - (len(new) - end)
+    if old_end < start or not old.startswith(new[:start]) or not old.endswith(new[end:]):
+        return False
+    after = _dedented(new[start:end], indent)
+    before = _dedented(old[start:old_end], indent)
+    return after is not None and before is not None and _compiles(before) and _compiles(after)
 
 
-def _enclosing(lines: list[str], first: int, last: int) -> tuple[int, int]:
-    """[start, end) of the innermost def/class (with its decorators) around lines first..last."""
+def _compiles(block: str) -> bool:
+    with _compiled_lock:
+        if block in _compiled:
+            _compiled.move_to_end(block)
+            return True
+    if _problem(block) is not None:
+        return False
+    if len(block) <= MAX_KEPT_BLOCK:
+        with _compiled_lock:
+            _compiled[block] = None
+            while len(_compiled) > KEPT_BLOCKS:
+                _compiled.popitem(last=False)
+    return True
+
+
+def _line_start(text: str, index: int) -> int | None:
+    """The offset where 0-based line `index` starts (None: the text has fewer lines), without splitting the text.
+
+    Guessed from a typical line length, then from the mean length of the lines counted so far; each count
+    covers only the stretch since the last guess, so the search reads about the text above the line once.
+    """
+    pos = have = 0  # `have`: the newlines in text[:pos]
+    width = _GUESSED_LINE
+    while 0 < index - have > _STEPS:
+        ahead = min(len(text), pos + (index - have) * width)
+        if ahead == pos:
+            return None
+        have += text.count("\n", pos, ahead)
+        pos = ahead
+        width = max(1, pos // max(1, have))
+    while have >= index > 0:  # overshot: the last newline in text[:pos] is the have-th
+        found = text.rfind("\n", 0, pos)
+        if have == index:
+            return found + 1
+        pos, have = found, have - 1
+    while have < index:
+        found = text.find("\n", pos)
+        if found < 0:
+            return None
+        pos, have = found + 1, have + 1
+    return pos
+
+
+def _block_bounds(text: str, first: int, last: int) -> tuple[int, int, str] | None:
+    """[start, end) offsets and indentation of the innermost def/class (with decorators) around lines first..last.
+
+    Reads a window of lines around the change, grown fourfold until both bounds fall inside it (or it is the file).
+    """
+    at = _line_start(text, first)
+    if at is None:
+        return None
+    after = at
+    for _ in range(last - first + 1):
+        found = text.find("\n", after)
+        after = len(text) if found < 0 else found + 1
+    span = _WINDOW
+    while True:
+        low = 0 if at <= span else text.rfind("\n", 0, at - span) + 1
+        high = len(text) if after + span >= len(text) else text.find("\n", after + span)
+        high = len(text) if high < 0 else high
+        lines = text[low:high].split("\n")
+        top = text.count("\n", low, at)
+        start, end = _enclosing(lines, top, top + last - first, at_top=low == 0)
+        if end is None and start is not None and high == len(text):
+            end = len(lines)
+        if start is not None and end is not None:
+            break
+        if low == 0 and high == len(text):
+            return None
+        span *= 4
+    begin = low + sum(map(len, lines[:start])) + start  # map keeps the sum in C
+    finish = begin + sum(map(len, lines[start:end])) + (end - start)
+    finish = min(finish, len(text))  # the window's last line has no newline after it in the window
+    return begin, finish, lines[start][: _indent(lines[start])]
+
+
+def _enclosing(lines: list[str], first: int, last: int, *, at_top: bool) -> tuple[int | None, int | None]:
+    """[start, end) of the innermost def/class (with its decorators) around lines first..last; None: past `lines`.
+
+    `at_top`: `lines` start at the top of the file, itself a statement boundary.
+    """
+    last = min(last, len(lines) - 1)
     body = [line for line in lines[first : last + 1] if line.strip()]
     level = min((_indent(line) for line in body), default=0)
     limit, start = level, None
@@ -113,21 +207,27 @@ def _enclosing(lines: list[str], first: int, last: int) -> tuple[int, int]:
             start = index
             break
         limit = min(limit, depth)
-    if start is None:
-        start = 0  # the top of the file is a statement boundary too
+    if start is None and not at_top:
+        return None, None
+    start = start or 0
     depth = _indent(lines[start]) if start else 0
     while start > 0 and lines[start - 1].lstrip(" \t").startswith("@") and _indent(lines[start - 1]) == depth:
         start -= 1
+    if start == 0 and not at_top:
+        return None, None  # decorators may go on above the window
     for index in range(last + 1, len(lines)):
         text = lines[index].lstrip(" \t")
         if not text or text.startswith("#") or _indent(lines[index]) > depth:
             continue
         if depth > 0 or _BLOCK.match(text):
             return start, index
-    return start, len(lines)
+    return start, None
 
 
-def _dedented(lines: list[str], indent: str) -> str | None:
+def _dedented(block: str, indent: str) -> str | None:
+    if not indent:
+        return block
+    lines = block.split("\n")
     if any(line.strip() and not line.startswith(indent) for line in lines):
         return None
     return "\n".join(line[len(indent) :] for line in lines)

@@ -1,7 +1,8 @@
 """Which language servers can run here, and for which files.
 
 Python is served out of the box by jedi-language-server, a dependency: it is pure Python, starts in a
-fraction of a second and answers definitions, references, hovers and symbols from the source alone.
+fraction of a second and answers definitions, references, hovers and symbols from the source alone. It is
+started through jedi_kept.py, which keeps jedi's analysis between requests while the project is unchanged.
 Others are configured by the user (`[lsp.servers.NAME]`) and used when their program is on the PATH.
 
 A server reads the project; it never runs the project's code. The built-in one starts isolated (`-I`: no
@@ -27,6 +28,9 @@ from typing import Any
 
 from mcp_codetools.lsp.venvs import UNSEEN, extra_paths
 from mcp_codetools.settings import LanguageServerEntry
+
+KEPT_ENTRY = Path(__file__).with_name("jedi_kept.py")
+"""jedi-language-server with jedi's analysis kept between requests (see jedi_kept.py)."""
 
 LANGUAGE_IDS = {
     ".py": "python",
@@ -93,14 +97,18 @@ def python_server() -> ServerSpec | None:
         user_site = site.getusersitepackages()
         origin = found_spec.origin or ""
         flags = ("-E", "-P") if user_site and origin.startswith(user_site + os.sep) else ("-I",)
-        command: tuple[str, ...] = (sys.executable, *flags, "-c", "from jedi_language_server.cli import cli; cli()")
+        # Run by its path: under -I this package need not be importable (a checkout run without installing it).
+        entry = f"import runpy; runpy.run_path({str(KEPT_ENTRY)!r}, run_name='__main__')"
+        command: tuple[str, ...] = (sys.executable, *flags, "-c", entry)
     elif (found := shutil.which("jedi-language-server")) is not None:
         command = (found,)
     else:
         return None
     # jedi's only diagnostic is Python's first syntax error, which the edit check already reports in well
-    # under a millisecond, and it publishes it after a 1 s debounce: edits do not wait for it.
-    return ServerSpec("python", command, frozenset({".py", ".pyi"}), diagnostics=False, builtin=True)
+    # under a millisecond, and it publishes it after a 1 s debounce: edits do not wait for it, so it is not
+    # asked to make it (a parse of each opened file, on a timer thread, beside the next request).
+    options: dict[str, Any] = {"diagnostics": {"enable": False}}
+    return ServerSpec("python", command, frozenset({".py", ".pyi"}), options, diagnostics=False, builtin=True)
 
 
 def configured(table: Mapping[str, LanguageServerEntry]) -> list[ServerSpec]:

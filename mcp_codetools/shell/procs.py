@@ -263,6 +263,11 @@ def fork_count() -> int | None:
         return None
 
 
+def last_pid() -> int | None:
+    """The pid the kernel handed out last (Linux's ns_last_pid); None without the "proc" table."""
+    return _read_int("sys/kernel/ns_last_pid") if table() == "proc" else None
+
+
 def _window(since: Since | None) -> tuple[int, int] | None:
     """(first, last) pid allocated since `since`, cyclically; None when every pid must be looked at."""
     if since is None or since.forks is None:

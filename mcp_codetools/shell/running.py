@@ -26,6 +26,7 @@ from mcp_codetools.shell.exit_watcher import ExitWatcher
 from mcp_codetools.shell.reaping import Leftovers, namespace_teardown, stop
 from mcp_codetools.shell.sandbox import Confinement
 from mcp_codetools.shell.spawning import CALL_VAR, Marker, spawn, with_marker
+from mcp_codetools.shell.warm import WarmShell
 
 DRAIN_S = 0.2
 PROGRESS_INTERVAL_S = 2.0
@@ -87,28 +88,27 @@ async def run(
     confinement: Confinement | None = None,
     return_after_s: float | None = None,
     detach: Callable[[Detached], None] | None = None,
+    warm: tuple[WarmShell, bool] | None = None,
 ) -> RunResult:
     """Run `command` to its end or its timeout, capturing output; never leaves a process running.
 
     With `detach`, a command still running after `return_after_s` (when that is before its timeout) is
     handed to `detach` instead (synchronously, so nothing can come between), and the result says so.
+    `warm`: a bash already started for this call (`warm.WarmSlot.take`), and whether it is to export
+    GIT_OPTIONAL_LOCKS=0; it gets the command instead of a new bash being started.
     """
-    marker = Marker.new(CALL_VAR)
-    out_r, out_w = os.pipe()
-    cwd_r, cwd_w = os.pipe()
+    if warm is not None:
+        try:
+            warm[0].send(command, warm[1])
+        except Exception:  # it ran nothing (gone, or the command cannot be encoded): start one as before
+            warm[0].discard()
+            warm = None
+    if warm is not None:
+        proc, marker, out_r, cwd_r = warm[0].proc, warm[0].marker, warm[0].out_r, warm[0].cwd_r
+    else:
+        proc, marker, out_r, cwd_r = _spawn(command, cwd, env, confinement)
     handed = False
     try:
-        try:
-            forks = procs.fork_count()
-            proc = spawn(
-                command, cwd=cwd, env=with_marker(env, marker), output_fd=out_w, cwd_fd=cwd_w, confinement=confinement
-            )
-        finally:
-            os.close(out_w)
-            os.close(cwd_w)
-        marker = marker.started(proc.pid, forks)
-        os.set_blocking(out_r, False)
-        os.set_blocking(cwd_r, False)
         started = time.monotonic()
         watcher = ExitWatcher(proc)
         namespace = confinement is not None and confinement.pid_namespace
@@ -159,6 +159,31 @@ async def run(
         if not handed:
             os.close(out_r)
             os.close(cwd_r)
+
+
+def _spawn(
+    command: str, cwd: Path, env: Mapping[str, str], confinement: Confinement | None
+) -> tuple[subprocess.Popen[bytes], Marker, int, int]:
+    """A new bash for `command`: the process, its call marker, and the read ends of its output and cwd pipes."""
+    marker = Marker.new(CALL_VAR)
+    out_r, out_w = os.pipe()
+    cwd_r, cwd_w = os.pipe()
+    try:
+        try:
+            forks = procs.fork_count()
+            proc = spawn(
+                command, cwd=cwd, env=with_marker(env, marker), output_fd=out_w, cwd_fd=cwd_w, confinement=confinement
+            )
+        finally:
+            os.close(out_w)
+            os.close(cwd_w)
+    except BaseException:
+        os.close(out_r)
+        os.close(cwd_r)
+        raise
+    os.set_blocking(out_r, False)
+    os.set_blocking(cwd_r, False)
+    return proc, marker.started(proc.pid, forks), out_r, cwd_r
 
 
 async def _supervise(

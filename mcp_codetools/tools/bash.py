@@ -37,6 +37,7 @@ from mcp_codetools.policy.sandboxing import SandboxPaths, SandboxPathsUnknown, r
 from mcp_codetools.session import CodeSession
 from mcp_codetools.shell import capture as capture_limits
 from mcp_codetools.shell import reaping, running, spawning
+from mcp_codetools.shell import warm as warm_shells
 from mcp_codetools.shell.background import Job
 from mcp_codetools.shell.capture import OutputCapture
 from mcp_codetools.shell.sandbox import Confinement, SandboxUnavailable, refusal_note
@@ -189,6 +190,7 @@ class BashTool(Tool[BashInput]):
         def to_background(detached: running.Detached) -> None:
             moved.append(session.jobs.adopt(detached, args.command, log_dir=session.scratch_dir, timeout_ms=timeout_ms))
 
+        warm = session.warm_shell if confinement is None and len(args.command) <= WARM_MAX_CHARS else None
         try:
             result = await running.run(
                 args.command,
@@ -200,6 +202,7 @@ class BashTool(Tool[BashInput]):
                 confinement=confinement,
                 return_after_s=settings.bash_return_after_s,
                 detach=to_background,
+                warm=None if warm is None else warm.take(cwd, env),
             )
         except OSError as exc:
             raise _not_started(exc, args.command) from exc
@@ -222,7 +225,15 @@ class BashTool(Tool[BashInput]):
         if moved:
             return _moved(session, moved[0], capture, notes, meta, cwd)
         _keep_within_budget(session, capture.spill_path, notes, meta)
-        meta["cwd"] = str(_follow_cwd(session, ctx, cwd, result.final_cwd, notes))
+        next_cwd = _follow_cwd(session, ctx, cwd, result.final_cwd, notes)
+        meta["cwd"] = str(next_cwd)
+        if warm is not None:  # the next command's bash, started once this answer is out
+            warm.prepare_soon(
+                next_cwd,
+                spawning.command_env(
+                    read_only=False, session_marker=session.process_marker, exclude=settings.bash_env_exclude
+                ),
+            )
         if result.leftovers_stopped:
             notes.append(
                 "Processes the command left running in the background were stopped when it finished. "
@@ -482,6 +493,7 @@ def _analysis_of(args: BashInput) -> CommandAnalysis:
     return args._analysis
 
 
+WARM_MAX_CHARS = warm_shells.MAX_CHARS
 INLINE_MAX_CHARS = 64
 """Commands up to this long are analysed on the event loop once the parser is warm (bashlex takes about
 25 µs a character: at most ~2 ms)."""

@@ -100,7 +100,10 @@ class EditTool(Tool[EditInput, Replacement | None]):
         if checked:
             first = matching.line_of(new_body, matches[0].start) - 1
             added = new_body[matches[0].start : matches[0].start + new_len]
-            last = first + loaded.to_display(added).count("\n") if len(matches) == 1 else None
+            if len(matches) == 1:
+                last = first + loaded.to_display(added).count("\n")
+            else:  # replace_all: from the first match to the last, so the check compiles the blocks around them
+                last = matching.line_of(new_body, len(new_body) - planned.unchanged_tail) - 1
             problem = edit_checks.syntax_check(session.settings, path, loaded.text, new_text, first, last)
         data = loaded.to_file(new_body)
         await commit_write(

@@ -5,8 +5,8 @@ All of them look only at what the edit changed. The syntax check (`files/syntax.
 Diagnostics are asked of a language server only when one is already running for the file (the LSP tool
 started it): the server is sent the old text if it has not seen it, then the new, and only a publication
 for the new version is read, so the answer is never about text the server saw before the edit. Sending the
-text and waiting both fit in `lsp.diagnostics_wait_s` (sending only queues it), and past it the result says
-the diagnostics were not ready; the list shows what is new, at most `MAX_DIAGNOSTIC_LINES` lines.
+text, waiting and writing the note all fit in `lsp.diagnostics_wait_s` (sending only queues it), and past it the
+result says the diagnostics were not ready; the list shows what is new, at most `MAX_DIAGNOSTIC_LINES` lines.
 A Python file needs no server: ruff's rules and the arity check (`files/python_checks.py`) run on the text before
 and after, in the same wait, beside any server.
 """
@@ -34,6 +34,9 @@ from mcp_codetools.settings import Settings
 from mcp_codetools.tools.base import ToolOutput
 
 MAX_DIAGNOSTIC_LINES = 10
+RESULT_RESERVE_S = 0.1
+"""Of `lsp.diagnostics_wait_s` (at most a tenth), the part the waits leave for writing the result: on a loaded
+machine a waiter wakes late, and the note was written up to 4 ms past a 1.5 s setting at load 10."""
 _SNIPPET_CONTEXT = 2
 _SEVERITY = {1: "error", 2: "warning", 3: "info", 4: "hint"}
 _LINE_NUMBER = re.compile(r"\bline \d+")
@@ -106,7 +109,7 @@ async def add_diagnostics_note(
     wait_s = session.settings.lsp_diagnostics_wait_s
     if wait_s <= 0:
         return
-    deadline = time.monotonic() + wait_s
+    deadline = time.monotonic() + wait_s - min(RESULT_RESERVE_S, wait_s / 10)
     checked: list[CheckedTexts] = []
 
     async def python_checks() -> None:

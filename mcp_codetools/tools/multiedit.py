@@ -103,7 +103,11 @@ class MultiEditTool(Tool[MultiEditInput, _Prepared]):
         )
         checked = edit_checks.applies(session, path)
         new_text = _display(loaded)(body) if checked else ""
-        problem = edit_checks.syntax_check(session.settings, path, loaded.text, new_text) if checked else None
+        problem = None
+        if checked:
+            # The lines from the first change to the last: the check compiles the blocks around them only.
+            first, last = (matching.line_of(body, at) - 1 for at in (start, len(body) - planned.unchanged_tail))
+            problem = edit_checks.syntax_check(session.settings, path, loaded.text, new_text, first, last)
         await commit_write(
             path,
             data,

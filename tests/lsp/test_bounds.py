@@ -6,14 +6,17 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
 from mcp_codetools.lsp import warming
+from mcp_codetools.lsp.workspace import Client
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import Settings
+from mcp_codetools.tools import edit_checks
 from tests.conftest import Caller
 
 pytestmark = pytest.mark.anyio
@@ -52,6 +55,28 @@ async def test_an_edits_diagnostics_wait_ends_on_time_even_when_the_server_stops
         assert not out.is_error, out.text
         assert "Diagnostics were not ready" in out.text and "within 0.5 s" in out.text
         assert out.meta["diagnostics"] == {"server": "fake", "answered": False}
+
+
+async def test_an_edits_waits_leave_part_of_the_setting_for_writing_the_result(
+    quick: Caller, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    waits: list[float] = []
+    plain = Client.diagnostics_for
+
+    async def recorded(self: Client, path: Path, version: int, wait_s: float) -> list[dict[str, Any]] | None:
+        waits.append(wait_s)
+        return await plain(self, path, version, wait_s)
+
+    monkeypatch.setattr(Client, "diagnostics_for", recorded)
+    path = root / "mod.py"
+    path.write_text("x = 1\n", encoding="utf-8")
+    await quick.ok("Read", {"file_path": str(path)})
+    with anyio.fail_after(10):
+        await quick.ok("LSP", {"operation": "documentSymbol", "file_path": str(path)})
+        out = await quick("Edit", {"file_path": str(path), "old_string": "x = 1", "new_string": "x = 1  # SLOW"})
+    assert "Diagnostics were not ready" in out.text and "within 0.5 s" in out.text
+    # A loaded machine wakes a waiter late: the waits end early enough for the result to be written in time.
+    assert waits and max(waits) <= 0.5 - min(edit_checks.RESULT_RESERVE_S, 0.05)
 
 
 def _hover(path: Path) -> dict[str, object]:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.edit_miss import make_more
 from benchmarks.edit_miss.make_corpus import RECOVERABLE
 from benchmarks.edit_miss.make_more import RECOVERABLE_MORE
 from benchmarks.edit_miss.run import load, run_case
@@ -31,3 +32,19 @@ async def test_with_recovery_off_no_damaged_case_lands(pipeline: Pipeline, root:
     """The corpus is made of real misses: without recovery none of them applies."""
     for case in load()[:60]:
         assert await run_case(pipeline, root, case, "off") != "applied", case["id"]
+
+
+def test_a_blank_line_lost_beside_the_added_line_fits_two_edits() -> None:
+    """Adding the line before the blank line or after it gives the same strings: such a case must be refused."""
+    before, after = "a = 1\nadded_line = 1\n\nb = 2", "a = 1\n\nadded_line = 1\nb = 2"
+    assert make_more._blank_missing(before) == make_more._blank_missing(after) == "a = 1\nadded_line = 1\nb = 2"
+    assert make_more.two_readings(before) and make_more.two_readings(after)
+    assert not make_more.two_readings("a = 1\n\nb = 2\nadded_line = 1\nc = 3")
+    assert not make_more.two_readings("a = 1\nb_v2 = 2\n\nc = 3")
+
+
+async def test_the_cases_with_two_readings_are_refused_with_both_placements(pipeline: Pipeline, root: Path) -> None:
+    cases = [case for case in load() if case["kind"].startswith(make_more.TWO_READINGS)]
+    assert len(cases) == 8 and all(case["expect"] == "unchanged" for case in cases)
+    for case in cases:
+        assert await run_case(pipeline, root, case, "apply") == "answered", case["id"]

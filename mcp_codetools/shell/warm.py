@@ -1,0 +1,257 @@
+"""A bash started before the call that uses it, so the call does not wait for bash to start.
+
+Starting bash (vfork, exec, the dynamic loader, bash's own start-up) is most of an `echo hi`: about 1.5 ms
+of a `bash -c` on a quiet machine, and several times that under load. After a foreground command, the
+session starts the next bash once the event loop has answered (`WarmSlot.prepare_soon`); it waits, in its
+own session and group like any command's bash, for a header line and the command on a pipe. The call
+that takes it writes them and closes the pipe; from there it is a call's bash like any other (spawning.py's
+wrapper: `eval`, the exit status, the final `pwd -P` on the cwd pipe).
+
+What a warm bash must match, or it is stopped and a bash is started for the call as before: the call's
+working directory (the same folder, by device and inode, not only by name) and the call's environment
+(GIT_OPTIONAL_LOCKS=0 of a read-only command is exported by the wrapper, as the header says). Used only
+without a sandbox, for commands of at most `MAX_CHARS`, and with bash 4.1 or later (`read -N`). It holds
+the call marker it was started with, so leftovers are found as for any call; their pid window starts when the
+command is sent (bash forks nothing while it waits), so a long wait does not widen the scan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp_codetools.shell import procs
+from mcp_codetools.shell.spawning import BASH, CALL_VAR, Marker, with_marker
+
+logger = logging.getLogger(__name__)
+
+MAX_CHARS = 16 * 1024
+"""Longer commands start their own bash (the pipe takes the command without blocking; over 128 KiB the
+classic start says plainly that the system cannot pass it)."""
+AFTER_ANSWER_S = 0.0005
+"""The next bash is started this long after a call's result, once the loop has written the answer."""
+IDLE_S = 5.0
+"""A bash not taken within this long is stopped: an agent that pauses longer pays one spawn, and an idle
+session keeps no process or pipe of its own (so a check for leftovers after a pause finds none)."""
+LOCKS = "GIT_OPTIONAL_LOCKS"
+
+_WRAPPER = (
+    "IFS= read -r -u {c} __mcp_h || exit 97; "
+    'LC_ALL=C IFS= read -r -N "${{__mcp_h#* }}" -u {c} __mcp_c || exit 97; '
+    "exec {c}<&-; "
+    'if [ "${{__mcp_h%% *}}" = 1 ]; then export GIT_OPTIONAL_LOCKS=0; fi; '
+    'unset __mcp_h; SECONDS=0; eval "$__mcp_c"\n__mcp_rc=$?\nbuiltin pwd -P >&{fd} 2>/dev/null\nexit $__mcp_rc\n'
+)
+"""Reads a header (`1 N` or `0 N`: export GIT_OPTIONAL_LOCKS=0 or not, N bytes of command), then the command
+as bytes (`LC_ALL=C`: `read -N` counts characters otherwise), and never runs a part of one: at a short read
+or a closed pipe it exits 97 before `eval`. `SECONDS` restarts, as it would in a bash started for the call, and
+`eval` stands on the first line, as in spawning.py's wrapper, so `$LINENO` and bash's error messages are the same."""
+
+
+@dataclass(eq=False)
+class WarmShell:
+    """One bash waiting for its command; its output and cwd pipes are read by `running.run` once taken."""
+
+    proc: subprocess.Popen[bytes]
+    marker: Marker
+    out_r: int
+    cwd_r: int
+    command_w: int | None
+    cwd: Path
+    folder: tuple[int, int]
+    env: dict[str, str]
+
+    def fits(self, cwd: Path, env: Mapping[str, str]) -> bool | None:
+        """None when it cannot run this call; else whether the wrapper must export GIT_OPTIONAL_LOCKS=0."""
+        if cwd != self.cwd or self.proc.poll() is not None:
+            return None
+        try:
+            st = os.stat(cwd)
+        except OSError:
+            return None
+        if (st.st_dev, st.st_ino) != self.folder:
+            return None
+        if self.env == env:
+            return False
+        if env.get(LOCKS) == "0" and self.env.get(LOCKS) != "0" and {**self.env, LOCKS: "0"} == env:
+            return True
+        return None
+
+    def send(self, command: str, locks_off: bool) -> None:
+        """Hand bash its command; the pipe is then closed. Raises OSError when bash is gone (it ran nothing)."""
+        data = os.fsencode(command)  # as a spawn encodes its arguments, errors included
+        message = b"%d %d\n" % (int(locks_off), len(data)) + data
+        fd, self.command_w = self.command_w, None
+        assert fd is not None, "a warm bash is given one command"
+        # Bash has forked nothing while it waited, so whatever carries the marker is forked after this point:
+        # the pid window for leftovers starts here, not at its start (however long it waited). Not so when
+        # BASH_ENV had it run a file at its start: what that started is found from its start, as before.
+        forks, last = procs.fork_count(), procs.last_pid()
+        if forks is not None and last is not None and not self.env.get("BASH_ENV"):
+            self.marker = dataclasses.replace(self.marker, since=procs.Since(last, forks))
+        try:
+            view = memoryview(message)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+
+    def discard(self) -> None:
+        """Stop it unused: kill its group (nothing has run in it), reap it, close the pipes."""
+        if self.proc.returncode is None:  # not reaped, so the pid (and group id) is still this bash's
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=1)
+        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL of our own child
+            logger.warning("an unused bash (pid %d) did not end at SIGKILL", self.proc.pid)
+        for fd in (self.out_r, self.cwd_r, self.command_w):
+            if fd is not None:
+                os.close(fd)
+        self.command_w = None
+
+
+def start(cwd: Path, env: Mapping[str, str]) -> WarmShell:
+    """A bash in `cwd` with `env` (without the call marker, which it gets here) waiting for its command.
+
+    Raises:
+        OSError: as a spawn does (the cwd is gone, bash is missing).
+    """
+    marker = Marker.new(CALL_VAR)
+    out_r, out_w = os.pipe()
+    cwd_r, cwd_w = os.pipe()
+    cmd_r, cmd_w = os.pipe()
+    try:
+        folder = os.stat(cwd)
+        forks = procs.fork_count()
+        proc = subprocess.Popen(
+            [BASH, "-c", _WRAPPER.format(c=cmd_r, fd=cwd_w), "bash"],
+            stdin=subprocess.DEVNULL,
+            stdout=out_w,
+            stderr=out_w,
+            pass_fds=(cwd_w, cmd_r),
+            cwd=cwd,
+            env=with_marker(env, marker),
+            start_new_session=True,
+        )
+    except BaseException:
+        for fd in (out_r, cwd_r, cmd_w):
+            os.close(fd)
+        raise
+    finally:
+        for fd in (out_w, cwd_w, cmd_r):
+            os.close(fd)
+    os.set_blocking(out_r, False)
+    os.set_blocking(cwd_r, False)
+    return WarmShell(
+        proc,
+        marker.started(proc.pid, forks),
+        out_r,
+        cwd_r,
+        cmd_w,
+        cwd,
+        (folder.st_dev, folder.st_ino),
+        dict(env),
+    )
+
+
+class WarmSlot:
+    """A session's one warm bash, if any."""
+
+    def __init__(self) -> None:
+        self._shell: WarmShell | None = None
+        self._closed = False
+        self._expiry: asyncio.TimerHandle | None = None
+
+    def take(self, cwd: Path, env: Mapping[str, str]) -> tuple[WarmShell, bool] | None:
+        """The warm bash for a call in `cwd` with `env`, and whether it is to export GIT_OPTIONAL_LOCKS=0.
+
+        None (an unfit one is stopped) when the call is to start its own.
+        """
+        shell, self._shell = self._shell, None
+        self._cancel_expiry()
+        if shell is None:
+            return None
+        locks_off = shell.fits(cwd, env)
+        if locks_off is None:
+            shell.discard()
+            return None
+        return shell, locks_off
+
+    def prepare_soon(self, cwd: Path, env: Mapping[str, str]) -> None:
+        """Start the next bash after the event loop has written this call's answer (now, off asyncio)."""
+        env = dict(env)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._prepare(cwd, env)
+            return
+        loop.call_later(AFTER_ANSWER_S, self._prepare, cwd, env)
+
+    def _prepare(self, cwd: Path, env: dict[str, str]) -> None:
+        if self._closed or self._shell is not None or not _bash_reads_counted_bytes():
+            return
+        try:
+            self._shell = start(cwd, env)
+        except OSError as exc:  # the cwd went away meanwhile, or bash is missing: the call will say so
+            logger.debug("no warm bash: %s", exc)
+            return
+        try:
+            self._expiry = asyncio.get_running_loop().call_later(IDLE_S, self._expire, self._shell)
+        except RuntimeError:  # no event loop (a direct caller): it waits until taken or closed
+            pass
+
+    def _expire(self, shell: WarmShell) -> None:
+        self._expiry = None
+        if self._shell is shell:
+            self._shell = None
+            shell.discard()
+
+    def _cancel_expiry(self) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
+
+    def close(self) -> None:
+        """Stop the waiting bash, and start no more (the session is ending)."""
+        self._closed = True
+        self._cancel_expiry()
+        shell, self._shell = self._shell, None
+        if shell is not None:
+            shell.discard()
+
+    async def aclose(self) -> None:
+        """`close`, as a session closer."""
+        self.close()
+
+
+_bash_ok: bool | None = None
+
+
+def _bash_reads_counted_bytes(run: Callable[..., subprocess.CompletedProcess[str]] = subprocess.run) -> bool:
+    """Whether this bash has `read -N` (4.1+; macOS ships 3.2), asked once per process."""
+    global _bash_ok
+    if _bash_ok is None:
+        try:
+            done = run(
+                [BASH, "-c", 'echo "${BASH_VERSINFO[0]} ${BASH_VERSINFO[1]}"'],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                stdin=subprocess.DEVNULL,
+                env={},  # nothing of the server's environment (BASH_ENV would run a file)
+            )
+            major, minor = (int(part) for part in done.stdout.split()[:2])
+            _bash_ok = (major, minor) >= (4, 1)
+        except (OSError, ValueError, subprocess.SubprocessError):
+            _bash_ok = False
+    return _bash_ok

@@ -1,0 +1,192 @@
+"""The bash started ahead of the next command (`shell.warm`): used when it fits, stopped when it does not."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import anyio
+import pytest
+
+from mcp_codetools.session import CodeSession
+from mcp_codetools.shell import warm
+from tests.conftest import Caller
+from tests.tools.test_bash import no_stray_children
+
+pytestmark = [pytest.mark.anyio, pytest.mark.skipif(os.name == "nt", reason="bash commands: POSIX")]
+
+__all__ = ["no_stray_children"]
+
+
+@pytest.fixture(autouse=True)
+def prepared_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next bash starts when the call ends rather than just after its answer, so tests need not wait."""
+    monkeypatch.setattr(warm.WarmSlot, "prepare_soon", warm.WarmSlot._prepare)
+    if not warm._bash_reads_counted_bytes():
+        pytest.skip("this bash has no `read -N` (before 4.1): commands start their own bash")
+
+
+def waiting_pid(session: CodeSession) -> int:
+    shell = session.warm_shell._shell
+    assert shell is not None, "no bash is waiting for the next command"
+    return shell.proc.pid
+
+
+async def test_the_next_command_runs_in_the_bash_started_for_it(call: Caller, session: CodeSession) -> None:
+    await call.ok("Bash", {"command": "true"})
+    pid = waiting_pid(session)
+    out = await call("Bash", {"command": "echo $$ $0 $# $SECONDS; exit 3"})
+    assert out.text.split("\n")[1] == f"{pid} bash 0 0"
+    assert out.meta["exitCode"] == 3 and out.is_error
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "printf '%s|' 'héllo 中文' \"$(printf 'a\\n\\n')\"\n\n",
+        "cat <<EOF\nno newline after the end\nEOF",
+        "echo '" + "x" * 5000 + "' | wc -c",
+        'printf %s "trailing backslash-newline: "\\\n"joined"',
+        "echo $LINENO; echo unterminated 'quote",
+        "f() { return 4; }; f",
+    ],
+)
+async def test_the_command_arrives_byte_for_byte(call: Caller, session: CodeSession, command: str) -> None:
+    expected = await call("Bash", {"command": command})  # a bash started for the call
+    await call.ok("Bash", {"command": "true"})
+    waiting_pid(session)
+    again = await call("Bash", {"command": command})
+    assert (again.text, again.meta["exitCode"]) == (expected.text, expected.meta["exitCode"])
+
+
+async def test_a_read_only_command_gets_no_optional_git_locks_and_another_does_not(
+    call: Caller, session: CodeSession, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GIT_OPTIONAL_LOCKS", raising=False)
+    await call.ok("Bash", {"command": "true"})
+    waiting_pid(session)
+    assert await call.ok("Bash", {"command": "printenv GIT_OPTIONAL_LOCKS"}) == "0"
+    waiting_pid(session)
+    out = await call("Bash", {"command": "touch made && printenv GIT_OPTIONAL_LOCKS"})
+    assert out.meta["readOnly"] is False and out.meta["exitCode"] == 1 and (root / "made").exists()
+
+
+async def test_after_a_cd_the_next_bash_waits_in_the_new_folder(call: Caller, session: CodeSession, root: Path) -> None:
+    (root / "sub").mkdir()
+    await call.ok("Bash", {"command": "cd sub"})
+    pid = waiting_pid(session)
+    assert await call.ok("Bash", {"command": "echo $$; pwd"}) == f"{pid}\n{root / 'sub'}"
+
+
+async def test_a_folder_replaced_under_the_same_name_is_not_used_through_the_old_one(
+    call: Caller, session: CodeSession, root: Path
+) -> None:
+    (root / "sub").mkdir()
+    await call.ok("Bash", {"command": "cd sub"})
+    pid = waiting_pid(session)
+    shutil.rmtree(root / "sub")
+    (root / "sub").mkdir()
+    (root / "sub" / "new.txt").write_text("new\n", encoding="utf-8")
+    out = await call.ok("Bash", {"command": "echo $$; ls"})
+    assert out.split("\n")[1] == "new.txt" and out.split("\n")[0] != str(pid)
+
+
+async def test_a_changed_server_environment_starts_a_new_bash(
+    call: Caller, session: CodeSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await call.ok("Bash", {"command": "true"})
+    pid = waiting_pid(session)
+    monkeypatch.setenv("ADDED_LATER", "yes")
+    assert await call.ok("Bash", {"command": "echo $$ $ADDED_LATER"}) != f"{pid} yes"
+    assert (await call.ok("Bash", {"command": "echo $ADDED_LATER"})) == "yes"
+
+
+async def test_a_waiting_bash_that_died_is_replaced_and_the_command_runs(call: Caller, session: CodeSession) -> None:
+    await call.ok("Bash", {"command": "true"})
+    shell = session.warm_shell._shell
+    assert shell is not None
+    os.killpg(shell.proc.pid, 9)
+    shell.proc.wait()
+    assert await call.ok("Bash", {"command": "echo ran"}) == "ran"
+
+
+async def test_the_waiting_bash_ends_with_the_session(call: Caller, session: CodeSession) -> None:
+    await call.ok("Bash", {"command": "true"})
+    shell = session.warm_shell._shell
+    assert shell is not None
+    await session.aclose()
+    assert shell.proc.returncode is not None
+    session.warm_shell.prepare_soon(session.cwd, {})  # a closed session starts no more
+    assert session.warm_shell._shell is None
+
+
+async def test_a_bash_not_taken_in_time_is_stopped_and_the_next_command_starts_its_own(
+    call: Caller, session: CodeSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expired = anyio.Event()
+    real_expire = warm.WarmSlot._expire
+
+    def expire(slot: warm.WarmSlot, shell: warm.WarmShell) -> None:
+        real_expire(slot, shell)
+        expired.set()
+
+    monkeypatch.setattr(warm, "IDLE_S", 0.0)
+    monkeypatch.setattr(warm.WarmSlot, "_expire", expire)
+    await call.ok("Bash", {"command": "true"})
+    shell = session.warm_shell._shell
+    assert shell is not None
+    with anyio.fail_after(10):
+        await expired.wait()  # the loop's timer
+    assert shell.proc.returncode is not None  # stopped and reaped
+    assert session.warm_shell._shell is None
+    assert shell.command_w is None  # its pipes were closed with it
+    assert await call.ok("Bash", {"command": "echo $$"}) != str(shell.proc.pid)
+
+
+def test_a_bash_without_read_n_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Done:
+        stdout = "3 2\n"
+
+    monkeypatch.setattr(warm, "_bash_ok", None)
+    assert warm._bash_reads_counted_bytes(lambda *args, **kwargs: Done()) is False
+    monkeypatch.setattr(warm, "_bash_ok", None)
+    Done.stdout = "5 2\n"
+    assert warm._bash_reads_counted_bytes(lambda *args, **kwargs: Done()) is True
+
+
+async def test_what_a_command_in_it_leaves_running_is_found_from_when_it_was_sent(
+    call: Caller, session: CodeSession
+) -> None:
+    await call.ok("Bash", {"command": "true"})
+    pid = waiting_pid(session)
+    for _ in range(3):  # forks after its start and before the call: outside the call's pid window
+        await anyio.run_process(["true"])
+    out = await call("Bash", {"command": "setsid sleep 30 >/dev/null 2>&1 & echo $$"})
+    assert out.text.startswith(str(pid))
+    assert "were stopped" in out.text  # left its group and session, found by the call's marker
+
+
+async def test_what_bash_env_started_while_it_waited_is_still_found(
+    call: Caller, session: CodeSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fifo = tmp_path / "started"
+    os.mkfifo(fifo)
+    script = tmp_path / "env.sh"
+    script.write_text(f"setsid sleep 30 >/dev/null 2>&1 & echo $! > {fifo}\n", encoding="utf-8")
+    monkeypatch.setenv("BASH_ENV", str(script))
+
+    def started() -> str:  # returns once a bash has run the file (its write waits for this reader)
+        return fifo.read_text().strip()
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call.ok, "Bash", {"command": "true"})  # its bash runs the file; its leftover is stopped
+            assert await anyio.to_thread.run_sync(started)
+        pid = waiting_pid(session)
+        assert await anyio.to_thread.run_sync(started)  # the waiting bash ran it before its command was sent
+        for _ in range(3):  # pids handed out after that leftover's and before the command
+            await anyio.run_process(["true"])
+        out = await call("Bash", {"command": "echo $$"})
+    assert out.text.startswith(str(pid))
+    assert "were stopped" in out.text
