@@ -514,6 +514,8 @@ class Supervisor:
         self._valid(n)
         if not old:
             raise Refused(errno.ENOENT)
+        if not flags & _AT_EMPTY_PATH:  # its folder as the caller reaches it (`/proc/self/fd/N` is the caller's)
+            old_base, old = self._parent(old_base, old)
         folder, name = self._parent(new_base, new)
         self._creatable(folder, name)
         os.link(old, name, src_dir_fd=old_base, dst_dir_fd=folder, follow_symlinks=follow)

@@ -141,6 +141,36 @@ def test_python_renames_links_and_sockets_are_refused(sandbox: Sandbox, root: Pa
     assert stat.S_ISSOCK(os.lstat(root / "ok.sock").st_mode) and (root / "sub" / "made.txt").is_file()
 
 
+def test_an_unnamed_file_gets_a_name_through_the_callers_proc_link(sandbox: Sandbox, root: Path) -> None:
+    """`O_TMPFILE`, then `linkat("/proc/self/fd/N", AT_SYMLINK_FOLLOW)`: the link named is the caller's."""
+    code = """
+        import ctypes, errno, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        results = []
+        for name in (b"kept.txt", b".envrc"):
+            fd = os.open(".", os.O_TMPFILE | os.O_WRONLY, 0o600)
+            os.write(fd, b"unnamed")
+            done = libc.linkat(-100, f"/proc/self/fd/{fd}".encode(), -100, name, 0x400)
+            results.append(name.decode() + "=" + ("made" if done == 0 else errno.errorcode[ctypes.get_errno()]))
+        sub = os.open("sub", os.O_RDONLY)
+        git = os.open(".git", os.O_RDONLY)
+        for label, call in (("mkdirat-hooks", lambda: os.mkdir("hooks", dir_fd=git)),
+                            ("symlink-up", lambda: os.symlink("x", "../.mcp.json", dir_fd=sub))):
+            try:
+                call()
+                results.append(label + "=made")
+            except OSError as exc:
+                results.append(label + "=" + errno.errorcode[exc.errno])
+        print(" ".join(results))
+    """
+    done = py(sandbox, root, code)
+    assert done.stdout.split() == [
+        "kept.txt=made", ".envrc=EACCES", "mkdirat-hooks=EACCES", "symlink-up=EACCES"
+    ], done.stdout + done.stderr  # fmt: skip
+    assert (root / "kept.txt").read_text() == "unnamed"
+    assert_nothing_kept_made(root)
+
+
 def test_calls_the_filter_cannot_check_answer_enosys(sandbox: Sandbox, root: Path) -> None:
     code = """
         import ctypes, os, platform
