@@ -36,13 +36,8 @@ _LEFT_BY_WORKERS: list[str] = []
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Fail the run when a session the tests opened in this process left its scratch folder behind."""
     from mcp_codetools.files.scratch import PREFIX
-    from mcp_codetools.shell.overlay import SUFFIX  # the sandbox's overlay folder lives until the process exits
 
-    left = [
-        folder.name
-        for folder in sorted(Path(tempfile.gettempdir()).glob(f"{PREFIX}{os.getpid()}-*"))
-        if not folder.name.endswith(SUFFIX)
-    ]
+    left = [folder.name for folder in sorted(Path(tempfile.gettempdir()).glob(f"{PREFIX}{os.getpid()}-*"))]
     for name in left:
         shutil.rmtree(Path(tempfile.gettempdir()) / name, ignore_errors=True)
     worker_output = getattr(session.config, "workeroutput", None)

@@ -57,7 +57,7 @@ def process_start(pid: int) -> int | None:
 def make_scratch_dir(suffix: str = "") -> Path:
     """A new private folder (mode 0700) in the temp folder, named after this process (see the module).
 
-    `suffix` (letters, digits, `_`) tells its use apart, as the Bash sandbox's overlay folder does.
+    `suffix` (letters, digits, `_`) tells its use apart from a session's folder.
     """
     pid = os.getpid()
     return Path(tempfile.mkdtemp(prefix=f"{PREFIX}{pid}-{process_start(pid) or 0}-", suffix=suffix)).resolve()

@@ -362,18 +362,17 @@ class SessionContainer:
     def frozen(self) -> dict[Path, list[Path]]:
         """The folders frozen against kept paths that do not exist, each with the entries bound writable again.
 
-        A mount needs something to mount over, and the engine makes a missing target in the source folder,
-        which is the user's (an empty `.claude/settings.json` or `mcp-codetools.toml` left in the root,
-        read by other tools as broken config); a placeholder removed from the host afterwards would take
-        the mount with it (the kernel detaches mounts over an unlinked entry in every namespace). So, as
-        bubblewrap does (`sandbox.freeze_for`), the nearest existing folder above each missing kept path
-        is bound read-only over itself: no entry can be made, removed or renamed in it, by any command of
-        the container's life, background jobs too. Its folders (not kept ones, not folders frozen in turn)
-        are bound writable again; its files are not: a bind pins the file, and the atomic replace Edit and
-        Write do would leave the container reading the old one for the rest of the session, where a
-        read-only file at least says so. The engine applies mounts by the depth of their target (Docker
-        and Podman both sort them), so the writable folders land above their frozen parent, and kept
-        paths deeper inside above them.
+        A mount needs something to mount over, and the engine makes a missing target in the source folder, which is the
+        user's (an empty `.claude/settings.json` or `mcp-codetools.toml` left in the root, read by other tools as broken
+        config); a placeholder removed from the host afterwards would take the mount with it (the kernel detaches mounts
+        over an unlinked entry in every namespace). So, as bubblewrap once did (it now has a supervisor,
+        `supervisor.py`), the nearest existing folder above each missing kept path is bound read-only over itself: no
+        entry can be made, removed or renamed in it, by any command of the container's life, background jobs too. Its
+        folders (not kept ones, not folders frozen in turn) are bound writable again; its files are not: a bind pins the
+        file, and the atomic replace Edit and Write do would leave the container reading the old one for the rest of the
+        session, where a read-only file at least says so. The engine applies mounts by the depth of their target (Docker
+        and Podman both sort them), so the writable folders land above their frozen parent, and kept paths deeper inside
+        above them.
         """
         kept = set(self.read_only) | set(self.hidden)
         frozen: dict[Path, list[Path]] = {}

