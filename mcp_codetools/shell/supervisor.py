@@ -49,11 +49,18 @@ SYSCALLS: dict[str, tuple[int | None, int | None]] = {
     "link": (86, None), "linkat": (265, 37), "rename": (82, None), "renameat": (264, 38),
     "renameat2": (316, 276), "bind": (49, 200), "openat2": (437, 437), "io_uring_setup": (425, 425),
     "seccomp": (317, 277), "pidfd_getfd": (438, 438), "capset": (126, 91),
+    "mount": (165, 40), "umount2": (166, 39), "pivot_root": (155, 41), "open_tree": (428, 428),
+    "move_mount": (429, 429), "fsopen": (430, 430), "fsconfig": (431, 431), "fsmount": (432, 432),
+    "fspick": (433, 433), "mount_setattr": (442, 442),
 }  # fmt: skip
 _NOTIFIED = ("creat", "mkdir", "mkdirat", "mknod", "mknodat", "symlink", "symlinkat", "link", "linkat", "rename")
 NOTIFIED = (*_NOTIFIED, "renameat", "renameat2", "bind")
 """Always sent to the supervisor; `open` and `openat` only with O_CREAT."""
-REFUSED_NOSYS = ("openat2", "io_uring_setup")
+REFUSED_NOSYS = ("openat2", "io_uring_setup", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick",
+                 "mount_setattr")  # fmt: skip
+REFUSED_EPERM = ("mount", "umount2", "pivot_root")
+"""No mounts, not even in a user namespace the command makes (`unshare -Urm`): an overlay whose upper layer is
+a root makes names inside the kernel, past the filter, and its folders have an identity of their own."""
 
 _RET_KILL_PROCESS, _RET_ERRNO, _RET_USER_NOTIF, _RET_ALLOW = 0x80000000, 0x00050000, 0x7FC00000, 0x7FFF0000
 _LD_ABS_W, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
@@ -114,6 +121,7 @@ def program(machine: str) -> list[tuple[int, int, int, int]]:
         rows.append((_JGE, "nosys", 0, _X32_BIT))  # the x32 ABI shares the arch value: refuse it
     rows += [(_JEQ, "notify", 0, number[name]) for name in NOTIFIED if name in number]
     rows += [(_JEQ, "nosys", 0, number[name]) for name in REFUSED_NOSYS]
+    rows += [(_JEQ, "eperm", 0, number[name]) for name in REFUSED_EPERM]
     rows.append((_JEQ, "seccomp", 0, number["seccomp"]))
     if "open" in number:
         rows.append((_JEQ, "open", 0, number["open"]))
