@@ -364,8 +364,10 @@ def _config_command(args: argparse.Namespace) -> int:
         if not problems:
             print(f"{args.check}: ok")
         return 1 if problems else 0
+    from mcp_codetools.shell.sandbox_default import applied
+
     try:
-        loaded = _load(args)
+        loaded, _ = applied(_load(args))  # the sandbox as `serve` would run it, on by default or not
         policy = load_policy_config(loaded.settings.roots, config_file=args.config, mode_flag=args.permission_mode)
     except ValueError as exc:
         print(f"mcp-codetools: {exc}", file=sys.stderr)

@@ -178,3 +178,13 @@ def test_the_default_is_known_per_platform(monkeypatch: pytest.MonkeyPatch) -> N
     assert sandbox_default.on_by_default_here() is False
     monkeypatch.setattr(sandbox_default, "platform_backends", lambda platform=None: ("bwrap", "landlock"))
     assert sandbox_default.on_by_default_here() is True
+
+
+@pytest.mark.usefixtures("bwrap_on")
+def test_config_shows_the_sandbox_as_serve_would_run_it(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["config", "--root", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert f"sandbox.enabled = true  # {DEFAULT_ON_SOURCE}" in out, out
+    assert f"sandbox.network = true  # {DEFAULT_ON_SOURCE}" in out, out
+    assert cli.main(["config", "--no-sandbox", "--root", str(root)]) == 0
+    assert "sandbox.enabled = false  # --no-sandbox flag" in capsys.readouterr().out
