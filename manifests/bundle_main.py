@@ -17,17 +17,20 @@ MODE = "--permission-mode="
 def server_argv(argv: Sequence[str], environ: MutableMapping[str, str]) -> list[str]:
     """The server's arguments for what the host passed (a sandbox switched off is said in `environ`).
 
-    `--sandbox` is a flag that can only turn the sandbox on, so "false" sets MCP_CODETOOLS_SANDBOX=0,
-    which turns it off even where a config file or the platform's default turns it on. The mode
-    `default` is left to the config files, so a project's stricter mode still holds.
+    "false" sets MCP_CODETOOLS_SANDBOX=0, which turns the sandbox off even where a config file or the
+    platform's default turns it on. "true" is the platform's default where a backend is on by default
+    (network open, no question answered by it), else `--sandbox` as asked. The mode `default` is left to
+    the config files, so a project's stricter mode still holds.
     """
+    from mcp_codetools.shell.sandbox_default import on_by_default_here
+
     out: list[str] = []
     for arg in argv:
         if arg.startswith(SANDBOX):
-            if arg[len(SANDBOX) :].strip().lower() == "true":
-                out.append("--sandbox")
-            else:
+            if arg[len(SANDBOX) :].strip().lower() != "true":
                 environ["MCP_CODETOOLS_SANDBOX"] = "0"
+            elif not on_by_default_here():
+                out.append("--sandbox")
         elif arg.startswith(MODE):
             mode = arg[len(MODE) :].strip()
             if mode and mode != "default":

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the settings (pydantic) and the SDK load in `main` (a start
     from mcp_codetools.protocol.start_snapshot import Recorder
     from mcp_codetools.settings import LoadedSettings, Settings
     from mcp_codetools.shell.sandbox import Sandbox
+    from mcp_codetools.shell.sandbox_default import StartLine
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -114,8 +115,8 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
         default = setting_default(name)
         help_text = f"{(info.description or '').rstrip('.')} (default {shown(default)}; or {place.env})"
         help_text = help_text.replace("%", "%%")
-        if info.annotation is bool:
-            target.add_argument(flag, dest=dest, action="store_true", default=None, help=help_text)
+        if info.annotation is bool:  # `--no-sandbox` too: the sandbox may be on by default
+            target.add_argument(flag, dest=dest, action=argparse.BooleanOptionalAction, default=None, help=help_text)
             continue
         choices = typing.get_args(info.annotation) if typing.get_origin(info.annotation) is Literal else None
         numeric = info.annotation in (int, float)
@@ -142,10 +143,15 @@ class Startup:
     loaded: LoadedSettings
     gate: PermissionGate
     sandbox: Sandbox | None
+    default_line: StartLine | None = None
+    """Whether the sandbox went on by itself and why, when no setting named it (`serve` logs it once)."""
 
 
 def start_up(args: argparse.Namespace) -> Startup:
     """The roots, every setting from every source, the sandbox probe and the permission policy, as `serve` loads them.
+
+    Where no setting of the user's names the sandbox, it goes on where a backend that is on by default works
+    (`shell/sandbox_default.py`); `default_line` says what came of it.
 
     Raises:
         SandboxUnavailable: the sandbox was asked for and cannot work here (exit status 1).
@@ -153,18 +159,20 @@ def start_up(args: argparse.Namespace) -> Startup:
     """
     from mcp_codetools.policy.loading import load_gate
     from mcp_codetools.shell.sandbox import prepared
+    from mcp_codetools.shell.sandbox_default import answers_for_bash, applied
 
-    loaded = _load(args)
+    loaded, default_line = applied(_load(args))
     settings = loaded.settings
     sandbox = prepared(settings.sandbox)
-    if sandbox is not None:
+    if sandbox is not None and default_line is None:  # on by default: `serve` says so in its line
         logging.getLogger(__name__).info("Bash sandbox: %s", sandbox.describe())
+    if sandbox is not None:
         for note in sandbox.notes:
             logging.getLogger(__name__).warning("Bash sandbox: %s", note)
     gate = load_gate(
-        settings.roots, config_file=args.config, mode_flag=args.permission_mode, sandboxed_bash=settings.sandbox.enabled
+        settings.roots, config_file=args.config, mode_flag=args.permission_mode, sandboxed_bash=answers_for_bash(loaded)
     )
-    return Startup(loaded, gate, sandbox)
+    return Startup(loaded, gate, sandbox, default_line)
 
 
 def server_flags(args: argparse.Namespace) -> list[str]:
@@ -176,7 +184,7 @@ def server_flags(args: argparse.Namespace) -> list[str]:
         flag = PLACES[name].flag
         if value is None or flag is None or PLACES[name].section != "sandbox":  # the rest do not change a call
             continue
-        flags += [flag] if value is True else [flag, str(value)]
+        flags += [flag] if value is True else [f"--no-{flag[2:]}"] if value is False else [flag, str(value)]
     return flags
 
 
@@ -259,6 +267,8 @@ def _prepare(argv: list[str], sdk: bool = True) -> int | tuple[argparse.Namespac
     except ValueError as exc:
         print(f"mcp-codetools: {exc}", file=sys.stderr)
         return 2
+    if startup.default_line is not None:  # said once, here: `doctor` has a line of its own
+        logging.getLogger(__name__).log(startup.default_line.level, "%s", startup.default_line.text)
     if sdk:
         _load_sdk()
     else:
@@ -354,8 +364,10 @@ def _config_command(args: argparse.Namespace) -> int:
         if not problems:
             print(f"{args.check}: ok")
         return 1 if problems else 0
+    from mcp_codetools.shell.sandbox_default import applied
+
     try:
-        loaded = _load(args)
+        loaded, _ = applied(_load(args))  # the sandbox as `serve` would run it, on by default or not
         policy = load_policy_config(loaded.settings.roots, config_file=args.config, mode_flag=args.permission_mode)
     except ValueError as exc:
         print(f"mcp-codetools: {exc}", file=sys.stderr)

@@ -97,10 +97,17 @@ def _start_up_ok(load: Callable[[], LoadedSettings], warnings: list[str] | None 
 def sandbox_line(loaded: LoadedSettings) -> str:
     """The sandbox as the server would run it: on or off and why, and what the backend confines here."""
     from mcp_codetools.shell.sandbox import SandboxUnavailable, probe
+    from mcp_codetools.shell.sandbox_default import DEFAULT_OFF_SOURCE
 
     wanted = loaded.settings.sandbox
     source = loaded.sources.get("sandbox.enabled", "default")
-    state = f"on ({source})" if wanted.enabled else "off (--sandbox or [sandbox] enabled = true turns it on)"
+    state = "off (--sandbox or [sandbox] enabled = true turns it on)"
+    if wanted.enabled:
+        state = f"on ({source})"  # on by default: the source says how to turn it off
+    elif source.startswith(DEFAULT_OFF_SOURCE):
+        state = f"off by default: {source.removeprefix(DEFAULT_OFF_SOURCE).lstrip(': ')}"
+    elif source != "default":
+        state = f"off ({source})"
     try:
         works = probe(dataclasses.replace(wanted, enabled=True))
     except SandboxUnavailable as exc:

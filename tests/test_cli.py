@@ -186,3 +186,17 @@ def test_config_lists_the_project_values_it_ignored(tmp_path: Path) -> None:
     assert any("hooks.from_project = True ignored" in line for line in ignored), ignored
     assert any("[sandbox] enabled = false ignored" in line for line in ignored), ignored
     assert 'permissions.default_mode = "default"' in done.stdout
+
+
+def test_every_on_off_setting_has_a_no_flag_and_doctor_passes_it_on(tmp_path: Path) -> None:
+    """`--no-sandbox` turns off a sandbox that is on by default (or that a config file turns on)."""
+    from mcp_codetools.cli import _parser, flag_values, server_flags
+    from mcp_codetools.settings import load_settings
+
+    args = _parser().parse_args(["--no-sandbox", "--sandbox-network", "--root", str(tmp_path), "doctor"])
+    assert (args.sandbox, args.sandbox_network) == (False, True)
+    assert server_flags(args) == ["--no-sandbox", "--sandbox-network"]
+    loaded = load_settings([str(tmp_path)], flags=flag_values(args), environ={}, read_files=False)
+    assert loaded.settings.sandbox.enabled is False
+    assert loaded.sources["sandbox.enabled"] == "--no-sandbox flag"
+    assert _parser().parse_args([]).sandbox is None, "not given: the default decides"

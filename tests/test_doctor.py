@@ -95,10 +95,22 @@ def test_doctor_reads_the_backend_flag_and_the_environment(project: Path) -> Non
 
 
 def test_doctor_says_how_to_turn_the_sandbox_on_when_it_is_off(project: Path) -> None:
+    from mcp_codetools.shell.sandbox_default import DEFAULT_ON_SOURCE, TURN_OFF
+
     done = run(["doctor"], project)
     line = next(line for line in done.stdout.splitlines() if line.lstrip().startswith("sandbox"))
-    assert line.startswith("  sandbox      off (--sandbox or [sandbox] enabled = true turns it on); "), line
+    if line.startswith("  sandbox      on ("):  # a backend on by default works here (shell/sandbox_default.py)
+        assert line.startswith(f"  sandbox      on ({DEFAULT_ON_SOURCE}); ") and TURN_OFF in line, line
+        return
+    assert line.startswith("  sandbox      off by default: "), line
+    assert "is on by default yet (--sandbox turns one on); " in line or "no sandbox backend can run here" in line, line
     assert line.endswith(("masked", ")")) or "unavailable here: " in line, line
+
+
+def test_doctor_says_the_sandbox_was_turned_off_and_how(project: Path) -> None:
+    done = run(["--no-sandbox", "doctor"], project)
+    line = next(line for line in done.stdout.splitlines() if line.lstrip().startswith("sandbox"))
+    assert line.startswith("  sandbox      off (--no-sandbox flag); "), line
 
 
 def test_a_relative_config_file_reaches_the_scenarios_server_too(project: Path) -> None:

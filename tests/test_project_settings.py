@@ -151,3 +151,25 @@ def test_no_project_value_of_a_confining_setting_crashes_start_up(user: Path, ro
             load_settings([str(root)])
         except ConfigError as exc:
             assert place.key in str(exc), exc
+
+
+def test_the_settings_a_project_file_holds_are_known(user: Path, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`from_project` holds a tight value the project repeats (its `network = false` closes a sandbox on by
+    default), not one it may not set, nor one a later source of the user's overrides."""
+    user.write_text('[sandbox]\nmask = ["~/.vault"]\n', encoding="utf-8")
+    (root / PROJECT).write_text(
+        '[sandbox]\nnetwork = false\nenabled = false\nimage = "evil"\n'
+        "[read]\ndefault_lines = 50\n[limits]\nmax_concurrency = 9\n",
+        encoding="utf-8",
+    )
+    loaded = load_settings([str(root)])
+    assert loaded.sources["sandbox.network"] == loaded.sources["sandbox.enabled"] == "default", "no value moved"
+    assert loaded.from_project == {"sandbox.network", "sandbox.enabled", "read_default_lines", "max_concurrency"}
+    monkeypatch.setenv("MCP_CODETOOLS_SANDBOX_NETWORK", "1")
+    loaded = load_settings([str(root)], flags={"max_concurrency": 3})
+    assert loaded.from_project == {"sandbox.enabled", "read_default_lines"}
+    user.write_text("[sandbox]\nnetwork = false\n", encoding="utf-8")
+    monkeypatch.delenv("MCP_CODETOOLS_SANDBOX_NETWORK")
+    loaded = load_settings([str(root)])
+    assert "sandbox.network" not in loaded.from_project, "the user's value, which the project repeats"
+    assert load_settings([str(root)], read_files=False).from_project == set()

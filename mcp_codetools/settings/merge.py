@@ -57,6 +57,7 @@ def load_settings(
         sources["roots"] = "--root flag"
     files: list[Path] = []
     ignored: list[str] = []
+    from_project: set[str] = set()
     if read_files:
         for path, required, project in config_files(base.roots, config_file, env):
             table = read_toml(path, required=required)
@@ -69,16 +70,25 @@ def load_settings(
                         ignored.append(
                             f"{where} ignored: it names a program or an image to run, so only the user's config sets it"
                         )
-                    found = _tightened_only(base, values, sources, found, ignored)
+                    found = _tightened_only(base, values, sources, found, ignored, held=from_project)
+                else:
+                    from_project -= found.keys()
                 _take(base, values, sources, found)
     for note in ignored:
         logger.warning("%s", note)
-    _take(base, values, sources, env_values(env))
+    from_env = env_values(env)
+    _take(base, values, sources, from_env)
     given = {name: value for name, value in (flags or {}).items() if value is not None}
-    _take(base, values, sources, {name: (value, f"{PLACES[name].flag} flag") for name, value in given.items()})
+    _take(base, values, sources, {name: (value, _flag_source(name, value)) for name, value in given.items()})
     settings = _with(base, values)
     _check_together(settings, sources)
-    return LoadedSettings(settings, sources, tuple(files), tuple(ignored))
+    from_project -= from_env.keys() | given.keys()
+    return LoadedSettings(settings, sources, tuple(files), tuple(ignored), frozenset(from_project))
+
+
+def _flag_source(name: str, value: Any) -> str:
+    flag = str(PLACES[name].flag)
+    return f"--no-{flag[2:]} flag" if value is False else f"{flag} flag"
 
 
 def check_file(path: Path) -> list[str]:
@@ -169,14 +179,19 @@ def _tightened_only(
     sources: dict[str, str],
     found: dict[str, tuple[Any, str]],
     ignored: list[str],
+    held: set[str],
 ) -> dict[str, tuple[Any, str]]:
-    """A project file's values, each security setting moved only the tight way from what came before."""
+    """A project file's values, each security setting moved only the tight way from what came before.
+
+    The names whose value is now the project's, moved by it or a default it repeats, are added to `held`.
+    """
     values_found = {name: value for name, (value, _) in found.items()}
     checked = _validated(base, values_found, {name: where for name, (_, where) in found.items()})
     kept: dict[str, tuple[Any, str]] = {}
     for name, (raw, where) in found.items():
         if name not in TIGHTENING:
             kept[name] = (raw, where)
+            held.add(name)
             continue
         current = values.get(name, setting_value(base, name))
         proposed = setting_value(checked, name)
@@ -191,6 +206,8 @@ def _tightened_only(
             )
         if value != current:
             kept[name] = (value, where if value == proposed else f"{sources[name]} + {where}")
+        if why is None and value == proposed and (value != current or sources[name] == DEFAULT_SOURCE):
+            held.add(name)
     return kept
 
 

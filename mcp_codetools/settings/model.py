@@ -66,11 +66,19 @@ class SandboxSettings:
 
     enabled: Annotated[
         bool,
-        Field(description="Run Bash and its children in an OS sandbox (bubblewrap, else Landlock; Seatbelt on macOS)."),
+        Field(
+            description="Run Bash and its children in an OS sandbox (bubblewrap, else Landlock; Seatbelt on macOS). "
+            "Unset: on where a backend that is on by default works, network open (the start log and `doctor` "
+            "say which); `false` turns it off, and only the user's config, not a project's, may say so."
+        ),
         Place("sandbox", env="MCP_CODETOOLS_SANDBOX", flag="--sandbox"),
     ] = False
     network: Annotated[
-        bool, Field(description="Let sandboxed commands use the network."), Place("sandbox", flag="--sandbox-network")
+        bool,
+        Field(
+            description="Let sandboxed commands use the network (a sandbox on by default has it unless set to `false`)."
+        ),
+        Place("sandbox", flag="--sandbox-network"),
     ] = False
     backend: Annotated[
         Literal["auto", "bwrap", "landlock", "seatbelt", "container"],
@@ -412,6 +420,9 @@ class LoadedSettings:
     """The config files that were read."""
     ignored: tuple[str, ...] = ()
     """Project-file values that would have loosened a setting, each with why it was ignored."""
+    from_project: frozenset[str] = frozenset()
+    """The settings whose value is the project file's: set or moved by it, or a default it repeats (its
+    `sandbox.network = false` closes the network of a sandbox on by default: `shell/sandbox_default.py`)."""
 
 
 def _setting_fields(owner: Any, prefix: str = "") -> dict[str, tuple[FieldInfo, Place]]:

@@ -21,6 +21,8 @@ from mcp.client.stdio import StdioServerParameters
 from mcp_codetools import __version__, cli
 from mcp_codetools.policy.engine import MODES
 from mcp_codetools.settings import load_settings
+from mcp_codetools.shell import sandbox_default
+from mcp_codetools.shell.sandbox_default import DEFAULT_ON_BACKENDS
 from tests.ecosystem.support import MANIFESTS, TOOL_NAMES, node_tool, project_version, venv_tool
 
 MANIFEST = MANIFESTS / "manifest.json"
@@ -104,7 +106,8 @@ def server_args(values: dict[str, str], folders: list[Path]) -> tuple[argparse.N
 
 def test_the_bundle_offers_the_sandbox_and_the_permission_mode() -> None:
     config = manifest()["user_config"]
-    assert (config["sandbox"]["type"], config["sandbox"]["default"]) == ("boolean", False)
+    # on by default once a backend is (its "true" is then that default): flip both together
+    assert (config["sandbox"]["type"], config["sandbox"]["default"]) == ("boolean", bool(DEFAULT_ON_BACKENDS))
     mode = config["permission_mode"]
     assert (mode["type"], mode["default"]) == ("string", "default")
     assert all(choice in mode["description"] for choice in MODES), "the description names every mode"
@@ -119,6 +122,21 @@ def test_the_bundles_settings_reach_the_servers_flags(tmp_path: Path) -> None:
     assert environ == {"MCP_CODETOOLS_SANDBOX": "0"}, "off turns a sandbox on by default off"
     loaded = load_settings([str(tmp_path)], environ=environ, read_files=False)
     assert loaded.settings.sandbox.enabled is False
+
+
+def test_the_bundles_on_is_the_default_sandbox_where_a_backend_is_on_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not `--sandbox`, which would close the network and answer Bash's questions: the user's choice to make."""
+    monkeypatch.setattr(sandbox_default, "DEFAULT_ON_BACKENDS", ("bwrap",))
+    monkeypatch.setattr(sandbox_default, "platform_backends", lambda platform=None: ("bwrap", "landlock"))
+    args, environ = server_args({"sandbox": "true"}, [tmp_path])
+    assert (args.sandbox, environ) == (None, {})
+    args, environ = server_args({"sandbox": "false"}, [tmp_path])
+    assert (args.sandbox, environ) == (None, {"MCP_CODETOOLS_SANDBOX": "0"})
+    monkeypatch.setattr(sandbox_default, "platform_backends", lambda platform=None: ("seatbelt",))
+    args, environ = server_args({"sandbox": "true"}, [tmp_path])
+    assert (args.sandbox, environ) == (True, {}), "no backend on by default here: on is the sandbox asked for"
 
 
 @pytest.fixture
