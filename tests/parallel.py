@@ -30,6 +30,14 @@ SLOW_FIRST = (
     "tests/protocol/test_protocol_2026.py",
     "tests/ecosystem/test_wheel.py",
     "tests/test_quality.py",
+    # Single tests of 10-45 s (a whole run at load ~2, 2026-12-07): started last they left one core idle
+    # for up to 47 s at the end of a run.
+    "tests/test_scale_smoke.py",
+    "tests/reliability/test_soak.py",
+    "tests/tools/test_edit_corpus.py",
+    "tests/reliability/test_protocol_abuse.py",
+    "tests/test_benchmarks_smoke.py",
+    "tests/reliability/test_sigkill.py",
 )
 """Node id prefixes of the slowest modules (from `--durations`), in the order they go to the workers."""
 

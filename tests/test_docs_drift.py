@@ -7,6 +7,7 @@ parser, `LAYERS`, the reliability harness) and fails naming the file and the wor
 from __future__ import annotations
 
 import json
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -125,6 +126,16 @@ def test_a_gone_module_is_caught() -> None:
 # Settings and flags
 
 
+def sources(folder: Path) -> list[Path]:
+    """The project's Python files below `folder`; not those in dot-folders (benchmarks/.corpus holds hundreds
+    of megabytes of downloaded code that reading took most of a minute)."""
+    found = []
+    for top, dirs, files in os.walk(folder):
+        dirs[:] = [name for name in dirs if not name.startswith(".")]  # not walked at all
+        found += [Path(top, name) for name in files if name.endswith(".py")]
+    return found
+
+
 def test_every_setting_and_variable_the_readme_names_is_real() -> None:
     readme = read(README)
     keys = {f"[{place.section}] {place.key}" for place in PLACES.values()}
@@ -132,7 +143,7 @@ def test_every_setting_and_variable_the_readme_names_is_real() -> None:
     named = set(re.findall(r"`(\[[a-z_]+\] [a-z_]+)`", readme))
     unknown = sorted(key for key in named if key not in keys and key.split()[0] not in policy)
     assert not unknown, f"README names settings the model does not have: {unknown}"
-    code = "\n".join(read(p) for d in ("mcp_codetools", "tests", "benchmarks") for p in (REPO / d).rglob("*.py"))
+    code = "\n".join(read(p) for d in ("mcp_codetools", "tests", "benchmarks") for p in sources(REPO / d))
     variables = set(re.findall(r"MCP_CODETOOLS_[A-Z0-9_]+", readme)) - {"MCP_CODETOOLS_"}
     settings_env = {place.env for place in PLACES.values()}
     unread = sorted(v for v in variables if v not in settings_env and f'"{v}"' not in code)

@@ -7,12 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 SUITE = """
-import os, time
+import os, tempfile, time
 from pathlib import Path
 import pytest
+from mcp_codetools.files.scratch import PREFIX
 
 ACTIVE = Path(os.environ["SERIAL_ACTIVE"])
 
@@ -31,38 +34,34 @@ def test_first_serial():
 def test_free(n):
     pass
 
+def test_leaves_a_scratch_folder():
+    Path(tempfile.gettempdir(), f"{PREFIX}{os.getpid()}-left-by-test").mkdir()
+
 @pytest.mark.serial
 def test_second_serial():
     hold()
 """
 
 
-def run_suite(tmp_path: Path, source: str, plugin: str) -> subprocess.CompletedProcess[str]:
-    """Runs `source` as a test module on 2 workers, with the suite's settings and `plugin` from tests/."""
-    (tmp_path / "test_tiny.py").write_text(source, encoding="utf-8")
-    (tmp_path / "conftest.py").write_text(f"pytest_plugins = ({plugin!r},)\n", encoding="utf-8")
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
+    """SUITE as a test module on 2 workers, with the suite's settings and conftest: one run that both tests
+    below read (each run starts three interpreters, several seconds of CPU on a busy machine)."""
+    tmp_path = tmp_path_factory.mktemp("tiny")
+    (tmp_path / "test_tiny.py").write_text(SUITE, encoding="utf-8")
+    (tmp_path / "conftest.py").write_text("pytest_plugins = ('tests.conftest',)\n", encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(REPO), "SERIAL_ACTIVE": str(tmp_path / "active")}
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-c", str(REPO / "pyproject.toml")]
     argv += ["--rootdir", str(tmp_path), "-q", "-n", "2", "--dist", "worksteal", str(tmp_path / "test_tiny.py")]
     return subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
 
 
-def test_serial_tests_on_different_workers_never_run_at_once(tmp_path: Path) -> None:
+def test_serial_tests_on_different_workers_never_run_at_once(tiny_run: subprocess.CompletedProcess[str]) -> None:
     """worksteal gives each worker half of the tests: the two serial ones start on different workers."""
-    done = run_suite(tmp_path, SUITE, "tests.parallel")
-    assert done.returncode == 0 and "8 passed" in done.stdout, done.stdout + done.stderr
+    assert "9 passed" in tiny_run.stdout and "failed" not in tiny_run.stdout, tiny_run.stdout + tiny_run.stderr
 
 
-def test_a_scratch_folder_left_on_a_worker_fails_the_run(tmp_path: Path) -> None:
+def test_a_scratch_folder_left_on_a_worker_fails_the_run(tiny_run: subprocess.CompletedProcess[str]) -> None:
     """Each worker checks its own scratch folders at its end; its exit status is not the run's, so it tells."""
-    leaky = """
-import os, tempfile
-from pathlib import Path
-from mcp_codetools.files.scratch import PREFIX
-
-def test_leaves_a_scratch_folder():
-    Path(tempfile.gettempdir(), f"{PREFIX}{os.getpid()}-left-by-test").mkdir()
-"""
-    done = run_suite(tmp_path, leaky, "tests.conftest")
-    assert "1 passed" in done.stdout and done.returncode == 1, done.stdout + done.stderr
-    assert "-left-by-test" in done.stderr
+    assert tiny_run.returncode == 1, tiny_run.stdout + tiny_run.stderr
+    assert "-left-by-test" in tiny_run.stderr
