@@ -271,10 +271,11 @@ def _prepare(argv: list[str], sdk: bool = True) -> int | tuple[argparse.Namespac
         logging.getLogger(__name__).log(startup.default_line.level, "%s", startup.default_line.text)
     if sdk:
         _load_sdk()
-    else:
-        import mcp_codetools.protocol.early_calls
-        import mcp_codetools.tools  # noqa: F401  (imported here: while the snapshot answers the handshake)
+    else:  # imported here, while the snapshot answers the handshake: only what the early calls run
+        from mcp_codetools.protocol.early_calls import EARLY_TOOLS
+        from mcp_codetools.tools import tools_named
 
+        tools_named(EARLY_TOOLS)
     return args, startup
 
 
@@ -289,11 +290,11 @@ def _serve_early(startup: Startup, early: fast_start.EarlyStart) -> int:
 
     from mcp_codetools.files.paths import Workspace
     from mcp_codetools.pipeline import Pipeline
-    from mcp_codetools.protocol.early_calls import serve_early
+    from mcp_codetools.protocol.early_calls import EARLY_TOOLS, serve_early
     from mcp_codetools.protocol.wire import WireStream
     from mcp_codetools.session import CodeSession
     from mcp_codetools.shell import adoption
-    from mcp_codetools.tools import default_tools
+    from mcp_codetools.tools import default_tools, tools_named
 
     settings = startup.loaded.settings
     try:
@@ -301,19 +302,27 @@ def _serve_early(startup: Startup, early: fast_start.EarlyStart) -> int:
     except ValueError as exc:
         print(f"mcp-codetools: {exc}", file=sys.stderr)
         return 2
-    pipeline = Pipeline(default_tools(), startup.gate)
+    # The early calls run only these tools, so only their modules are imported before the first result; every
+    # tool's, with the SDK, in the loading thread. Each pipeline's gate knows the rule families of the tools it
+    # runs, which is all a decision about a call of one of them reads (`policy.engine`).
+    early_pipeline = Pipeline(tools_named(EARLY_TOOLS), startup.gate)
+    pipelines: list[Pipeline] = []
+
+    def load() -> None:
+        _load_sdk()
+        pipelines.append(Pipeline(default_tools(), startup.gate))
 
     async def hand_over(session: CodeSession, stream: WireStream) -> None:
         from mcp_codetools.protocol.server import CodeToolsServer
         from mcp_codetools.protocol.start_snapshot import HandoverCheck
         from mcp_codetools.protocol.stdio import serve_stream
 
-        app = CodeToolsServer(settings, pipeline=pipeline, local=session)
+        app = CodeToolsServer(settings, pipeline=pipelines[0], local=session)
         await serve_stream(app.server, stream, HandoverCheck(early))
 
     adoption.adopt()  # as `main` does
     try:
-        return anyio.run(serve_early, early, pipeline, settings, _load_sdk, hand_over)
+        return anyio.run(serve_early, early, early_pipeline, settings, load, hand_over)
     except KeyboardInterrupt:  # a second Ctrl-C while the session was closing
         return 128 + signal.SIGINT
     finally:

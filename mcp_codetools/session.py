@@ -26,17 +26,16 @@ from mcp_codetools.files.ledger import ReadLedger
 from mcp_codetools.files.paths import Workspace
 from mcp_codetools.files.scratch import make_scratch_dir, sweep_once_in_background
 from mcp_codetools.files.view import LineIndexCache
-from mcp_codetools.lsp.servers import available
-from mcp_codetools.lsp.workspace import LanguageServers
 from mcp_codetools.settings import Settings
 from mcp_codetools.shell import reaping, spawning
-from mcp_codetools.shell.background import JobRegistry
 from mcp_codetools.shell.sandbox import Confinement, prepared
 from mcp_codetools.shell.spills import SpillBudget
 from mcp_codetools.shell.warm import WarmSlot
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported on first use: a Read needs none of them (the first call's start-up cost)
     from mcp_codetools.dispatcher import Dispatcher
+    from mcp_codetools.lsp.workspace import LanguageServers
+    from mcp_codetools.shell.background import JobRegistry
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +99,8 @@ class CodeSession:
     def jobs(self) -> JobRegistry:
         """The session's background jobs, created on first use; they are stopped when the session ends."""
         if self._jobs is None:
+            from mcp_codetools.shell.background import JobRegistry
+
             self._jobs = JobRegistry(unguessable_ids=self.unguessable_job_ids)
             self.on_close(self._jobs.aclose)
         return self._jobs
@@ -131,6 +132,9 @@ class CodeSession:
     def language_servers(self) -> LanguageServers:
         """The session's language servers (each started on first use); they stop when the session ends."""
         if self._language_servers is None:
+            from mcp_codetools.lsp.servers import available
+            from mcp_codetools.lsp.workspace import LanguageServers
+
             self._language_servers = LanguageServers(
                 available(self.settings.lsp_servers), env_exclude=self.settings.bash_env_exclude
             )

@@ -19,7 +19,7 @@ import mcp_codetools.tools
 
 PINNED: dict[ModuleType, list[str]] = {
     mcp_codetools: ["__version__"],
-    mcp_codetools.tools: ["Tool", "default_tools", "every_tool"],
+    mcp_codetools.tools: ["Tool", "default_tools", "every_tool", "tools_named"],
 }
 
 

@@ -3,7 +3,8 @@ bare SDK server, the peers and `python -c "import mcp"`.
 
 Ours is measured twice: with its start snapshot warm (recorded by one start before the samples, as any
 client's second start finds it), and as a first start (the snapshot folder emptied before each spawn:
-the SDK is imported before anything is answered). A start figure alone hides what a snapshot start defers
+the SDK is imported before anything is answered). With `--against REF`, our server at REF starts with its
+snapshot warm too, so the two compare alike. A start figure alone hides what a snapshot start defers
 to the first call, so each spawn also times spawn → the answer to one 50-line Read (issue 38).
 """
 
@@ -79,17 +80,20 @@ async def _start(ctx: Context, key: str) -> AsyncIterator[Conn]:
     `FIRST` gets a cache folder of its own, emptied first, so it finds no snapshot; plain "ours" shares
     the folder the recording start below filled.
     """
-    if ctx.quick or key not in ("ours", FIRST):
+    if ctx.quick or key not in ("ours", FIRST, "before"):
         async with ctx.fresh(key) as conn:
             yield conn
         return
-    env = {**ctx.specs["ours"].env, "MCP_CODETOOLS_START_SNAPSHOT": "1"}
+    base = ctx.specs["before" if key == "before" else "ours"]
+    env = {**base.env, "MCP_CODETOOLS_START_SNAPSHOT": "1"}
     if key == FIRST:
         cache = ctx.scratch / "first-start-cache"
         shutil.rmtree(cache, ignore_errors=True)
         env["XDG_CACHE_HOME"] = str(cache)
-    label = "mcp-codetools, first start" if key == FIRST else ctx.specs["ours"].label
-    spec = dataclasses.replace(ctx.specs["ours"], key=key, label=label, env=env)
+    elif key == "before":  # `--against`: the same warm start as ours, from a folder of its own
+        env["XDG_CACHE_HOME"] = str(ctx.scratch / "before-cache")
+    label = "mcp-codetools, first start" if key == FIRST else base.label
+    spec = dataclasses.replace(base, key=key, label=label, env=env)
     async with connect(spec, ctx.errlog) as conn:
         yield conn
 
@@ -98,15 +102,18 @@ async def run(ctx: Context) -> None:
     n = ctx.scale(10, 1)
     servers = ["ours", "bare", *ctx.peers] + ([] if ctx.quick else [FIRST])
     if not ctx.quick:
-        async with ctx.attempt("ours", TITLE), _start(ctx, "ours"):
-            pass  # records the start snapshot the samples of "ours" start from
+        for key in ("ours", "before"):
+            if key in servers:
+                async with ctx.attempt(key, TITLE), _start(ctx, key):
+                    pass  # records the start snapshot the samples of `key` start from
     startup: dict[str, list[float]] = {key: [] for key in servers}
     first: dict[str, list[float]] = {key: [] for key in servers}
     (target,) = fixtures.many_files(ctx.root / "first-result", 1, 50, seed=38)
     import_mcp: list[float] = []
     own: list[tuple[float, str]] = []
-    # Interleaved, so drift on a noisy machine hits every subject alike.
-    for _ in range(n):
+    # Interleaved, so drift on a noisy machine hits every subject alike; the order rotates each round, so each
+    # server starts as often in the wake of a first start (which ends by recording its snapshot) as the others.
+    for index in range(n):
         if ctx.quick:
             # The smoke test only checks the machinery: run the two probes side by side to save a second.
             async with anyio.create_task_group() as tg:
@@ -115,7 +122,8 @@ async def run(ctx: Context) -> None:
         else:
             import_mcp.append(_import_mcp())
             own.append(_own_import())
-        for key in servers:
+        shift = index % len(servers)
+        for key in servers[shift:] + servers[:shift]:
             async with ctx.attempt(key, TITLE), _start(ctx, key) as conn:
                 listed = time.perf_counter()
                 outcome = await conn.spec.adapter.read(conn, target)

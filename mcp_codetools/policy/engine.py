@@ -22,11 +22,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
-from mcp_codetools.commands.analysis import CommandAnalysis, analyse
-from mcp_codetools.commands.classify import MAX_PARSED_CHARS
-from mcp_codetools.commands.parts import CommandParts, SimpleCommand
 from mcp_codetools.commands.readings import Reading
 from mcp_codetools.policy.rules import (
     Behaviour,
@@ -37,6 +34,10 @@ from mcp_codetools.policy.rules import (
     path_regex,
     relative,
 )
+
+if TYPE_CHECKING:  # Bash's command analysis is imported by the first call that has a command, not by a Read
+    from mcp_codetools.commands.analysis import CommandAnalysis
+    from mcp_codetools.commands.parts import CommandParts, SimpleCommand
 
 Mode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
 MODES: tuple[Mode, ...] = ("default", "acceptEdits", "plan", "bypassPermissions")
@@ -94,6 +95,8 @@ class CallFacts:
     def __post_init__(self) -> None:
         if self.analysis is None:
             if self.command is not None:
+                from mcp_codetools.commands.analysis import analyse
+
                 object.__setattr__(self, "analysis", analyse(self.command))
         elif self.command is None:
             object.__setattr__(self, "command", self.analysis.command)
@@ -536,6 +539,8 @@ class Policy:
 
 
 def _normalized(command: str) -> str:
+    from mcp_codetools.commands.classify import MAX_PARSED_CHARS
+
     return command if len(command) > MAX_PARSED_CHARS else " ".join(command.split())
 
 
