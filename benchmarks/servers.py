@@ -92,6 +92,7 @@ def ours(roots: list[Path], cache: Path | None = None) -> ServerSpec:
     """Our server, its start snapshot off: the workloads measure a started server (a warm snapshot answers
     `tools/list` before the SDK has loaded, so a first call or an idle RSS would include the rest of the
     start). The cold-start workload turns it on; `cache` (`XDG_CACHE_HOME`) keeps the snapshot in the scratch.
+    The Bash sandbox on by default is off here, as the peers have none (`benchmarks/sandbox_cost.py` prices it).
     """
     from importlib.metadata import version
 
@@ -101,7 +102,11 @@ def ours(roots: list[Path], cache: Path | None = None) -> ServerSpec:
         command=ours_executable(),
         args=[arg for root in roots for arg in ("--root", str(root))],
         adapter=OursAdapter(),
-        env={"MCP_CODETOOLS_START_SNAPSHOT": "0", **({"XDG_CACHE_HOME": str(cache)} if cache is not None else {})},
+        env={
+            "MCP_CODETOOLS_START_SNAPSHOT": "0",
+            "MCP_CODETOOLS_SANDBOX": "0",
+            **({"XDG_CACHE_HOME": str(cache)} if cache is not None else {}),
+        },
         version=version("mcp-codetools"),
     )
 
@@ -116,7 +121,7 @@ def against(source: Path, commit: str, roots: list[Path]) -> ServerSpec:
         command=sys.executable,
         args=["-m", "mcp_codetools", *(arg for root in roots for arg in ("--root", str(root)))],
         adapter=OursAdapter(),
-        env={"MCP_CODETOOLS_START_SNAPSHOT": "0", "PYTHONPATH": str(source)},
+        env={"MCP_CODETOOLS_START_SNAPSHOT": "0", "MCP_CODETOOLS_SANDBOX": "0", "PYTHONPATH": str(source)},
         version=commit,
     )
 

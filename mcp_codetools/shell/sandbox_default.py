@@ -16,9 +16,10 @@ from dataclasses import dataclass, replace
 from mcp_codetools.settings import DEFAULT_SOURCE, LoadedSettings, SandboxSettings
 from mcp_codetools.shell.sandbox import Backend, SandboxUnavailable, platform_backends, prepared
 
-DEFAULT_ON_BACKENDS: tuple[Backend, ...] = ()
-"""The backends whose workflow suite passes and whose running command sees the live folders; empty until
-bubblewrap's live view lands. `auto` tries them in the platform's order; the first that works is used."""
+DEFAULT_ON_BACKENDS: tuple[Backend, ...] = ("bwrap",)
+"""The backends whose workflow suite passes and whose running command sees the live folders: bubblewrap, whose
+supervisor keeps missing protected names without hiding outside changes (shell/supervisor.py). `auto` tries
+them in the platform's order; the first that works is used."""
 TURN_OFF = "--no-sandbox, MCP_CODETOOLS_SANDBOX=0 or `[sandbox] enabled = false` in the user's config turns it off"
 DEFAULT_ON_SOURCE = f"default: on where the sandbox lets ordinary work through; {TURN_OFF}"
 """Where `sandbox.enabled` came from when it went on by itself (`mcp-codetools doctor` shows it)."""

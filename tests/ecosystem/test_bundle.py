@@ -22,7 +22,6 @@ from mcp_codetools import __version__, cli
 from mcp_codetools.policy.engine import MODES
 from mcp_codetools.settings import load_settings
 from mcp_codetools.shell import sandbox_default
-from mcp_codetools.shell.sandbox_default import DEFAULT_ON_BACKENDS
 from tests.ecosystem.support import MANIFESTS, TOOL_NAMES, node_tool, project_version, venv_tool
 
 MANIFEST = MANIFESTS / "manifest.json"
@@ -106,14 +105,16 @@ def server_args(values: dict[str, str], folders: list[Path]) -> tuple[argparse.N
 
 def test_the_bundle_offers_the_sandbox_and_the_permission_mode() -> None:
     config = manifest()["user_config"]
-    # on by default once a backend is (its "true" is then that default): flip both together
-    assert (config["sandbox"]["type"], config["sandbox"]["default"]) == ("boolean", bool(DEFAULT_ON_BACKENDS))
+    # Off in the bundle: one switch serves every platform, and where no backend is on by default (macOS) its
+    # "true" is an explicit sandbox with the network closed, a surprise the default must not make
+    assert (config["sandbox"]["type"], config["sandbox"]["default"]) == ("boolean", False)
     mode = config["permission_mode"]
     assert (mode["type"], mode["default"]) == ("string", "default")
     assert all(choice in mode["description"] for choice in MODES), "the description names every mode"
 
 
-def test_the_bundles_settings_reach_the_servers_flags(tmp_path: Path) -> None:
+def test_the_bundles_settings_reach_the_servers_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox_default, "DEFAULT_ON_BACKENDS", ())  # where none is on by default
     args, environ = server_args({"sandbox": "true", "permission_mode": "plan"}, [tmp_path])
     assert (args.sandbox, args.permission_mode, args.root) == (True, "plan", [str(tmp_path)])
     assert environ == {}

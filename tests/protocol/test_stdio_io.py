@@ -96,7 +96,8 @@ def test_stdout_redirected_to_a_file_works(root: Path, tmp_path: Path) -> None:
 
 
 def test_stdin_from_dev_null_exits_cleanly_with_stdout_a_pipe(root: Path) -> None:
-    done = run(root, "--root", str(root), stdin=subprocess.DEVNULL, capture_output=True)
+    # --no-sandbox: a sandbox on by default says so in one line at start (tests/test_sandbox_default.py)
+    done = run(root, "--root", str(root), "--no-sandbox", stdin=subprocess.DEVNULL, capture_output=True)
     assert done.returncode == 0
     assert done.stdout == b""
     assert done.stderr == b"", done.stderr.decode()
@@ -106,7 +107,7 @@ def test_a_terminal_on_stdin_gets_one_line_saying_what_the_server_waits_for(root
     controller, terminal = pty.openpty()
     try:
         proc = subprocess.Popen(
-            [*server_command(), "--root", str(root)],
+            [*server_command(), "--root", str(root), "--no-sandbox"],  # no start line about a default sandbox
             cwd=root,
             stdin=terminal,
             stdout=subprocess.PIPE,
