@@ -7,5 +7,6 @@ leaves this folder off the import path, so it is put there for this one import.
 
 import sys
 
-sys.path.insert(0, __file__.rpartition("/")[0])
-sys.exit(__import__("supervisor").main(sys.argv[1:]))
+if __name__ == "__main__":  # imported (a check that every module imports), it must not run
+    sys.path.insert(0, __file__.rpartition("/")[0])
+    sys.exit(__import__("supervisor").main(sys.argv[1:]))
