@@ -20,6 +20,10 @@ from tests.tools.test_search_runner import read_fifo
 
 pytestmark = pytest.mark.anyio
 
+UNSANDBOXED = {"MCP_CODETOOLS_SANDBOX": "0"}
+"""What is tested is how the server finds and stops processes on the host: in the sandbox on by default the
+command's PID namespace ends them all with it (tests/tools/test_bash_sandbox*.py), and its pids are not the host's."""
+
 
 def reaped(pid: int) -> bool:
     """Gone from the process table, not even a zombie (a pidfd can still be opened for a zombie)."""
@@ -37,7 +41,7 @@ ESCAPE = "setsid -f sh -c 'echo $$ > escaped.fifo; exec sleep 600'; exec sleep 6
 async def test_a_background_jobs_setsid_grandchild_does_not_outlive_the_server(root: Path, table: str) -> None:
     fifo = root / "escaped.fifo"
     os.mkfifo(fifo)
-    env = {"MCP_CODETOOLS_PROCESS_TABLE": "none"} if table == "none" else {}
+    env = {**UNSANDBOXED, "MCP_CODETOOLS_PROCESS_TABLE": "none"} if table == "none" else UNSANDBOXED
     server = await RawServer.start(root, env=env)
     escaped: int | None = None
     try:
@@ -60,7 +64,7 @@ async def test_a_background_jobs_setsid_grandchild_does_not_outlive_the_server(r
 
 async def test_a_foreground_leftover_in_the_commands_group_is_stopped_without_a_table(root: Path) -> None:
     # Adopted by the server once bash exits, killed, then reaped: else the group would seem alive for ever.
-    server = await RawServer.start(root, env={"MCP_CODETOOLS_PROCESS_TABLE": "none"})
+    server = await RawServer.start(root, env={**UNSANDBOXED, "MCP_CODETOOLS_PROCESS_TABLE": "none"})
     try:
         with anyio.fail_after(60):
             await server.initialize()
