@@ -10,7 +10,6 @@ yet must be one it declares (`BLOCKED`), so the counts move only when the code d
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,19 +21,9 @@ from mcp_codetools.tools import default_tools
 from tests.reliability.report import Figures
 from tests.tools.test_bash_sandbox import working
 from tests.tools.test_bash_sandbox_kept import YesCaller, gate_for
-from tests.tools.test_bash_sandbox_workflow import BLOCKED, GIT, PROTECTED, STUBS, WORKFLOWS, entries
+from tests.tools.test_bash_sandbox_workflow import BLOCKED, PROTECTED, STUBS, WORKFLOWS, entries, repository
 
 pytestmark = pytest.mark.anyio
-
-
-def repository(folder: Path) -> Path:
-    """A git repository with one commit of `a.py` and `lib/m.py`, as the workflow suite's root."""
-    (folder / "lib").mkdir(parents=True)
-    (folder / "a.py").write_text("x = 1\n", encoding="utf-8")
-    (folder / "lib" / "m.py").write_text("y = 2\n", encoding="utf-8")
-    for command in (["init", "-q"], ["add", "."], ["commit", "-qm", "start"]):
-        subprocess.run(GIT.split() + command, cwd=folder, check=True)
-    return folder
 
 
 async def run_in_fresh_root(base: Path, backend: str, command: str) -> tuple[Path, bool, str, set[str]]:

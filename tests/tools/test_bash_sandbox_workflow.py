@@ -87,16 +87,19 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
+def repository(workspace: Path) -> Path:
     """A git repository with one commit: `a.py` and `lib/m.py`; no protected name exists in it but `.git`."""
-    workspace = (tmp_path / "ws").resolve()
     (workspace / "lib").mkdir(parents=True)
     (workspace / "a.py").write_text("x = 1\n", encoding="utf-8")
     (workspace / "lib" / "m.py").write_text("y = 2\n", encoding="utf-8")
     for command in (["init", "-q"], ["add", "."], ["commit", "-qm", "start"]):
         subprocess.run(GIT.split() + command, cwd=workspace, check=True)
     return workspace
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return repository((tmp_path / "ws").resolve())
 
 
 @pytest.fixture
