@@ -141,6 +141,7 @@ def test_where_no_default_on_backend_runs_the_server_says_so_once_and_runs_as_be
     said = [r for r in caplog.records if r.getMessage().startswith("Bash sandbox: off by default: ")]
     assert len(said) == 1 and said[0].levelno == logging.WARNING, caplog.text
     assert "bwrap was not found" in said[0].getMessage() and "Bash runs unconfined" in said[0].getMessage()
+    assert "--sandbox" not in said[0].getMessage()  # nobody passed it: there is no flag to drop
     shown = doctor.sandbox_line(startup.loaded)
     assert shown.startswith("sandbox      off by default: no sandbox backend can run here: bwrap was not found")
 

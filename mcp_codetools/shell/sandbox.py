@@ -158,6 +158,11 @@ def compiled_launcher() -> None:
 class SandboxUnavailable(RuntimeError):
     """Neither backend works here; the message says why and what to do."""
 
+    def __init__(self, message: str, *, reasons: str = "") -> None:
+        super().__init__(message)
+        self.reasons = reasons or message
+        """Why, without the advice: a sandbox that went on by itself has no `--sandbox` to drop."""
+
 
 @dataclass(frozen=True)
 class Sandbox:
@@ -371,7 +376,7 @@ def prepared(settings: SandboxSettings) -> Sandbox | None:
             found = exc
         _probed[settings] = found
     if isinstance(found, SandboxUnavailable):
-        raise SandboxUnavailable(str(found))
+        raise SandboxUnavailable(str(found), reasons=found.reasons)
     return found
 
 
@@ -651,9 +656,9 @@ def probe(settings: SandboxSettings) -> Sandbox:
             return found
     if not wanted:
         problems.append(f"no sandbox backend exists for this platform ({sys.platform})")
+    reasons = f"{NONE_CAN_RUN}: {'; '.join(problems)}"
     raise SandboxUnavailable(
-        f"{NONE_CAN_RUN}: {'; '.join(problems)}. "
-        + (_advice() if settings.backend in ("auto", *here) else _elsewhere(here))
+        f"{reasons}. " + (_advice() if settings.backend in ("auto", *here) else _elsewhere(here)), reasons=reasons
     )
 
 

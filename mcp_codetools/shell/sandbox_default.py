@@ -57,7 +57,7 @@ def by_default(settings: SandboxSettings, *, network: bool) -> tuple[SandboxSett
         try:
             found = prepared(wanted)
         except SandboxUnavailable as exc:
-            problems.append(str(exc))
+            problems.append(exc.reasons)
             continue
         assert found is not None
         return wanted, found.describe(), True
