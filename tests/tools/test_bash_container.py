@@ -134,7 +134,7 @@ def _processes(session: CodeSession) -> str:
 
 
 async def test_commands_run_in_the_container_on_the_same_paths(call: Caller, session: CodeSession, root: Path) -> None:
-    (root / "sub").mkdir()  # the root's top level is frozen: its folders stay writable, new entries cannot be made
+    (root / "sub").mkdir()
     assert "sleep infinity" in await call.ok("Bash", {"command": "tr '\\0' ' ' < /proc/1/cmdline"})
     assert (await call.ok("Bash", {"command": "id -u; id -g"})).split() == [str(os.getuid()), str(os.getgid())]
     (root / "from-host.txt").write_text("written outside\n", encoding="utf-8")
@@ -169,10 +169,12 @@ async def test_protected_paths_are_read_only_in_the_container(call: Caller, root
     assert (root / ".git" / "config").read_text(encoding="utf-8") == "[core]\n"
     assert not (root / ".git" / "hooks" / "pre-commit").exists()
     await call.ok("Bash", {"command": "echo fine > docs/notes.txt"})  # the rest of the root stays writable
-    # A protected path that did not exist when the container started cannot be made either.
+    # A protected path that did not exist when the container started cannot be made either (the supervisor).
     out = await call("Bash", {"command": "mkdir -p .claude && echo '{}' > .claude/settings.json"})
-    assert out.is_error and "Read-only file system" in out.text, out.text  # refused, not made and removed
+    assert out.is_error and "Permission denied" in out.text, out.text  # refused, not made and removed
     assert not (root / ".claude").exists()
+    # The root's top level takes new entries, removals and renames all the same.
+    await call.ok("Bash", {"command": "echo 1 > new.txt && mkdir build && mv new.txt build/ && rm -r build"})
 
 
 async def test_no_network_and_the_limits_hold(call: Caller, session: CodeSession) -> None:
@@ -231,13 +233,12 @@ async def test_a_background_job_cannot_make_a_protected_path(call: Caller, sessi
     await _job_ends(session, "bash_1")
     for path in (".claude", "mcp-codetools.toml", ".git/hooks"):
         assert not os.path.lexists(root / path), path
-    # The folders in a frozen one stay writable.
     assert (root / "src" / "made.txt").read_text(encoding="utf-8") == "fine\n"
     assert (root / ".git" / "objects" / "o").exists()
-    # A protected path made on the host since (by Write, asked about) is read-only inside too.
+    # A protected path made on the host since (by Write, asked about) is not mounted over: commands are refused.
     (root / ".claude").mkdir()
-    await call.ok("Bash", {"command": "echo '{}' > .claude/settings.json", "run_in_background": True})
-    await _job_ends(session, "bash_2")
+    out = await call.fails("Bash", {"command": "echo '{}' > .claude/settings.json", "run_in_background": True})
+    assert "was not run" in out.text and "start a new session" in out.text, out.text
     assert not (root / ".claude" / "settings.json").exists()
 
 
@@ -264,20 +265,29 @@ async def test_no_command_can_make_a_git_commondir_for_a_process_to_outlive(
     """A foreground command's is refused, not made and removed after: the container's processes may outlive it."""
     _git_repository(root)
     out = await call("Bash", {"command": "echo elsewhere > .git/commondir"})
-    assert out.is_error and "Read-only file system" in out.text and "`.git/commondir` is read-only" in out.text
+    assert out.is_error and "Permission denied" in out.text and "`.git/commondir` is read-only" in out.text
     assert not os.path.lexists(root / ".git" / "commondir")
-    # The rest of the repository's folders stay writable; its top level takes no new entry (git's lock files).
-    await call.ok("Bash", {"command": "echo obj > .git/objects/o"})
+    # The rest of the repository stays writable, its top level too: git makes its lock files there.
+    await call.ok("Bash", {"command": "echo obj > .git/objects/o && touch .git/index.lock && rm .git/index.lock"})
     assert (root / ".git" / "objects" / "o").exists()
-    out = await call("Bash", {"command": "touch .git/index.lock"})
-    assert out.is_error and "at `.git`'s (git cannot write the repository)" in out.text, out.text
-    # `.git/config` replaced on the host (git's own atomic rename) stays read-only: its folder is frozen.
+    # `.git/config` replaced on the host (git's own atomic rename) took its mount away: commands are refused.
     config = root / ".git" / "config"
     (root / ".git" / "objects" / "config.new").write_text("[core]\n", encoding="utf-8")
     os.replace(root / ".git" / "objects" / "config.new", config)
-    out = await call("Bash", {"command": "echo '[core] fsmonitor = evil' >> .git/config"})
-    assert out.is_error and "Read-only file system" in out.text, out.text
+    out = await call.fails("Bash", {"command": "echo '[core] fsmonitor = evil' >> .git/config"})
+    assert "was not run" in out.text and "replaced or removed outside it" in out.text, out.text
     assert config.read_text(encoding="utf-8") == "[core]\n"
+
+
+async def test_no_process_of_the_container_runs_outside_a_supervisor(call: Caller, session: CodeSession) -> None:
+    """Each process but the supervisors has its filter above the engine's: one of the same user left unfiltered
+    (an init, the call's wrapper) could be traced, and made to create a protected name for the command."""
+    listing = "for p in /proc/[0-9]*; do echo \"$(grep Seccomp_filters $p/status)|$(tr '\\0' ' ' < $p/cmdline)\"; done"
+    out = await call.ok("Bash", {"command": f"sleep 3071 & {listing}"})
+    rows = [line.partition("|") for line in out.splitlines() if "Seccomp_filters" in line]
+    assert any("sleep 3071" in args for _, _, args in rows) and any("sleep infinity" in args for _, _, args in rows)
+    unfiltered = [args for filters, _, args in rows if filters.split()[-1] == "1" and "supervise.py" not in args]
+    assert not unfiltered, out
 
 
 async def test_masked_paths_inside_a_root_are_unreadable_in_the_container(
@@ -434,9 +444,16 @@ def test_the_container_is_made_from_the_settings(tmp_path: Path) -> None:
     settings = SandboxSettings(enabled=True, backend="container", image="img:1", memory="2g", pids=99, cpus=1.5)
     box = containers.SessionContainer("/usr/bin/podman", settings, (tmp_path,), tmp_path / ".container")
     argv = box.run_argv()
-    assert argv[:4] == ["/usr/bin/podman", "run", "-d", "--init"] and argv[-3:] == ["sleep", "img:1", "infinity"]
+    assert argv[:3] == ["/usr/bin/podman", "run", "-d"] and argv[-2:] == ["sleep", "infinity"]
+    assert "--init" not in argv and argv[argv.index("--entrypoint") + 1 : argv.index("--entrypoint") + 3] == [
+        "python3",
+        "img:1",
+    ]
     joined = " ".join(argv)
     for part in (
+        "--read-only",
+        "--cap-add SYS_PTRACE",
+        f"target={containers.SUPERVISOR_AT},readonly",
         "--network none",
         "--memory 2g",
         "--pids-limit 99",
@@ -448,6 +465,32 @@ def test_the_container_is_made_from_the_settings(tmp_path: Path) -> None:
     assert f"{containers.LABEL_OWNER}={socket.gethostname()}:{os.getpid()}" in joined
     networked = containers.SessionContainer("docker", dataclasses.replace(settings, network=True), (), tmp_path)
     assert "--network" not in networked.run_argv()
+
+
+def test_an_image_without_python_freezes_folders_instead_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    settings = SandboxSettings(enabled=True, backend="container", image="img:1")
+    answers = iter([(127, "exec: python3: not found"), (0, "")])
+
+    def engine(argv: list[str], timeout: float = 0) -> subprocess.CompletedProcess[str]:
+        status, said = next(answers)
+        return subprocess.CompletedProcess(argv, status, "", said)
+
+    monkeypatch.setattr(containers, "_cli", engine)
+    problem, unsupervised = containers.trial("docker", settings)
+    assert problem is None and "python3" in unsupervised
+    (tmp_path / "ws").mkdir()
+    box = containers.SessionContainer("docker", settings, (tmp_path / "ws",), tmp_path, supervised=False)
+    box.read_only = (tmp_path / "ws" / ".envrc",)
+    argv = box.run_argv()
+    assert "--init" in argv and "--read-only" not in argv and "SYS_PTRACE" not in argv
+    assert f"source={tmp_path / 'ws'},target={tmp_path / 'ws'},readonly" in " ".join(argv)  # frozen
+    found = sandbox_module.Sandbox("container", settings, engine="docker", unsupervised=unsupervised)
+    assert "python3" in found.describe() and "frozen" in found.describe()
+    confinement = sandbox_module.Confinement(found, (tmp_path / "ws",), container=box)
+    note = sandbox_module.refusal_note("x: Read-only file system", confinement)
+    assert note is not None and "python3" in note and "top level" in note
 
 
 def test_values_are_passed_by_name_never_on_the_command_line(tmp_path: Path) -> None:

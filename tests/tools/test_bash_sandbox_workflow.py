@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from functools import cache
 from pathlib import Path
 
 import anyio
@@ -24,6 +25,7 @@ from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import SandboxSettings, Settings
 from mcp_codetools.tools import default_tools
 from tests.conftest import Caller
+from tests.tools.test_bash_container import _find_image
 from tests.tools.test_bash_sandbox import working
 from tests.tools.test_bash_sandbox_kept import YesCaller, gate_for
 
@@ -81,10 +83,30 @@ PROTECTED = {
 }
 
 
-@pytest.fixture(params=["bwrap", "landlock", "seatbelt"])
+BACKENDS = ["bwrap", "landlock", "seatbelt", pytest.param("container", marks=pytest.mark.serial)]
+"""Every backend; the container one holds Docker's daemon, one test at a time (its session's container is
+removed when the session closes)."""
+
+
+@pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
-    working(request.param)  # skips, or fails where CI requires the backend
+    if request.param == "container":
+        container_image()  # skips, or fails where CI requires Docker
+    else:
+        working(request.param)  # skips, or fails where CI requires the backend
     return str(request.param)
+
+
+def sandbox_settings(backend: str) -> SandboxSettings:
+    """The sandbox on `backend`; the container one on the container lane's image (`_find_image`)."""
+    if backend == "container":
+        return SandboxSettings(enabled=True, backend="container", image=container_image())
+    return SandboxSettings(enabled=True, backend=backend)  # type: ignore[arg-type]
+
+
+@cache
+def container_image() -> str:
+    return _find_image("docker")
 
 
 def repository(workspace: Path) -> Path:
@@ -104,7 +126,7 @@ def root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def settings(root: Path, backend: str) -> Settings:
-    return Settings(roots=(root,), sandbox=SandboxSettings(enabled=True, backend=backend))  # type: ignore[arg-type]
+    return Settings(roots=(root,), sandbox=sandbox_settings(backend))
 
 
 @pytest.fixture
