@@ -1,14 +1,21 @@
 """Bash in a container: one long-lived container per session, each command run in it by `docker exec`.
 
-The container is started at the session's first command (`run -d --init … sleep infinity`) from the image
-the settings name, with the roots and the session's scratch folder bind-mounted at the same paths (so Read,
-Edit and Bash see the same files by the same names), the kept paths read-only (a missing one by freezing
-the folder it would be made in, see `SessionContainer.frozen`), no network unless the setting gives it, memory, pids
-and CPU limits, the server's uid and gid, and no new privileges. It is removed when the session ends.
-Mounts hold for the container's life: a file mounted over that the host replaces (an atomic save) or
-removes takes its mount away in every namespace, so commands are refused from then on (`unpinned`). Each
-container is labelled with the server instance and its pid: at the next start, labelled containers whose
-server is gone (killed, so it could not remove them) are removed.
+The container is started at the session's first command (`run -d … sleep infinity`) from the image the
+settings name, with the roots and the session's scratch folder bind-mounted at the same paths (so Read,
+Edit and Bash see the same files by the same names), the existing kept paths bound read-only, no network
+unless the setting gives it, memory, pids and CPU limits, the server's uid and gid, and no new privileges.
+It is removed when the session ends. Mounts hold for the container's life: a file mounted over that the
+host replaces (an atomic save) or removes takes its mount away in every namespace, so commands are refused
+from then on (`unpinned`); so are they once a kept path appears on the host (`uncovered`). Each container
+is labelled with the server instance and its pid: at the next start, labelled containers whose server is
+gone (killed, so it could not remove them) are removed.
+
+Missing kept paths are kept by bubblewrap's supervisor (`supervisor.py`), run inside the container with
+the image's python3 from this folder, mounted read-only: every process of the container runs under one
+(each exec's first process is a supervisor, and the container's first process too), so names are made
+as the command asks, anywhere but at a kept path. What the container needs for it, and why, is in
+`SUPERVISED_OPTIONS`. An image in which the supervisor cannot run (no python3, found by `trial`) keeps
+the older way: the folder a missing kept path would be made in is frozen (`SessionContainer.frozen`).
 
 The engine is driven through its command line, which Docker and Podman share (`run`, `exec`, `rm`, `ps
 --filter label=…`, `image inspect`), rather than the `docker` Python package: Podman is reached the same
@@ -16,11 +23,11 @@ way, the CLI brings the user's own context and credentials configuration as they
 is added.
 
 Processes are handled inside the container, as on the host: each command runs under a small bash wrapper
-that records its process group (a `docker exec` process is a session leader, so its pid is the group) in
-the scratch folder, runs the command, then stops what it left behind: members of its group and any
-process carrying the call's marker (an escaped `setsid` daemon), TERM then KILL. A timeout or KillShell
-runs the same stop through a second `exec`. The final working directory comes back through a file beside
-it, since no descriptor crosses `docker exec`.
+that records its process group (a `docker exec` process is a session leader, so its first process's pid
+is the group: the supervisor's, which runs the wrapper) in the scratch folder, runs the command, then
+stops what it left behind: members of its group and any process carrying the call's marker (an escaped
+`setsid` daemon), TERM then KILL. A timeout or KillShell runs the same stop through a second `exec`. The
+final working directory comes back through a file beside it, since no descriptor crosses `docker exec`.
 """
 
 from __future__ import annotations
