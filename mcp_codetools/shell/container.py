@@ -103,12 +103,14 @@ SUPERVISED_OPTIONS = (
   anyway, so for it nothing changes but a writable image layer it rarely has.
 - `--cap-add SYS_PTRACE`: Docker's default seccomp profile refuses `pidfd_getfd` (which the supervisor uses
   to take the listener and a caller's dirfd or socket) unless the container has this capability; `seccomp`
-  with a listener, `pidfd_open` and `process_vm_readv` are allowed as they are. A non-root user's processes
-  hold no capability all the same (with no-new-privileges none can be gained: CapEff and CapPrm read 0), and
-  the kernel's ptrace check still limits `pidfd_getfd` to the caller's own dumpable processes, as it does
-  `ptrace`, which the profile allows. A root user's supervisor keeps it, as bubblewrap's does, and drops
-  every capability for the command (`supervisor.drop_capabilities`). No profile of ours replaces the
-  engine's (or the one the user's daemon is configured with).
+  with a listener, `pidfd_open` and `process_vm_readv` are allowed as they are. Only the supervisors hold
+  it (`container_start.py`: started as root, they switch to the server's user keeping it alone, so that no
+  command can trace one); they drop every capability for the command (`supervisor.drop_capabilities`), and
+  with no-new-privileges none can be gained (a command's CapEff and CapPrm read 0). The kernel's ptrace
+  check still limits `pidfd_getfd` to a caller's own dumpable processes, as it does `ptrace`, which the
+  profile allows. No profile of ours replaces the engine's (or the one the user's daemon is configured with).
+- `--user 0:0`: so that each supervisor starts as root (`container_start.py`); every command runs as the
+  server's user all the same.
 """
 
 # Finds the processes of a call inside the container: members of group $1 and carriers of the marker $2
@@ -227,7 +229,7 @@ def trial(engine: str, settings: SandboxSettings) -> tuple[str | None, str]:
     if not settings.image:
         return "no image is set (sandbox.image, MCP_CODETOOLS_SANDBOX_IMAGE)", ""
     script = "mkdir /tmp/probe && : > /tmp/probe/made && [ -f /tmp/probe/made ] && ! (: > /tmp/kept) 2>/dev/null"
-    supervised = [engine, "run", "--rm", "--network", "none", *SUPERVISED_OPTIONS, "--user", _user()]
+    supervised = [engine, "run", "--rm", "--network", "none", *SUPERVISED_OPTIONS, "--user", "0:0"]
     supervised += ["--mount", _supervisor_mount(), "--entrypoint", "python3", settings.image]
     supervised += [*_supervisor_argv(["/tmp/kept"])[1:], "/bin/sh", "-c", script]  # after python3
     try:
@@ -254,8 +256,12 @@ def _supervisor_mount() -> str:
 
 
 def _supervisor_argv(kept: Sequence[str]) -> list[str]:
-    """The supervisor's command line up to the command (`supervise.py`, as under bubblewrap; the image's python3)."""
-    argv = ["python3", "-I", "-S", f"{SUPERVISOR_AT}/supervise.py"]
+    """The supervisor's command line up to the command, its own `kept` paths included.
+
+    The image's python3 runs it, started as root, and it switches to the server's user
+    (`container_start.py`, whose docstring says why).
+    """
+    argv = ["python3", "-I", "-S", f"{SUPERVISOR_AT}/container_start.py", str(os.getuid()), str(os.getgid())]
     for path in kept:
         argv += ["--keep", path]
     return [*argv, "--"]
@@ -411,8 +417,8 @@ class SessionContainer:
             argv += ["--pids-limit", str(s.pids)]
         if s.cpus > 0:
             argv += ["--cpus", f"{s.cpus:g}"]
-        if self.supervised:
-            argv += [*SUPERVISED_OPTIONS, "--user", _user(), "--mount", _supervisor_mount()]
+        if self.supervised:  # as root: each process's supervisor switches to the server's user (`_supervisor_argv`)
+            argv += [*SUPERVISED_OPTIONS, "--user", "0:0", "--mount", _supervisor_mount()]
         else:
             argv += ["--user", _user(), "--security-opt", "no-new-privileges"]
         frozen = self.frozen()

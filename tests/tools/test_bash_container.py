@@ -242,6 +242,25 @@ async def test_a_background_job_cannot_make_a_protected_path(call: Caller, sessi
     assert not (root / ".claude" / "settings.json").exists()
 
 
+def test_a_supervisor_cannot_be_traced_by_a_command_of_the_same_user(image: str, engine: str) -> None:
+    """Started as root, each supervisor switches to the server's user keeping CAP_SYS_PTRACE alone: a command of
+    that user (which holds no capability) can never trace it, not even during its start, to make names unfiltered."""
+    script = "grep -E '^(Uid|CapPrm)' /proc/$PPID/status /proc/self/status"
+    argv = ["run", "--rm", "--network", "none", *containers.SUPERVISED_OPTIONS, "--user", "0:0"]
+    argv += ["--mount", containers._supervisor_mount(), "--entrypoint", "python3", image]
+    argv += [*containers._supervisor_argv([])[1:], "/bin/sh", "-c", script]
+    at = argv.index(f"{containers.SUPERVISOR_AT}/container_start.py") + 1
+    argv[at : at + 2] = ["1234", "1234"]  # a user, not root
+    done = _docker(*argv)
+    assert done.returncode == 0, done.stderr
+    seen: dict[tuple[str, str], str] = {}
+    for line in done.stdout.splitlines():
+        path, key, values = line.split(":", 2)
+        seen["command" if path == "/proc/self/status" else "supervisor", key] = values.split()[0]
+    assert seen["supervisor", "Uid"] == seen["command", "Uid"] == "1234", done.stdout
+    assert int(seen["supervisor", "CapPrm"], 16) == 1 << 19 and int(seen["command", "CapPrm"], 16) == 0, done.stdout
+
+
 def _git_repository(root: Path) -> None:
     """A repository as `git init` makes it: `.git/hooks` and `.git/config` exist, `.git/commondir` does not."""
     subprocess.run(["git", "init", "-q", str(root)], check=True, timeout=CLI_S)
@@ -286,7 +305,8 @@ async def test_no_process_of_the_container_runs_outside_a_supervisor(call: Calle
     out = await call.ok("Bash", {"command": f"sleep 3071 & {listing}"})
     rows = [line.partition("|") for line in out.splitlines() if "Seccomp_filters" in line]
     assert any("sleep 3071" in args for _, _, args in rows) and any("sleep infinity" in args for _, _, args in rows)
-    unfiltered = [args for filters, _, args in rows if filters.split()[-1] == "1" and "supervise.py" not in args]
+    supervisor = containers.SUPERVISOR_AT
+    unfiltered = [args for filters, _, args in rows if filters.split()[-1] == "1" and supervisor not in args]
     assert not unfiltered, out
 
 
