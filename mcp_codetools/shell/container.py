@@ -182,6 +182,20 @@ exit 0
 )
 
 
+# Prints the processes an `exec` started (ppid 0: their parent is outside), but the container's first one, this
+# script and its supervisor: a command or background job of a call still running.
+_BUSY = r"""
+for p in /proc/[0-9]*; do
+    pid=${p#/proc/}
+    [ "$pid" = 1 ] || [ "$pid" = "$$" ] || [ "$pid" = "$PPID" ] && continue
+    read -r stat 2>/dev/null < "$p/stat" || continue
+    rest=(${stat##*) })
+    [ "${rest[1]}" = 0 ] && [ "${rest[0]}" != Z ] && echo "$pid"
+done
+exit 0
+"""
+
+
 class ContainerError(RuntimeError):
     """The engine could not start, reach or remove a container; the message has its own words."""
 
@@ -192,6 +206,10 @@ def instance_id() -> str:
 
 
 _INSTANCE = f"{os.getpid()}-{os.urandom(4).hex()}"
+
+
+def _new_name() -> str:
+    return f"mcp-codetools-{_INSTANCE}-{os.urandom(3).hex()}"
 
 
 def _owner() -> str:
@@ -367,7 +385,7 @@ class SessionContainer:
     state_base: Path
     """A mounted folder of the server's own (the scratch folder): this container's files go in a new
     folder inside it, made by the server and named after the container."""
-    name: str = field(default_factory=lambda: f"mcp-codetools-{_INSTANCE}-{os.urandom(3).hex()}")
+    name: str = field(default_factory=lambda: _new_name())
     started: bool = False
     removed: bool = False
     supervised: bool = True
@@ -492,6 +510,12 @@ class SessionContainer:
             p for p in hidden if p not in self.hidden
         ]
 
+    def unkept(self, kept: Sequence[str]) -> list[Path]:
+        """Missing kept paths the container's own supervisors were not started with (a rule added since)."""
+        if not self.supervised:
+            return []
+        return [Path(p) for p in kept if p not in self.kept and not os.path.lexists(p)]
+
     def unpinned(self) -> list[Path]:
         """The paths whose mount the host took away, replaced or removed there since the start.
 
@@ -606,6 +630,30 @@ class SessionContainer:
         supervisor = _supervisor_argv(self.kept) if self.supervised else []
         argv = [self.engine, "exec", self.name, *supervisor, "bash", str(self.state_dir / "stop.sh"), state, marker]
         await anyio.to_thread.run_sync(_cli, argv)
+
+    async def renew(self) -> bool:
+        """Remove the container if nothing of a command runs in it; False, leaving it, when something does.
+
+        The next `ensure_started` then starts a new one with the mounts of now. Every call's first process in
+        the container was started by `exec` (its parent is outside: ppid 0); what is left besides the
+        container's own first process is leftovers, which end with it.
+        """
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        async with self._lock:
+            if self.removed:
+                return False
+            if not self.started:
+                return True
+            supervisor = _supervisor_argv(self.kept) if self.supervised else []
+            argv = [self.engine, "exec", self.name, *supervisor, "bash", "-c", _BUSY]
+            done = await anyio.to_thread.run_sync(_cli, argv)
+            if done.returncode != 0 or done.stdout.strip():
+                return False
+            await anyio.to_thread.run_sync(_cli, [self.engine, "rm", "-f", self.name])
+            self.started = False
+            self.name = _new_name()
+            return True
 
     async def remove(self) -> None:
         """Remove the container and everything running in it (at the session's end)."""

@@ -307,7 +307,9 @@ class Confinement:
         """Start what must run before a command can (the session's container, at its first command).
 
         The container is started with the paths the rules keep (`keeping`) mounted read-only or hidden;
-        mounts cannot change afterwards, so a later command whose kept paths it lacks is refused.
+        mounts cannot change afterwards, so when a kept path is not kept by them any more (replaced on the
+        host, or made there since), the container is started again if nothing runs in it, and the command
+        is refused if something does.
 
         Raises:
             SandboxUnavailable: the container could not be started, or cannot keep this command's paths.
@@ -319,30 +321,47 @@ class Confinement:
         # command keeps them. The supervisor refuses them (a process left after its supervisor ended makes no
         # name at all: ENOSYS); an unsupervised container freezes the folder they would be made in for its
         # whole life, so `.git`'s top level is fixed, as under Landlock.
-        kept = self.read_only
         read_only = tuple(p for p in self.read_only if os.path.lexists(p))
         hidden = tuple(p for p in self.masks if os.path.lexists(p))
-        try:
-            await self.container.ensure_started(
-                read_only=kept, hidden=hidden, unreadable=_unreadable_file, kept=kept_paths(kept)
-            )
-        except containers.ContainerError as exc:
-            raise SandboxUnavailable(f"The session's container could not start: {exc}") from exc
-        replaced = self.container.unpinned()
+        await self._start(hidden)
+        replaced, missing = self.container.unpinned(), self.container.uncovered(read_only, hidden)
+        missing += self.container.unkept(kept_paths(self.read_only))
+        if (replaced or missing) and await self._renewed():
+            await self._start(hidden)
+            replaced, missing = self.container.unpinned(), self.container.uncovered(read_only, hidden)
+        again = (
+            "its mounts cannot change, and a command or background job still runs in it: once none does, the "
+            "container is started again with the paths of now (end jobs with KillShell), or start a new session"
+        )
         if replaced:
             raise SandboxUnavailable(
                 "Since the session's container started, "
                 + ", ".join(str(p) for p in replaced[:5])
-                + " was replaced or removed outside it, which took away the container's mount that kept it from "
-                "commands, and its mounts cannot change: start a new session to run commands."
+                + f" was replaced or removed outside it, which took away the container's mount that kept it from "
+                f"commands; {again}."
             )
-        missing = self.container.uncovered(read_only, hidden)
         if missing:
             raise SandboxUnavailable(
                 "The session's container was started before the rules kept "
                 + ", ".join(str(p) for p in missing[:5])
-                + " from commands, and its mounts cannot change: start a new session to run commands there."
+                + f" from commands (or before it existed); {again}."
             )
+
+    async def _start(self, hidden: tuple[Path, ...]) -> None:
+        assert self.container is not None
+        try:
+            await self.container.ensure_started(
+                read_only=self.read_only, hidden=hidden, unreadable=_unreadable_file, kept=kept_paths(self.read_only)
+            )
+        except containers.ContainerError as exc:
+            raise SandboxUnavailable(f"The session's container could not start: {exc}") from exc
+
+    async def _renewed(self) -> bool:
+        assert self.container is not None
+        try:
+            return await self.container.renew()
+        except containers.ContainerError as exc:
+            raise SandboxUnavailable(f"The session's container could not be started again: {exc}") from exc
 
     def keeping(self, hidden: Sequence[Path], read_only: Sequence[Path], *, lasting: bool = False) -> Confinement:
         """This confinement with more paths masked (`hidden`) and kept read-only, for one command.

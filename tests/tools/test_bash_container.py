@@ -235,10 +235,11 @@ async def test_a_background_job_cannot_make_a_protected_path(call: Caller, sessi
         assert not os.path.lexists(root / path), path
     assert (root / "src" / "made.txt").read_text(encoding="utf-8") == "fine\n"
     assert (root / ".git" / "objects" / "o").exists()
-    # A protected path made on the host since (by Write, asked about) is not mounted over: commands are refused.
+    # A protected path made on the host since (by Write, asked about) is read-only inside too: with nothing
+    # running in it, the container is started again with it mounted.
     (root / ".claude").mkdir()
-    out = await call.fails("Bash", {"command": "echo '{}' > .claude/settings.json", "run_in_background": True})
-    assert "was not run" in out.text and "start a new session" in out.text, out.text
+    await call.ok("Bash", {"command": "echo '{}' > .claude/settings.json", "run_in_background": True})
+    await _job_ends(session, "bash_2")
     assert not (root / ".claude" / "settings.json").exists()
 
 
@@ -289,12 +290,13 @@ async def test_no_command_can_make_a_git_commondir_for_a_process_to_outlive(
     # The rest of the repository stays writable, its top level too: git makes its lock files there.
     await call.ok("Bash", {"command": "echo obj > .git/objects/o && touch .git/index.lock && rm .git/index.lock"})
     assert (root / ".git" / "objects" / "o").exists()
-    # `.git/config` replaced on the host (git's own atomic rename) took its mount away: commands are refused.
+    # `.git/config` replaced on the host (git's own atomic rename) took its mount away: with nothing running
+    # in it, the container is started again, the new file read-only.
     config = root / ".git" / "config"
     (root / ".git" / "objects" / "config.new").write_text("[core]\n", encoding="utf-8")
     os.replace(root / ".git" / "objects" / "config.new", config)
-    out = await call.fails("Bash", {"command": "echo '[core] fsmonitor = evil' >> .git/config"})
-    assert "was not run" in out.text and "replaced or removed outside it" in out.text, out.text
+    out = await call("Bash", {"command": "echo '[core] fsmonitor = evil' >> .git/config"})
+    assert out.is_error and "Read-only file system" in out.text, out.text
     assert config.read_text(encoding="utf-8") == "[core]\n"
 
 
@@ -331,7 +333,7 @@ async def test_masked_paths_inside_a_root_are_unreadable_in_the_container(
         await session.aclose()
 
 
-async def test_a_kept_file_replaced_on_the_host_refuses_later_commands(
+async def test_a_kept_file_replaced_on_the_host_refuses_commands_while_a_job_runs(
     pipeline: Pipeline, root: Path, boxed: SandboxSettings
 ) -> None:
     """An atomic save on the host renames a new file over the one mounted over: the kernel drops the mount."""
@@ -341,12 +343,18 @@ async def test_a_kept_file_replaced_on_the_host_refuses_later_commands(
     session = CodeSession(Settings(roots=(root,), sandbox=masked))
     try:
         call = Caller(pipeline, session)
-        await call.ok("Bash", {"command": "true"})  # the container starts with token.txt masked
+        # The container starts with token.txt masked; a job runs in it.
+        await call.ok("Bash", {"command": "sleep 3081", "run_in_background": True})
         (root / ".token.new").write_text("new secret\n", encoding="utf-8")
         os.replace(root / ".token.new", token)
         out = await call.fails("Bash", {"command": "cat token.txt"})
         assert "was not run" in out.text and "replaced or removed outside it" in out.text, out.text
-        assert "secret" not in out.text.replace(str(token), "")
+        assert "still runs in it" in out.text and "secret" not in out.text.replace(str(token), "")
+        # Once nothing runs in it, the container is started again with the new file masked.
+        await call.ok("KillShell", {"shell_id": "bash_1"})
+        await _job_ends(session, "bash_1")
+        out = await call("Bash", {"command": "cat token.txt; echo shown"})
+        assert "shown" in out.text and "secret" not in out.text.replace(str(token), ""), out.text
     finally:
         await session.aclose()
 
@@ -511,6 +519,16 @@ def test_an_image_without_python_freezes_folders_instead_and_says_so(
     confinement = sandbox_module.Confinement(found, (tmp_path / "ws",), container=box)
     note = sandbox_module.refusal_note("x: Read-only file system", confinement)
     assert note is not None and "python3" in note and "top level" in note
+
+
+def test_a_missing_path_kept_since_the_start_needs_a_new_container(tmp_path: Path) -> None:
+    """The container's own supervisors (its first process's) keep the paths of its start: a rule added since
+    on a missing path is not theirs, and a command could make the path through such a process."""
+    settings = SandboxSettings(enabled=True, backend="container", image="img")
+    box = containers.SessionContainer("docker", settings, (tmp_path,), tmp_path, kept=(str(tmp_path / ".envrc"),))
+    (tmp_path / "there").touch()
+    wanted = [str(tmp_path / ".envrc"), str(tmp_path / "new-rule"), str(tmp_path / "there")]
+    assert box.unkept(wanted) == [tmp_path / "new-rule"]
 
 
 def test_values_are_passed_by_name_never_on_the_command_line(tmp_path: Path) -> None:
