@@ -254,7 +254,9 @@ def trial(engine: str, settings: SandboxSettings) -> tuple[str | None, str]:
         done = _cli(supervised, START_TIMEOUT_S)
         if done.returncode == 0:
             return None, ""
-        why = f"the supervisor cannot run in the image ({_said(done)[:200]}; it needs python3 3.9+)"
+        said = _said(done)
+        said = said if len(said) <= 160 else "…" + said[-160:]  # the engine's words end with the reason
+        why = f"the supervisor cannot run in the image (it needs python3 3.9+: {said})"
         done = _cli(
             [engine, "run", "--rm", "--network", "none", "--entrypoint", "true", settings.image], START_TIMEOUT_S
         )
