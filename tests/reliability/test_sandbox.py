@@ -27,7 +27,7 @@ from tests.tools.test_bash_sandbox_workflow import (
     PROTECTED,
     STUBS,
     WORKFLOWS,
-    container_image,
+    container_backend,
     entries,
     repository,
     sandbox_settings,
@@ -51,7 +51,7 @@ async def run_in_fresh_root(base: Path, backend: str, command: str) -> tuple[Pat
 @pytest.mark.parametrize("backend", BACKENDS)
 async def test_the_sandbox_matrix(backend: str, tmp_path: Path, figures: Figures, suite: str) -> None:
     if backend == "container":
-        container_image()  # skips, or fails where CI requires Docker
+        backend = container_backend()  # skips, or fails where CI requires Docker
     else:
         working(backend)  # skips, or fails where CI requires the backend
     let_through, refused_as_declared, surprises = 0, 0, []
