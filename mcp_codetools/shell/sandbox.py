@@ -232,7 +232,8 @@ class Sandbox:
                 f"{self.unsupervised}: the folders missing protected paths would be made in are frozen (no entry "
                 "can be made, removed or renamed at a root's top level or `.git`'s)"
                 if self.unsupervised
-                else "protected paths read-only, missing ones kept from being made by the supervisor"
+                else "protected paths read-only, missing ones kept from being made by the supervisor; the image "
+                "read-only, /tmp private"
             )
             return (
                 f"container: engine {s.engine} ({self.engine}), image {s.image}; one container per session, "

@@ -454,6 +454,7 @@ def test_doctor_reports_the_engine_and_the_image(
     env["MCP_CODETOOLS_SANDBOX_IMAGE"] = image
     out = doctor.sandbox_line(load_settings([str(tmp_path)], environ=env, read_files=False))
     assert f"container: engine {engine}" in out and f"image {image}" in out
+    assert "kept from being made by the supervisor; the image read-only, /tmp private" in out, out
 
 
 # --- without a daemon ----------------------------------------------------------------------------------------
