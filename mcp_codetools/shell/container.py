@@ -1,14 +1,21 @@
 """Bash in a container: one long-lived container per session, each command run in it by `docker exec`.
 
-The container is started at the session's first command (`run -d --init … sleep infinity`) from the image
-the settings name, with the roots and the session's scratch folder bind-mounted at the same paths (so Read,
-Edit and Bash see the same files by the same names), the kept paths read-only (a missing one by freezing
-the folder it would be made in, see `SessionContainer.frozen`), no network unless the setting gives it, memory, pids
-and CPU limits, the server's uid and gid, and no new privileges. It is removed when the session ends.
-Mounts hold for the container's life: a file mounted over that the host replaces (an atomic save) or
-removes takes its mount away in every namespace, so commands are refused from then on (`unpinned`). Each
-container is labelled with the server instance and its pid: at the next start, labelled containers whose
-server is gone (killed, so it could not remove them) are removed.
+The container is started at the session's first command (`run -d … sleep infinity`) from the image the
+settings name, with the roots and the session's scratch folder bind-mounted at the same paths (so Read,
+Edit and Bash see the same files by the same names), the existing kept paths bound read-only, no network
+unless the setting gives it, memory, pids and CPU limits, the server's uid and gid, and no new privileges.
+It is removed when the session ends. Mounts hold for the container's life: a file mounted over that the
+host replaces (an atomic save) or removes takes its mount away in every namespace, so commands are refused
+from then on (`unpinned`); so are they once a kept path appears on the host (`uncovered`). Each container
+is labelled with the server instance and its pid: at the next start, labelled containers whose server is
+gone (killed, so it could not remove them) are removed.
+
+Missing kept paths are kept by bubblewrap's supervisor (`supervisor.py`), run inside the container with
+the image's python3 from this folder, mounted read-only: every process of the container runs under one
+(each exec's first process is a supervisor, and the container's first process too), so names are made
+as the command asks, anywhere but at a kept path. What the container needs for it, and why, is in
+`SUPERVISED_OPTIONS`. An image in which the supervisor cannot run (no python3, found by `trial`) keeps
+the older way: the folder a missing kept path would be made in is frozen (`SessionContainer.frozen`).
 
 The engine is driven through its command line, which Docker and Podman share (`run`, `exec`, `rm`, `ps
 --filter label=…`, `image inspect`), rather than the `docker` Python package: Podman is reached the same
@@ -16,11 +23,11 @@ way, the CLI brings the user's own context and credentials configuration as they
 is added.
 
 Processes are handled inside the container, as on the host: each command runs under a small bash wrapper
-that records its process group (a `docker exec` process is a session leader, so its pid is the group) in
-the scratch folder, runs the command, then stops what it left behind: members of its group and any
-process carrying the call's marker (an escaped `setsid` daemon), TERM then KILL. A timeout or KillShell
-runs the same stop through a second `exec`. The final working directory comes back through a file beside
-it, since no descriptor crosses `docker exec`.
+that records its process group (a `docker exec` process is a session leader, so its first process's pid
+is the group: the supervisor's, which runs the wrapper) in the scratch folder, runs the command, then
+stops what it left behind: members of its group and any process carrying the call's marker (an escaped
+`setsid` daemon), TERM then KILL. A timeout or KillShell runs the same stop through a second `exec`. The
+final working directory comes back through a file beside it, since no descriptor crosses `docker exec`.
 """
 
 from __future__ import annotations
@@ -74,15 +81,47 @@ PASSED_ENV = (
 _MARKER_PREFIXES = ("MCP_CODETOOLS_SESSION", "MCP_CODETOOLS_CALL")
 CALL_FD = 9
 """The descriptor spawning's wrapper reports the final cwd on, opened on a file in the container."""
+SUPERVISOR_FOLDER = Path(__file__).parent
+"""The folder of `supervise.py` and `supervisor.py` (and its compiled form): mounted read-only in the container."""
+SUPERVISOR_AT = "/.mcp-codetools"
+"""Where the container sees `SUPERVISOR_FOLDER`: a path of its own, never inside a root."""
+SUPERVISED_OPTIONS = (
+    "--read-only",
+    "--tmpfs", "/tmp:rw,exec,nosuid,nodev,mode=1777",
+    "--cap-add", "SYS_PTRACE",
+    "--security-opt", "no-new-privileges",
+)  # fmt: skip
+"""What a supervised container adds to its `run`, and why (measured on Docker 20.10, Linux 6.18):
+
+- no `--init`: the container's first process is a supervisor too (`sleep infinity` under it), so that no
+  process of the container runs unfiltered, which a command of the same user could trace and make names
+  through (the wrapper and the stop script run under one as well; a supervisor itself is not dumpable);
+
+- `--read-only` (with a private `/tmp`): the supervisor runs from the image's own Python, bash and libraries,
+  so no command may change them for the next one; a root user's commands could, capabilities or not (they
+  own the files), and `/etc/ld.so.preload` would reach every later process. A non-root user cannot write them
+  anyway, so for it nothing changes but a writable image layer it rarely has.
+- `--cap-add SYS_PTRACE`: Docker's default seccomp profile refuses `pidfd_getfd` (which the supervisor uses
+  to take the listener and a caller's dirfd or socket) unless the container has this capability; `seccomp`
+  with a listener, `pidfd_open` and `process_vm_readv` are allowed as they are. Only the supervisors hold
+  it (`container_start.py`: started as root, they switch to the server's user keeping it alone, so that no
+  command can trace one); they drop every capability for the command (`supervisor.drop_capabilities`), and
+  with no-new-privileges none can be gained (a command's CapEff and CapPrm read 0). The kernel's ptrace
+  check still limits `pidfd_getfd` to a caller's own dumpable processes, as it does `ptrace`, which the
+  profile allows. No profile of ours replaces the engine's (or the one the user's daemon is configured with).
+- `--user 0:0`: so that each supervisor starts as root (`container_start.py`); every command runs as the
+  server's user all the same.
+"""
 
 # Finds the processes of a call inside the container: members of group $1 and carriers of the marker $2
-# (NAME=value), never the script itself. Pure bash over /proc, so a look costs no fork per process.
+# (NAME=value), never the script itself nor its supervisor (its parent). Pure bash over /proc, so a look
+# costs no fork per process.
 _FIND = r"""
 __mcp_find() {
     local p pid stat rest e
     for p in /proc/[0-9]*; do
         pid=${p#/proc/}
-        [ "$pid" = "$$" ] || [ "$pid" = "$BASHPID" ] && continue
+        [ "$pid" = "$$" ] || [ "$pid" = "$BASHPID" ] || [ "$pid" = "$PPID" ] && continue
         read -r stat 2>/dev/null < "$p/stat" || continue
         rest=${stat##*) }
         set -- $rest
@@ -108,14 +147,17 @@ __mcp_stop() {
 """.replace("__STEPS__", str(STOP_GRACE_STEPS))
 
 # Runs the command (`"$@"`, the call's bash) as a child, so that afterwards it can stop what the command
-# left; records the group, and whether leftovers were stopped, in files named after the call.
+# left; records the group, and whether leftovers were stopped, in files named after the call. The group is
+# the exec's first process's: the wrapper's own, or its supervisor's (then the wrapper runs under it).
 _WRAPPER = (
     _FIND
     + r"""
 __mcp_state=$1 __mcp_marker=$2
 shift 2
-__mcp_group=$$
-printf '%s\n' "$$" > "$__mcp_state.group"
+read -r __mcp_group < /proc/$$/stat
+__mcp_group=(${__mcp_group##*) })
+__mcp_group=${__mcp_group[2]}
+printf '%s\n' "$__mcp_group" > "$__mcp_state.group"
 "$@" __FD__> "$__mcp_state.cwd"
 __mcp_rc=$?
 if __mcp_stop; then : > "$__mcp_state.left"; fi
@@ -140,6 +182,20 @@ exit 0
 )
 
 
+# Prints the processes an `exec` started (ppid 0: their parent is outside), but the container's first one, this
+# script and its supervisor: a command or background job of a call still running.
+_BUSY = r"""
+for p in /proc/[0-9]*; do
+    pid=${p#/proc/}
+    [ "$pid" = 1 ] || [ "$pid" = "$$" ] || [ "$pid" = "$PPID" ] && continue
+    read -r stat 2>/dev/null < "$p/stat" || continue
+    rest=(${stat##*) })
+    [ "${rest[1]}" = 0 ] && [ "${rest[0]}" != Z ] && echo "$pid"
+done
+exit 0
+"""
+
+
 class ContainerError(RuntimeError):
     """The engine could not start, reach or remove a container; the message has its own words."""
 
@@ -150,6 +206,10 @@ def instance_id() -> str:
 
 
 _INSTANCE = f"{os.getpid()}-{os.urandom(4).hex()}"
+
+
+def _new_name() -> str:
+    return f"mcp-codetools-{_INSTANCE}-{os.urandom(3).hex()}"
 
 
 def _owner() -> str:
@@ -176,19 +236,55 @@ def _said(done: subprocess.CompletedProcess[str]) -> str:
     return (done.stderr.strip() or done.stdout.strip() or f"exit status {done.returncode}")[:300]
 
 
-def trial(engine: str, settings: SandboxSettings) -> str | None:
-    """Run `true` in a throw-away container of the image; None when it worked, else why not."""
+def trial(engine: str, settings: SandboxSettings) -> tuple[str | None, str]:
+    """Try the image in throw-away containers: why it cannot run (None: it can), why not supervised ("": it is).
+
+    The second says why commands would run without the supervisor. The supervisor is tried first, as each
+    command would be run (`SUPERVISED_OPTIONS`, this user): a folder and a file made through it, a kept name
+    refused. An image without `python3` (3.9+), or an engine that refuses the calls it needs, fails that; a
+    plain `true` then says whether the image runs at all.
+    """
     if not settings.image:
-        return "no image is set (sandbox.image, MCP_CODETOOLS_SANDBOX_IMAGE)"
+        return "no image is set (sandbox.image, MCP_CODETOOLS_SANDBOX_IMAGE)", ""
+    script = "mkdir /tmp/probe && : > /tmp/probe/made && [ -f /tmp/probe/made ] && ! (: > /tmp/kept) 2>/dev/null"
+    supervised = [engine, "run", "--rm", "--network", "none", *SUPERVISED_OPTIONS, "--user", "0:0"]
+    supervised += ["--mount", _supervisor_mount(), "--entrypoint", "python3", settings.image]
+    supervised += [*_supervisor_argv(["/tmp/kept"])[1:], "/bin/sh", "-c", script]  # after python3
     try:
+        done = _cli(supervised, START_TIMEOUT_S)
+        if done.returncode == 0:
+            return None, ""
+        said = _said(done)
+        said = said if len(said) <= 160 else "…" + said[-160:]  # the engine's words end with the reason
+        why = f"the supervisor cannot run in the image (it needs python3 3.9+: {said})"
         done = _cli(
             [engine, "run", "--rm", "--network", "none", "--entrypoint", "true", settings.image], START_TIMEOUT_S
         )
     except ContainerError as exc:
-        return str(exc)
+        return str(exc), ""
     if done.returncode == 0:
-        return None
-    return f"{settings.engine} could not run the image {settings.image}: {_said(done)}"
+        return None, why
+    return f"{settings.engine} could not run the image {settings.image}: {_said(done)}", ""
+
+
+def _user() -> str:
+    return f"{os.getuid()}:{os.getgid()}"
+
+
+def _supervisor_mount() -> str:
+    return f"type=bind,{_mount_path('source', SUPERVISOR_FOLDER)},target={SUPERVISOR_AT},readonly"
+
+
+def _supervisor_argv(kept: Sequence[str]) -> list[str]:
+    """The supervisor's command line up to the command, its own `kept` paths included.
+
+    The image's python3 runs it, started as root, and it switches to the server's user
+    (`container_start.py`, whose docstring says why).
+    """
+    argv = ["python3", "-I", "-S", f"{SUPERVISOR_AT}/container_start.py", str(os.getuid()), str(os.getgid())]
+    for path in kept:
+        argv += ["--keep", path]
+    return [*argv, "--"]
 
 
 def remove_stale(engine: str) -> list[str]:
@@ -291,14 +387,22 @@ class SessionContainer:
     state_base: Path
     """A mounted folder of the server's own (the scratch folder): this container's files go in a new
     folder inside it, made by the server and named after the container."""
-    name: str = field(default_factory=lambda: f"mcp-codetools-{_INSTANCE}-{os.urandom(3).hex()}")
+    name: str = field(default_factory=lambda: _new_name())
     started: bool = False
     removed: bool = False
+    supervised: bool = True
+    """Commands run under the supervisor, which keeps missing kept paths from being made (`trial`); without
+    it (an image without python3) the folders they would be made in are frozen instead (`frozen`)."""
     read_only: tuple[Path, ...] = ()
     """Paths inside the mounts kept read-only from start (protected paths, Edit denies): an existing one
-    bound read-only over itself, a missing one by freezing the folder it would be made in (`frozen`)."""
+    bound read-only over itself; a missing one is kept by the supervisor, or by freezing the folder it would
+    be made in (`frozen`). Supervised, only the existing ones are kept here: one made on the host later is
+    not mounted over (`uncovered`)."""
     hidden: tuple[Path, ...] = ()
     """Paths inside the mounts covered at start: an empty file, or an empty folder no one may enter."""
+    kept: tuple[str, ...] = ()
+    """The kept paths at start (links and their targets), which the supervisors of the container's own
+    processes (its first, the stop script) keep; each command's supervisor keeps that command's."""
     unreadable: Path | None = None
     """An empty file of mode 0 on the host, bound over hidden files (an empty folder beside it over folders)."""
     pinned: dict[Path, tuple[int, int]] = field(default_factory=dict)
@@ -322,7 +426,8 @@ class SessionContainer:
         """The `run -d` command line of this container."""
         s = self.settings
         # `rm -f` kills at once on Docker but stops first on Podman, waiting the stop timeout (10 s by default).
-        argv = [self.engine, "run", "-d", "--init", "--stop-timeout", "1", "--name", self.name]
+        argv = [self.engine, "run", "-d", *(() if self.supervised else ("--init",)), "--stop-timeout", "1"]
+        argv += ["--name", self.name]
         argv += ["--label", f"{LABEL_INSTANCE}={_INSTANCE}", "--label", f"{LABEL_OWNER}={_owner()}"]
         if not s.network:
             argv += ["--network", "none"]
@@ -332,7 +437,10 @@ class SessionContainer:
             argv += ["--pids-limit", str(s.pids)]
         if s.cpus > 0:
             argv += ["--cpus", f"{s.cpus:g}"]
-        argv += ["--user", f"{os.getuid()}:{os.getgid()}", "--security-opt", "no-new-privileges"]
+        if self.supervised:  # as root: each process's supervisor switches to the server's user (`_supervisor_argv`)
+            argv += [*SUPERVISED_OPTIONS, "--user", "0:0", "--mount", _supervisor_mount()]
+        else:
+            argv += ["--user", _user(), "--security-opt", "no-new-privileges"]
         frozen = self.frozen()
         for folder in self.mounts:  # a frozen one read-only: an engine refuses two mounts at one target
             argv += ["--mount", _bind(folder, read_only=folder in frozen)]
@@ -357,6 +465,8 @@ class SessionContainer:
             if cover is None:
                 raise ContainerError(f"nothing empty to cover {path} with")
             argv += ["--mount", f"type=bind,{_mount_path('source', cover)},{_mount_path('target', path)},readonly"]
+        if self.supervised:  # `sleep infinity` under a supervisor of its own, which reaps orphans as `--init` would
+            return [*argv, "--entrypoint", "python3", s.image, *_supervisor_argv(self.kept)[1:], "sleep", "infinity"]
         return [*argv, "--entrypoint", "sleep", s.image, "infinity"]
 
     def frozen(self) -> dict[Path, list[Path]]:
@@ -372,8 +482,10 @@ class SessionContainer:
         file, and the atomic replace Edit and Write do would leave the container reading the old one for the rest of the
         session, where a read-only file at least says so. The engine applies mounts by the depth of their target (Docker
         and Podman both sort them), so the writable folders land above their frozen parent, and kept paths deeper inside
-        above them.
+        above them. A supervised container freezes nothing.
         """
+        if self.supervised:
+            return {}
         kept = set(self.read_only) | set(self.hidden)
         frozen: dict[Path, list[Path]] = {}
         for path in self.read_only:
@@ -400,6 +512,12 @@ class SessionContainer:
             p for p in hidden if p not in self.hidden
         ]
 
+    def unkept(self, kept: Sequence[str]) -> list[Path]:
+        """Missing kept paths the container's own supervisors were not started with (a rule added since)."""
+        if not self.supervised:
+            return []
+        return [Path(p) for p in kept if p not in self.kept and not os.path.lexists(p)]
+
     def unpinned(self) -> list[Path]:
         """The paths whose mount the host took away, replaced or removed there since the start.
 
@@ -413,10 +531,13 @@ class SessionContainer:
         read_only: Sequence[Path] = (),
         hidden: Sequence[Path] = (),
         unreadable: Callable[[], Path] | None = None,
+        kept: Sequence[str] = (),
     ) -> None:
         """Start the container unless it runs already (once, however many calls ask at the same time).
 
-        `read_only` and `hidden` (existing paths inside the mounts) are mounted over at start.
+        `read_only` (kept paths, existing or not) and `hidden` (existing paths) inside the mounts are kept
+        from the start: mounted over, or, for a missing kept path, frozen (unsupervised). `kept`: the
+        same kept paths as the supervisor takes them (`kept`).
 
         Raises:
             ContainerError: the engine refused; its words are in the message.
@@ -428,7 +549,9 @@ class SessionContainer:
                 return
             if self.removed:
                 raise ContainerError("the session's container was removed")
-            self.read_only, self.hidden = tuple(read_only), tuple(hidden)
+            self.read_only, self.hidden, self.kept = tuple(read_only), tuple(hidden), tuple(kept)
+            if self.supervised:
+                self.read_only = tuple(p for p in self.read_only if os.path.lexists(p))
             if self.hidden and unreadable is not None:
                 self.unreadable = unreadable()
             # As files in the mounted scratch folder, so `ps` in the container shows a short command line.
@@ -449,13 +572,15 @@ class SessionContainer:
             self.started = True
 
     def exec_argv(
-        self, command: Sequence[str], *, cwd: Path, env: Mapping[str, str], marker: str
+        self, command: Sequence[str], *, cwd: Path, env: Mapping[str, str], marker: str, kept: Sequence[str] = ()
     ) -> tuple[list[str], dict[str, str]]:
         """The `exec` command line that runs `command` (bash and its arguments) in the container.
 
         Variables are passed by name (`-e NAME`), their values through the CLI's own environment, so no
         value shows on a command line; beside the allow-list, those the `sandbox.env` setting names.
-        `marker` is the call's `NAME=value`.
+        `marker` is the call's `NAME=value`; `kept` the paths the supervisor keeps from being made (this
+        command's, links and their targets both). The supervisor is the exec's first process (its group is
+        the call's), and runs the wrapper, which runs the command: nothing of the call runs unfiltered.
         """
         allowed = set(PASSED_ENV) | set(self.settings.env)
         passed = {k: v for k, v in env.items() if k in allowed or k.startswith(_MARKER_PREFIXES)}
@@ -465,7 +590,8 @@ class SessionContainer:
         for name in sorted(passed):
             argv += ["-e", name]
         state = str(self.call_state(marker))
-        argv += [self.name, "bash", str(self.state_dir / "run.sh"), state, marker, "bash", *command[1:]]
+        supervisor = _supervisor_argv(kept) if self.supervised else []
+        argv += [self.name, *supervisor, "bash", str(self.state_dir / "run.sh"), state, marker, "bash", *command[1:]]
         return argv, {**cli_env, **passed}
 
     def call_state(self, marker: str) -> Path:
@@ -503,8 +629,33 @@ class SessionContainer:
         if not self.started or self.removed:
             return
         state = str(self.call_state(marker))
-        argv = [self.engine, "exec", self.name, "bash", str(self.state_dir / "stop.sh"), state, marker]
+        supervisor = _supervisor_argv(self.kept) if self.supervised else []
+        argv = [self.engine, "exec", self.name, *supervisor, "bash", str(self.state_dir / "stop.sh"), state, marker]
         await anyio.to_thread.run_sync(_cli, argv)
+
+    async def renew(self) -> bool:
+        """Remove the container if nothing of a command runs in it; False, leaving it, when something does.
+
+        The next `ensure_started` then starts a new one with the mounts of now. Every call's first process in
+        the container was started by `exec` (its parent is outside: ppid 0); what is left besides the
+        container's own first process is leftovers, which end with it.
+        """
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        async with self._lock:
+            if self.removed:
+                return False
+            if not self.started:
+                return True
+            supervisor = _supervisor_argv(self.kept) if self.supervised else []
+            argv = [self.engine, "exec", self.name, *supervisor, "bash", "-c", _BUSY]
+            done = await anyio.to_thread.run_sync(_cli, argv)
+            if done.returncode != 0 or done.stdout.strip():
+                return False
+            await anyio.to_thread.run_sync(_cli, [self.engine, "rm", "-f", self.name])
+            self.started = False
+            self.name = _new_name()
+            return True
 
     async def remove(self) -> None:
         """Remove the container and everything running in it (at the session's end)."""

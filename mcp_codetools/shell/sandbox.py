@@ -175,6 +175,9 @@ class Sandbox:
     notes: tuple[str, ...] = field(default=())
     engine: str | None = None
     """The container engine's command (the `container` backend)."""
+    unsupervised: str = ""
+    """The `container` backend: why its commands run without the supervisor (then missing kept paths are
+    kept by freezing their folders); empty when they run under it."""
 
     def wrap(
         self,
@@ -230,9 +233,16 @@ class Sandbox:
             s = self.settings
             limits = f"memory {s.memory or 'unlimited'}, pids {s.pids or 'unlimited'}, cpus {s.cpus or 'unlimited'}"
             net = "network allowed" if s.network else "no network"
+            kept = (
+                f"{self.unsupervised}: the folders missing protected paths would be made in are frozen (no entry "
+                "can be made, removed or renamed at a root's top level or `.git`'s)"
+                if self.unsupervised
+                else "protected paths read-only, missing ones kept from being made by the supervisor; the image "
+                "read-only, /tmp private"
+            )
             return (
                 f"container: engine {s.engine} ({self.engine}), image {s.image}; one container per session, "
-                f"roots mounted at their paths; {net}; {limits}; uid {os.getuid()}"
+                f"roots mounted at their paths; {kept}; {net}; {limits}; uid {os.getuid()}"
             )
         if self.backend == "bwrap":
             net = "network allowed" if self.settings.network else "no network"
@@ -283,7 +293,9 @@ class Confinement:
         folders = tuple(_real_folders(writable))
         if sandbox.backend == "container":
             assert sandbox.engine is not None and state_dir is not None
-            box = containers.SessionContainer(sandbox.engine, sandbox.settings, folders, state_dir)
+            box = containers.SessionContainer(
+                sandbox.engine, sandbox.settings, folders, state_dir, supervised=not sandbox.unsupervised
+            )
             # Only the mounts are seen from the container: the credentials in them are masked (a home root).
             inside = tuple(
                 p for p in masked_paths(sandbox.settings, folders) if any(p.is_relative_to(f) for f in folders)
@@ -301,39 +313,61 @@ class Confinement:
         """Start what must run before a command can (the session's container, at its first command).
 
         The container is started with the paths the rules keep (`keeping`) mounted read-only or hidden;
-        mounts cannot change afterwards, so a later command whose kept paths it lacks is refused.
+        mounts cannot change afterwards, so when a kept path is not kept by them any more (replaced on the
+        host, or made there since), the container is started again if nothing runs in it, and the command
+        is refused if something does.
 
         Raises:
             SandboxUnavailable: the container could not be started, or cannot keep this command's paths.
         """
         if self.container is None:
             return
-        # Missing kept paths too, a missing `.git/commondir` among them: the container freezes the folder they
-        # would be made in for its whole life. Unlike bubblewrap's per-command mounts this cannot spare
-        # foreground commands: any process of the container may outlive its command (a background job, or one
-        # that left the call's group and marker), so `.git`'s top level is fixed, as under Landlock.
-        kept = self.read_only
+        # Missing kept paths too, a missing `.git/commondir` among them: any process of the container may
+        # outlive its command (a background job, or one that left the call's group and marker), so every
+        # command keeps them. The supervisor refuses them (a process left after its supervisor ended makes no
+        # name at all: ENOSYS); an unsupervised container freezes the folder they would be made in for its
+        # whole life, so `.git`'s top level is fixed, as under Landlock.
         read_only = tuple(p for p in self.read_only if os.path.lexists(p))
         hidden = tuple(p for p in self.masks if os.path.lexists(p))
-        try:
-            await self.container.ensure_started(read_only=kept, hidden=hidden, unreadable=_unreadable_file)
-        except containers.ContainerError as exc:
-            raise SandboxUnavailable(f"The session's container could not start: {exc}") from exc
-        replaced = self.container.unpinned()
+        await self._start(hidden)
+        replaced, missing = self.container.unpinned(), self.container.uncovered(read_only, hidden)
+        missing += self.container.unkept(kept_paths(self.read_only))
+        if (replaced or missing) and await self._renewed():
+            await self._start(hidden)
+            replaced, missing = self.container.unpinned(), self.container.uncovered(read_only, hidden)
+        again = (
+            "its mounts cannot change, and a command or background job still runs in it: once none does, the "
+            "container is started again with the paths of now (end jobs with KillShell), or start a new session"
+        )
         if replaced:
             raise SandboxUnavailable(
                 "Since the session's container started, "
                 + ", ".join(str(p) for p in replaced[:5])
-                + " was replaced or removed outside it, which took away the container's mount that kept it from "
-                "commands, and its mounts cannot change: start a new session to run commands."
+                + f" was replaced or removed outside it, which took away the container's mount that kept it from "
+                f"commands; {again}."
             )
-        missing = self.container.uncovered(read_only, hidden)
         if missing:
             raise SandboxUnavailable(
                 "The session's container was started before the rules kept "
                 + ", ".join(str(p) for p in missing[:5])
-                + " from commands, and its mounts cannot change: start a new session to run commands there."
+                + f" from commands (or before it existed); {again}."
             )
+
+    async def _start(self, hidden: tuple[Path, ...]) -> None:
+        assert self.container is not None
+        try:
+            await self.container.ensure_started(
+                read_only=self.read_only, hidden=hidden, unreadable=_unreadable_file, kept=kept_paths(self.read_only)
+            )
+        except containers.ContainerError as exc:
+            raise SandboxUnavailable(f"The session's container could not start: {exc}") from exc
+
+    async def _renewed(self) -> bool:
+        assert self.container is not None
+        try:
+            return await self.container.renew()
+        except containers.ContainerError as exc:
+            raise SandboxUnavailable(f"The session's container could not be started again: {exc}") from exc
 
     def keeping(self, hidden: Sequence[Path], read_only: Sequence[Path], *, lasting: bool = False) -> Confinement:
         """This confinement with more paths masked (`hidden`) and kept read-only, for one command.
@@ -347,7 +381,8 @@ class Confinement:
         """The argv and environment that run `argv` inside this sandbox."""
         if self.container is not None:
             marker = f"{containers.CALL_VAR}={env.get(containers.CALL_VAR, '')}"
-            return self.container.exec_argv(argv, cwd=cwd, env=env, marker=marker)
+            kept = kept_paths(self.read_only) if self.container.supervised else ()
+            return self.container.exec_argv(argv, cwd=cwd, env=env, marker=marker, kept=kept)
         return self.sandbox.wrap(
             argv, cwd=cwd, writable=self.writable, env=env, tmpdir=self.tmpdir, masks=self.masks,
             read_only=self.read_only, lasting=self.lasting,
@@ -491,6 +526,8 @@ def refusal_note(output: str, confinement: Confinement) -> str | None:
         found.append(f"{_listed(hidden)} {'is' if len(hidden) == 1 else 'are'} unreadable in the Bash sandbox")
     if not found:
         backend = confinement.sandbox.backend
+        if confinement.container is not None and confinement.container.supervised:
+            backend = "bwrap"  # the same supervisor keeps the same names
         found.append(
             "if it was a write inside a root, the Bash sandbox refused it: protected paths (`mcp-codetools.toml`, "
             "`.claude/`, `.mcp.json`, `.git/hooks`, `.git/config`, `.vscode/`, …) and paths Edit rules deny are "
@@ -504,8 +541,8 @@ def refusal_note(output: str, confinement: Confinement) -> str | None:
                 else "no entry can be created, removed or renamed at a root's top level"
                 + (" or at `.git`'s (git cannot write the repository)" if backend in ("landlock", "container") else "")
                 + (
-                    "; in the session's container the top level's files, and folders made there since it "
-                    "started, are read-only too"
+                    "; in the session's container (its image cannot run the sandbox's supervisor: it needs "
+                    "python3) the top level's files, and folders made there since it started, are read-only too"
                     if backend == "container"
                     else ""
                 )
@@ -731,8 +768,10 @@ def _container_backend(settings: SandboxSettings) -> Sandbox:
     """
     engine = containers.engine_path(settings)
     problem = f"`{settings.engine}` was not found on PATH" if engine is None else None
+    unsupervised = ""
     if engine is not None:
-        problem = containers.trial(engine, settings)
+        compiled_launcher()  # the supervisor's compiled form, read in the container where its Python is the same
+        problem, unsupervised = containers.trial(engine, settings)
     if engine is None or problem is not None:
         raise SandboxUnavailable(
             f"{NONE_CAN_RUN}: the container backend cannot run: {problem}. Install and start {settings.engine}, "
@@ -742,9 +781,10 @@ def _container_backend(settings: SandboxSettings) -> Sandbox:
     try:
         removed = containers.remove_stale(engine)
     except containers.ContainerError as exc:
-        return Sandbox("container", settings, engine=engine, notes=(f"stale containers were not looked for: {exc}",))
+        stale = (f"stale containers were not looked for: {exc}",)
+        return Sandbox("container", settings, engine=engine, notes=stale, unsupervised=unsupervised)
     notes = (f"removed {len(removed)} container(s) left by a server that is gone",) if removed else ()
-    return Sandbox("container", settings, engine=engine, notes=notes)
+    return Sandbox("container", settings, engine=engine, notes=notes, unsupervised=unsupervised)
 
 
 def _try(argv: list[str]) -> str | None:

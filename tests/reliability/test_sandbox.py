@@ -16,12 +16,22 @@ import pytest
 
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
-from mcp_codetools.settings import SandboxSettings, Settings
+from mcp_codetools.settings import Settings
 from mcp_codetools.tools import default_tools
 from tests.reliability.report import Figures
 from tests.tools.test_bash_sandbox import working
 from tests.tools.test_bash_sandbox_kept import YesCaller, gate_for
-from tests.tools.test_bash_sandbox_workflow import BLOCKED, PROTECTED, STUBS, WORKFLOWS, entries, repository
+from tests.tools.test_bash_sandbox_workflow import (
+    BACKENDS,
+    BLOCKED,
+    PROTECTED,
+    STUBS,
+    WORKFLOWS,
+    container_backend,
+    entries,
+    repository,
+    sandbox_settings,
+)  # fmt: skip
 
 pytestmark = pytest.mark.anyio
 
@@ -29,19 +39,21 @@ pytestmark = pytest.mark.anyio
 async def run_in_fresh_root(base: Path, backend: str, command: str) -> tuple[Path, bool, str, set[str]]:
     """Runs `command` in a new repository: the root, whether the call failed, its text, the entries before."""
     root = repository(Path(os.path.realpath(base)))
-    settings = Settings(roots=(root,), sandbox=SandboxSettings(enabled=True, backend=backend))  # type: ignore[arg-type]
-    session = CodeSession(settings)
+    session = CodeSession(Settings(roots=(root,), sandbox=sandbox_settings(backend)))
     try:
         before = entries(root)
         out = await YesCaller(Pipeline(default_tools(), gate_for(root)), session)("Bash", {"command": command})
     finally:
-        await session.aclose()
+        await session.aclose()  # the container backend's container is removed with it
     return root, out.is_error, out.text, before
 
 
-@pytest.mark.parametrize("backend", ["bwrap", "landlock", "seatbelt"])
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_the_sandbox_matrix(backend: str, tmp_path: Path, figures: Figures, suite: str) -> None:
-    working(backend)  # skips, or fails where CI requires the backend
+    if backend == "container":
+        backend = container_backend()  # skips, or fails where CI requires Docker
+    else:
+        working(backend)  # skips, or fails where CI requires the backend
     let_through, refused_as_declared, surprises = 0, 0, []
     for index, (name, (command, made)) in enumerate(WORKFLOWS.items()):
         root, failed, text, _ = await run_in_fresh_root(tmp_path / f"w{index}", backend, command)

@@ -134,7 +134,7 @@ def _processes(session: CodeSession) -> str:
 
 
 async def test_commands_run_in_the_container_on_the_same_paths(call: Caller, session: CodeSession, root: Path) -> None:
-    (root / "sub").mkdir()  # the root's top level is frozen: its folders stay writable, new entries cannot be made
+    (root / "sub").mkdir()
     assert "sleep infinity" in await call.ok("Bash", {"command": "tr '\\0' ' ' < /proc/1/cmdline"})
     assert (await call.ok("Bash", {"command": "id -u; id -g"})).split() == [str(os.getuid()), str(os.getgid())]
     (root / "from-host.txt").write_text("written outside\n", encoding="utf-8")
@@ -169,10 +169,12 @@ async def test_protected_paths_are_read_only_in_the_container(call: Caller, root
     assert (root / ".git" / "config").read_text(encoding="utf-8") == "[core]\n"
     assert not (root / ".git" / "hooks" / "pre-commit").exists()
     await call.ok("Bash", {"command": "echo fine > docs/notes.txt"})  # the rest of the root stays writable
-    # A protected path that did not exist when the container started cannot be made either.
+    # A protected path that did not exist when the container started cannot be made either (the supervisor).
     out = await call("Bash", {"command": "mkdir -p .claude && echo '{}' > .claude/settings.json"})
-    assert out.is_error and "Read-only file system" in out.text, out.text  # refused, not made and removed
+    assert out.is_error and "Permission denied" in out.text, out.text  # refused, not made and removed
     assert not (root / ".claude").exists()
+    # The root's top level takes new entries, removals and renames all the same.
+    await call.ok("Bash", {"command": "echo 1 > new.txt && mkdir build && mv new.txt build/ && rm -r build"})
 
 
 async def test_no_network_and_the_limits_hold(call: Caller, session: CodeSession) -> None:
@@ -231,14 +233,33 @@ async def test_a_background_job_cannot_make_a_protected_path(call: Caller, sessi
     await _job_ends(session, "bash_1")
     for path in (".claude", "mcp-codetools.toml", ".git/hooks"):
         assert not os.path.lexists(root / path), path
-    # The folders in a frozen one stay writable.
     assert (root / "src" / "made.txt").read_text(encoding="utf-8") == "fine\n"
     assert (root / ".git" / "objects" / "o").exists()
-    # A protected path made on the host since (by Write, asked about) is read-only inside too.
+    # A protected path made on the host since (by Write, asked about) is read-only inside too: with nothing
+    # running in it, the container is started again with it mounted.
     (root / ".claude").mkdir()
     await call.ok("Bash", {"command": "echo '{}' > .claude/settings.json", "run_in_background": True})
     await _job_ends(session, "bash_2")
     assert not (root / ".claude" / "settings.json").exists()
+
+
+def test_a_supervisor_cannot_be_traced_by_a_command_of_the_same_user(image: str, engine: str) -> None:
+    """Started as root, each supervisor switches to the server's user keeping CAP_SYS_PTRACE alone: a command of
+    that user (which holds no capability) can never trace it, not even during its start, to make names unfiltered."""
+    script = "grep -E '^(Uid|CapPrm)' /proc/$PPID/status /proc/self/status"
+    argv = ["run", "--rm", "--network", "none", *containers.SUPERVISED_OPTIONS, "--user", "0:0"]
+    argv += ["--mount", containers._supervisor_mount(), "--entrypoint", "python3", image]
+    argv += [*containers._supervisor_argv([])[1:], "/bin/sh", "-c", script]
+    at = argv.index(f"{containers.SUPERVISOR_AT}/container_start.py") + 1
+    argv[at : at + 2] = ["1234", "1234"]  # a user, not root
+    done = _docker(*argv)
+    assert done.returncode == 0, done.stderr
+    seen: dict[tuple[str, str], str] = {}
+    for line in done.stdout.splitlines():
+        path, key, values = line.split(":", 2)
+        seen["command" if path == "/proc/self/status" else "supervisor", key] = values.split()[0]
+    assert seen["supervisor", "Uid"] == seen["command", "Uid"] == "1234", done.stdout
+    assert int(seen["supervisor", "CapPrm"], 16) == 1 << 19 and int(seen["command", "CapPrm"], 16) == 0, done.stdout
 
 
 def _git_repository(root: Path) -> None:
@@ -264,20 +285,31 @@ async def test_no_command_can_make_a_git_commondir_for_a_process_to_outlive(
     """A foreground command's is refused, not made and removed after: the container's processes may outlive it."""
     _git_repository(root)
     out = await call("Bash", {"command": "echo elsewhere > .git/commondir"})
-    assert out.is_error and "Read-only file system" in out.text and "`.git/commondir` is read-only" in out.text
+    assert out.is_error and "Permission denied" in out.text and "`.git/commondir` is read-only" in out.text
     assert not os.path.lexists(root / ".git" / "commondir")
-    # The rest of the repository's folders stay writable; its top level takes no new entry (git's lock files).
-    await call.ok("Bash", {"command": "echo obj > .git/objects/o"})
+    # The rest of the repository stays writable, its top level too: git makes its lock files there.
+    await call.ok("Bash", {"command": "echo obj > .git/objects/o && touch .git/index.lock && rm .git/index.lock"})
     assert (root / ".git" / "objects" / "o").exists()
-    out = await call("Bash", {"command": "touch .git/index.lock"})
-    assert out.is_error and "at `.git`'s (git cannot write the repository)" in out.text, out.text
-    # `.git/config` replaced on the host (git's own atomic rename) stays read-only: its folder is frozen.
+    # `.git/config` replaced on the host (git's own atomic rename) took its mount away: with nothing running
+    # in it, the container is started again, the new file read-only.
     config = root / ".git" / "config"
     (root / ".git" / "objects" / "config.new").write_text("[core]\n", encoding="utf-8")
     os.replace(root / ".git" / "objects" / "config.new", config)
     out = await call("Bash", {"command": "echo '[core] fsmonitor = evil' >> .git/config"})
     assert out.is_error and "Read-only file system" in out.text, out.text
     assert config.read_text(encoding="utf-8") == "[core]\n"
+
+
+async def test_no_process_of_the_container_runs_outside_a_supervisor(call: Caller, session: CodeSession) -> None:
+    """Each process but the supervisors has its filter above the engine's: one of the same user left unfiltered
+    (an init, the call's wrapper) could be traced, and made to create a protected name for the command."""
+    listing = "for p in /proc/[0-9]*; do echo \"$(grep Seccomp_filters $p/status)|$(tr '\\0' ' ' < $p/cmdline)\"; done"
+    out = await call.ok("Bash", {"command": f"sleep 3071 & {listing}"})
+    rows = [line.partition("|") for line in out.splitlines() if "Seccomp_filters" in line]
+    assert any("sleep 3071" in args for _, _, args in rows) and any("sleep infinity" in args for _, _, args in rows)
+    supervisor = containers.SUPERVISOR_AT
+    unfiltered = [args for filters, _, args in rows if filters.split()[-1] == "1" and supervisor not in args]
+    assert not unfiltered, out
 
 
 async def test_masked_paths_inside_a_root_are_unreadable_in_the_container(
@@ -301,7 +333,7 @@ async def test_masked_paths_inside_a_root_are_unreadable_in_the_container(
         await session.aclose()
 
 
-async def test_a_kept_file_replaced_on_the_host_refuses_later_commands(
+async def test_a_kept_file_replaced_on_the_host_refuses_commands_while_a_job_runs(
     pipeline: Pipeline, root: Path, boxed: SandboxSettings
 ) -> None:
     """An atomic save on the host renames a new file over the one mounted over: the kernel drops the mount."""
@@ -311,12 +343,18 @@ async def test_a_kept_file_replaced_on_the_host_refuses_later_commands(
     session = CodeSession(Settings(roots=(root,), sandbox=masked))
     try:
         call = Caller(pipeline, session)
-        await call.ok("Bash", {"command": "true"})  # the container starts with token.txt masked
+        # The container starts with token.txt masked; a job runs in it.
+        await call.ok("Bash", {"command": "sleep 3081", "run_in_background": True})
         (root / ".token.new").write_text("new secret\n", encoding="utf-8")
         os.replace(root / ".token.new", token)
         out = await call.fails("Bash", {"command": "cat token.txt"})
         assert "was not run" in out.text and "replaced or removed outside it" in out.text, out.text
-        assert "secret" not in out.text.replace(str(token), "")
+        assert "still runs in it" in out.text and "secret" not in out.text.replace(str(token), "")
+        # Once nothing runs in it, the container is started again with the new file masked.
+        await call.ok("KillShell", {"shell_id": "bash_1"})
+        await _job_ends(session, "bash_1")
+        out = await call("Bash", {"command": "cat token.txt; echo shown"})
+        assert "shown" in out.text and "secret" not in out.text.replace(str(token), ""), out.text
     finally:
         await session.aclose()
 
@@ -416,6 +454,7 @@ def test_doctor_reports_the_engine_and_the_image(
     env["MCP_CODETOOLS_SANDBOX_IMAGE"] = image
     out = doctor.sandbox_line(load_settings([str(tmp_path)], environ=env, read_files=False))
     assert f"container: engine {engine}" in out and f"image {image}" in out
+    assert "kept from being made by the supervisor; the image read-only, /tmp private" in out, out
 
 
 # --- without a daemon ----------------------------------------------------------------------------------------
@@ -434,9 +473,16 @@ def test_the_container_is_made_from_the_settings(tmp_path: Path) -> None:
     settings = SandboxSettings(enabled=True, backend="container", image="img:1", memory="2g", pids=99, cpus=1.5)
     box = containers.SessionContainer("/usr/bin/podman", settings, (tmp_path,), tmp_path / ".container")
     argv = box.run_argv()
-    assert argv[:4] == ["/usr/bin/podman", "run", "-d", "--init"] and argv[-3:] == ["sleep", "img:1", "infinity"]
+    assert argv[:3] == ["/usr/bin/podman", "run", "-d"] and argv[-2:] == ["sleep", "infinity"]
+    assert "--init" not in argv and argv[argv.index("--entrypoint") + 1 : argv.index("--entrypoint") + 3] == [
+        "python3",
+        "img:1",
+    ]
     joined = " ".join(argv)
     for part in (
+        "--read-only",
+        "--cap-add SYS_PTRACE",
+        f"target={containers.SUPERVISOR_AT},readonly",
         "--network none",
         "--memory 2g",
         "--pids-limit 99",
@@ -448,6 +494,42 @@ def test_the_container_is_made_from_the_settings(tmp_path: Path) -> None:
     assert f"{containers.LABEL_OWNER}={socket.gethostname()}:{os.getpid()}" in joined
     networked = containers.SessionContainer("docker", dataclasses.replace(settings, network=True), (), tmp_path)
     assert "--network" not in networked.run_argv()
+
+
+def test_an_image_without_python_freezes_folders_instead_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    settings = SandboxSettings(enabled=True, backend="container", image="img:1")
+    answers = iter([(127, "exec: python3: not found"), (0, "")])
+
+    def engine(argv: list[str], timeout: float = 0) -> subprocess.CompletedProcess[str]:
+        status, said = next(answers)
+        return subprocess.CompletedProcess(argv, status, "", said)
+
+    monkeypatch.setattr(containers, "_cli", engine)
+    problem, unsupervised = containers.trial("docker", settings)
+    assert problem is None and "python3" in unsupervised
+    (tmp_path / "ws").mkdir()
+    box = containers.SessionContainer("docker", settings, (tmp_path / "ws",), tmp_path, supervised=False)
+    box.read_only = (tmp_path / "ws" / ".envrc",)
+    argv = box.run_argv()
+    assert "--init" in argv and "--read-only" not in argv and "SYS_PTRACE" not in argv
+    assert f"source={tmp_path / 'ws'},target={tmp_path / 'ws'},readonly" in " ".join(argv)  # frozen
+    found = sandbox_module.Sandbox("container", settings, engine="docker", unsupervised=unsupervised)
+    assert "python3" in found.describe() and "frozen" in found.describe()
+    confinement = sandbox_module.Confinement(found, (tmp_path / "ws",), container=box)
+    note = sandbox_module.refusal_note("x: Read-only file system", confinement)
+    assert note is not None and "python3" in note and "top level" in note
+
+
+def test_a_missing_path_kept_since_the_start_needs_a_new_container(tmp_path: Path) -> None:
+    """The container's own supervisors (its first process's) keep the paths of its start: a rule added since
+    on a missing path is not theirs, and a command could make the path through such a process."""
+    settings = SandboxSettings(enabled=True, backend="container", image="img")
+    box = containers.SessionContainer("docker", settings, (tmp_path,), tmp_path, kept=(str(tmp_path / ".envrc"),))
+    (tmp_path / "there").touch()
+    wanted = [str(tmp_path / ".envrc"), str(tmp_path / "new-rule"), str(tmp_path / "there")]
+    assert box.unkept(wanted) == [tmp_path / "new-rule"]
 
 
 def test_values_are_passed_by_name_never_on_the_command_line(tmp_path: Path) -> None:

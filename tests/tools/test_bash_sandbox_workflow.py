@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from functools import cache
 from pathlib import Path
 
 import anyio
@@ -22,8 +23,11 @@ import pytest
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import SandboxSettings, Settings
+from mcp_codetools.shell.sandbox import SandboxUnavailable, prepared
 from mcp_codetools.tools import default_tools
+from tests import facilities
 from tests.conftest import Caller
+from tests.tools.test_bash_container import _find_image
 from tests.tools.test_bash_sandbox import working
 from tests.tools.test_bash_sandbox_kept import YesCaller, gate_for
 
@@ -59,9 +63,16 @@ WORKFLOWS = {
         ["Makefile", "build/app"],
     ),
 }
+FROZEN_CONTAINER = "container (frozen)"
+"""The container backend on an image without python3: no supervisor, the folders of missing kept paths frozen."""
 BLOCKED: dict[str, set[str]] = {
     # Landlock grants rights on whole folders: a folder holding a missing protected name takes no new entry.
     "landlock": {
+        "a file at the top", "a folder at the top", "a file below", "rename at the top",
+        "remove a folder at the top", "a virtual environment", "git", "tar", "a test run with its cache",
+        "make with a build folder", "git init in a folder",
+    },
+    FROZEN_CONTAINER: {
         "a file at the top", "a folder at the top", "a file below", "rename at the top",
         "remove a folder at the top", "a virtual environment", "git", "tar", "a test run with its cache",
         "make with a build folder", "git init in a folder",
@@ -81,10 +92,42 @@ PROTECTED = {
 }
 
 
-@pytest.fixture(params=["bwrap", "landlock", "seatbelt"])
+BACKENDS = ["bwrap", "landlock", "seatbelt", pytest.param("container", marks=pytest.mark.serial)]
+"""Every backend; the container one holds Docker's daemon, one test at a time (its session's container is
+removed when the session closes)."""
+
+
+@pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
+    if request.param == "container":
+        return container_backend()
     working(request.param)  # skips, or fails where CI requires the backend
     return str(request.param)
+
+
+def container_backend() -> str:
+    """The container backend's name here: `FROZEN_CONTAINER` when the image cannot run the supervisor.
+
+    Skips (or fails where CI requires Docker) when there is no image or daemon.
+    """
+    settings = sandbox_settings("container")
+    try:
+        found = prepared(settings)
+    except SandboxUnavailable as exc:
+        facilities.missing("docker", f"the container backend does not work here: {exc}")
+    return FROZEN_CONTAINER if found is not None and found.unsupervised else "container"
+
+
+def sandbox_settings(backend: str) -> SandboxSettings:
+    """The sandbox on `backend`; the container one on the container lane's image (`_find_image`)."""
+    if backend in ("container", FROZEN_CONTAINER):
+        return SandboxSettings(enabled=True, backend="container", image=container_image())
+    return SandboxSettings(enabled=True, backend=backend)  # type: ignore[arg-type]
+
+
+@cache
+def container_image() -> str:
+    return _find_image("docker")
 
 
 def repository(workspace: Path) -> Path:
@@ -104,7 +147,7 @@ def root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def settings(root: Path, backend: str) -> Settings:
-    return Settings(roots=(root,), sandbox=SandboxSettings(enabled=True, backend=backend))  # type: ignore[arg-type]
+    return Settings(roots=(root,), sandbox=sandbox_settings(backend))
 
 
 @pytest.fixture
