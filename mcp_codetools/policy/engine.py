@@ -345,8 +345,8 @@ class Policy:
     protected: tuple[str, ...] = PROTECTED_PATHS
     ask_unmatched: bool = False
     extra_protected_files: tuple[Path, ...] = field(default=())
-    """Config files the policy was read from, and the server's cache folder: writing them (or in them) is asked
-    about like a protected path."""
+    """Config files the policy was read from, the server's cache folder and its install folders: writing them (or
+    in them) is asked about like a protected path."""
     families: RuleFamilies = RuleFamilies()
     """Which tools `Read(...)` and `Edit(...)` rules cover, as the tools declare it (`with_families`)."""
 

@@ -53,7 +53,7 @@ from mcp_codetools.policy.gate import PermissionGate
 from mcp_codetools.policy.hooks import HookConfigError, Hooks, parse_hooks
 from mcp_codetools.policy.rules import PATHLESS_TOOLS, TOOL_NAMES, Behaviour, Rule, RuleSyntaxError, parse_rule
 from mcp_codetools.settings import PROJECT_FILE, ConfigError, config_files, read_toml, user_config_file
-from mcp_codetools.settings.sources import server_cache_folder
+from mcp_codetools.settings.sources import server_cache_folder, server_install_folders
 
 __all__ = [
     "PROJECT_FILE",
@@ -156,7 +156,7 @@ class PolicyConfig:
             mode_source=self.mode_source,
             protected=self.protected,
             ask_unmatched=self.ask_unmatched,
-            extra_protected_files=tuple(self.files) + (user_config_file(), server_cache_folder()),
+            extra_protected_files=(*self.files, user_config_file(), server_cache_folder(), *server_install_folders()),
         )
 
     def _ignore(self, where: str, value: object, now: object, why: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -53,6 +54,22 @@ def server_cache_folder(environ: Mapping[str, str] | None = None) -> Path:
     if not os.path.isabs(base):
         base = os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "mcp-codetools"
+
+
+def server_install_folders() -> tuple[Path, ...]:
+    """Where the server's own code runs from, as real paths: its Python and this package.
+
+    Its Python: the interpreter, the standard library and the installed packages, with `rg` and `bwrap`;
+    this package: an editable install's source.
+
+    The server imports modules on first use, runs the sandbox's launchers with this Python and starts rg,
+    bwrap and the language servers from here. So when one lies in a root (a project's `.venv` serving it),
+    what a tool call wrote there would run as the server, outside any sandbox: it is kept like the config
+    files (asked about, and read-only to a sandboxed command).
+    """
+    package = Path(__file__).resolve().parents[1]
+    found = [Path(os.path.realpath(p)) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)]
+    return tuple(dict.fromkeys([*found, package]))
 
 
 class ConfigFile(NamedTuple):
