@@ -58,6 +58,27 @@ def restrict(
     writable: Sequence[str], *, deny_network: bool, hidden: Sequence[str] = (), read_only: Sequence[str] = ()
 ) -> int:
     """Restrict this process; returns the ABI used. Raises OSError when the kernel refuses."""
+    ruleset, abi = rules(writable, deny_network=deny_network, hidden=hidden, read_only=read_only)
+    try:
+        enforce(ruleset)
+    finally:
+        os.close(ruleset)
+    return abi
+
+
+def enforce(ruleset: int) -> None:
+    """Set no_new_privs and add `ruleset` as a layer on this process. Raises OSError when the kernel refuses."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    if libc.syscall(_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
+        raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
+
+
+def rules(
+    writable: Sequence[str], *, deny_network: bool, hidden: Sequence[str] = (), read_only: Sequence[str] = ()
+) -> tuple[int, int]:
+    """A ruleset's fd for these folders and paths, and the ABI used. Raises OSError when the kernel refuses."""
     libc = ctypes.CDLL(None, use_errno=True)
     abi = int(libc.syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1)))
     if abi < 1:
@@ -93,13 +114,10 @@ def restrict(
                 _allow(libc, ruleset, device, file_writes | (_FS_READ_FILE if hidden else 0))
         for path, is_dir in around(hidden):
             _allow(libc, ruleset, path, reads if is_dir else _FS_READ_FILE, follow=False)
-        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-        if libc.syscall(_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
-            raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
-    finally:
+    except BaseException:
         os.close(ruleset)
-    return abi
+        raise
+    return ruleset, abi
 
 
 def around(kept: Sequence[str], top: str = "/") -> list[tuple[str, bool]]:
@@ -157,7 +175,7 @@ def main(argv: Sequence[str]) -> int:
     writable: list[str] = []
     hidden: list[str] = []
     read_only: list[str] = []
-    deny_network = False
+    deny_network = supervise = False
     chdir: str | None = None
     args = list(argv)
     while args and args[0] != "--":
@@ -172,6 +190,8 @@ def main(argv: Sequence[str]) -> int:
             chdir = args.pop(0)
         elif option == "--no-network":
             deny_network = True
+        elif option == "--supervise":
+            supervise = True
         else:
             print(f"landlock launcher: unknown option {option!r}", file=sys.stderr)
             return 2
@@ -179,6 +199,10 @@ def main(argv: Sequence[str]) -> int:
     if not command:
         print("landlock launcher: no command after --", file=sys.stderr)
         return 2
+    if supervise:
+        return _supervised(
+            command, writable, deny_network=deny_network, hidden=hidden, read_only=read_only, chdir=chdir
+        )
     try:
         restrict(writable, deny_network=deny_network, hidden=hidden, read_only=read_only)
     except OSError as exc:  # fail closed: never run the command unconfined
@@ -191,6 +215,45 @@ def main(argv: Sequence[str]) -> int:
     except OSError as exc:
         print(f"{command[0]}: {exc.strerror}", file=sys.stderr)
         return 127
+
+
+def _supervised(
+    command: Sequence[str],
+    writable: Sequence[str],
+    *,
+    deny_network: bool,
+    hidden: Sequence[str],
+    read_only: Sequence[str],
+    chdir: str | None,
+) -> int:
+    """Run `command` under two layers, served by the supervisor that carries out its writes (`landlock_guard.py`).
+
+    This process keeps the looser layer: the roots and scratch writable whole, reads and the network as
+    for the command. The command gets the stricter one on top (the kept paths read-only, their folders
+    frozen), for whatever the supervisor's filter does not send it. Both are built here, before either is
+    enforced; the child only enforces its own.
+    """
+    try:
+        loose, _ = rules(writable, deny_network=deny_network, hidden=hidden)
+        strict, _ = rules(writable, deny_network=deny_network, read_only=read_only)
+        try:
+            enforce(loose)
+        finally:
+            os.close(loose)
+        if chdir is not None:
+            os.chdir(chdir)
+    except OSError as exc:  # fail closed: never run the command unconfined
+        print(f"landlock launcher: cannot confine the command ({exc}); it was not run", file=sys.stderr)
+        return 126
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # isolated mode leaves this folder off
+    guard = __import__("landlock_guard")
+    supervisor = sys.modules["supervisor"]
+    machine = os.uname().machine
+    if machine in supervisor.AUDIT_ARCH:  # else `run` refuses the command
+        # It carries out the command's writes: with a root server's other capabilities it could write what the
+        # command (which has none) cannot. CAP_SYS_PTRACE stays, to read a command that made itself undumpable.
+        supervisor.drop_capabilities(machine, keep_ptrace=True)
+    return int(supervisor.run(read_only, command, serve=guard.LandlockSupervisor, confine=lambda: enforce(strict)))
 
 
 if __name__ == "__main__":

@@ -59,6 +59,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -147,12 +148,13 @@ def _launcher_files() -> tuple[str, ...]:
 
 
 def compiled_launcher() -> None:
-    """Write the supervisor's compiled form where its starter imports it from (a wheel's install has it)."""
-    source = str(Path(__file__).with_name("supervisor.py"))
-    try:
-        py_compile.compile(source, cfile=importlib.util.cache_from_source(source), doraise=False, quiet=2)
-    except OSError:  # an install this user cannot write: the starter compiles it each time, slower but the same
-        logger.debug("could not write the supervisor's compiled form", exc_info=True)
+    """Write the supervisor's compiled form where its starters import it from (a wheel's install has it)."""
+    for name in ("supervisor.py", "landlock_guard.py"):
+        source = str(Path(__file__).with_name(name))
+        try:
+            py_compile.compile(source, cfile=importlib.util.cache_from_source(source), doraise=False, quiet=2)
+        except OSError:  # an install this user cannot write: the starter compiles it each time, slower but the same
+            logger.debug("could not write the supervisor's compiled form", exc_info=True)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -170,6 +172,9 @@ class Sandbox:
     notes: tuple[str, ...] = field(default=())
     engine: str | None = None
     """The container engine's command (the `container` backend)."""
+    supervised: bool = False
+    """Landlock: the launcher's supervisor carries out every write by name (`landlock_guard.py`); without it
+    (no seccomp user notification) the folders holding kept paths are frozen instead."""
 
     def wrap(
         self,
@@ -217,6 +222,8 @@ class Sandbox:
             launcher += ["--read-only", kept]
         if not self.settings.network:
             launcher.append("--no-network")
+        if self.supervised:
+            launcher.append("--supervise")
         return [*launcher, "--", *argv], passed
 
     def describe(self) -> str:
@@ -495,7 +502,7 @@ def refusal_note(output: str, confinement: Confinement) -> str | None:
                 if backend == "seatbelt"
                 else "a missing one cannot be made (Permission denied), nor can the folders on the way to one be "
                 "renamed"
-                if backend == "bwrap"
+                if backend == "bwrap" or confinement.sandbox.supervised
                 else "no entry can be created, removed or renamed at a root's top level"
                 + (" or at `.git`'s (git cannot write the repository)" if backend in ("landlock", "container") else "")
                 + (
@@ -678,11 +685,23 @@ def _probe_one(kind: Backend, settings: SandboxSettings, problems: list[str]) ->
         if abi < 1:
             problems.append("Landlock is not available in this kernel (Linux 5.13+ with Landlock enabled)")
             return None
-        trial = [*LANDLOCK_LAUNCHER, "--chdir", "/", *([] if settings.network else ["--no-network"]), "--", "true"]
-        problem = _try(trial)
+        compiled_launcher()
+        trial = [*LANDLOCK_LAUNCHER, "--chdir", "/", *([] if settings.network else ["--no-network"])]
+        notes = () if abi >= 4 or settings.network else ("Landlock ABI < 4: the network is not confined",)
+        with tempfile.TemporaryDirectory(prefix="mcp-codetools-probe-") as folder:
+            made = f"{folder}/probe"
+            check = f"mkdir {made} && : > {made}/made && echo x >> {made}/made && rm {made}/made && rmdir {made}"
+            supervised = _try([*trial, "--write", folder, "--supervise", "--", "/bin/sh", "-c", check])
+        if supervised is None:
+            return Sandbox("landlock", settings, landlock_abi=abi, notes=notes, supervised=True)
+        problem = _try([*trial, "--", "true"])
         if problem is None:
-            notes = () if abi >= 4 or settings.network else ("Landlock ABI < 4: the network is not confined",)
-            return Sandbox("landlock", settings, landlock_abi=abi, notes=notes)
+            frozen = (
+                "Landlock's supervisor cannot run here (seccomp user notification needs Linux 5.9+, and reading "
+                f"the command's calls a ptrace scope that allows a parent): {supervised}; the folders holding "
+                "protected paths are frozen (no entry made or removed at a root's top level or at `.git`'s)"
+            )
+            return Sandbox("landlock", settings, landlock_abi=abi, notes=(*notes, frozen))
         problems.append(f"Landlock (ABI {abi}) cannot confine a command here: {problem}")
         return None
     if not os.path.exists(seatbelt.SANDBOX_EXEC):

@@ -21,7 +21,7 @@ from mcp_codetools.tools import default_tools
 from tests.reliability.report import Figures
 from tests.tools.test_bash_sandbox import working
 from tests.tools.test_bash_sandbox_kept import YesCaller, gate_for
-from tests.tools.test_bash_sandbox_workflow import BLOCKED, PROTECTED, STUBS, WORKFLOWS, entries, repository
+from tests.tools.test_bash_sandbox_workflow import PROTECTED, STUBS, WORKFLOWS, blocked, entries, repository
 
 pytestmark = pytest.mark.anyio
 
@@ -46,7 +46,7 @@ async def test_the_sandbox_matrix(backend: str, tmp_path: Path, figures: Figures
     for index, (name, (command, made)) in enumerate(WORKFLOWS.items()):
         root, failed, text, _ = await run_in_fresh_root(tmp_path / f"w{index}", backend, command)
         assert not STUBS & set(os.listdir(root)), f"{name}: a placeholder was left in the root"
-        if name in BLOCKED.get(backend, set()):
+        if name in blocked(backend):
             refused_as_declared += failed and "[Sandbox: " in text
             if not failed:
                 surprises.append(f"{name}: declared blocked but went through")
