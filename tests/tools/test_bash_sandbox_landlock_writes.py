@@ -10,13 +10,15 @@ under bubblewrap the other name stays writable.
 from __future__ import annotations
 
 import os
+import select
+import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from mcp_codetools.shell.sandbox import Sandbox
-from tests.tools.test_bash_sandbox_supervisor import py, run, supervising
+from tests.tools.test_bash_sandbox_supervisor import TIMEOUT_S, py, run, supervising
 
 pytestmark = pytest.mark.linux_only
 
@@ -145,4 +147,26 @@ def test_ordinary_writes_at_the_top_go_through_command_after_command(sandbox: Sa
     assert sh(sandbox, root, "mkdir -p build/x && echo 1 > build/x/f && mv build b && rm -r b && ls") == (
         0, "config-link\nmade.bin\nmcp-codetools.toml\nnewfile\n"
     )  # fmt: skip
+    assert_kept(root)
+
+
+def test_a_kept_folder_the_host_makes_while_a_command_runs_is_kept(root: Path) -> None:
+    """The kept paths are looked up for each call: `.claude/`, missing when the command started, made meanwhile.
+
+    Landlock only: under bubblewrap a kept path missing at the start is kept from being made by the command,
+    and one the host makes meanwhile is not mounted read-only.
+    """
+    box = supervising("landlock")
+    script = "echo ready; read _; echo x > .claude/new; mkdir .claude/d; echo done"
+    wrapped, env = box.wrap(
+        ["bash", "-c", script], cwd=root, writable=[root], env=dict(os.environ),
+        read_only=[*kept(root), root / ".claude"],
+    )  # fmt: skip
+    with subprocess.Popen(wrapped, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as command:
+        assert command.stdout is not None and command.stdin is not None
+        assert select.select([command.stdout], [], [], TIMEOUT_S)[0], "the command never started"
+        assert command.stdout.readline() == "ready\n"
+        (root / ".claude").mkdir()
+        out, _ = command.communicate("go\n", timeout=TIMEOUT_S)
+    assert out == "done\n" and os.listdir(root / ".claude") == []
     assert_kept(root)
