@@ -36,6 +36,8 @@ from collections.abc import Sequence
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
 _RULE_PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+_CAPABILITY_VERSION_3 = 0x20080522
 
 _FS_WRITE_FILE = 1 << 1
 _FS_READ_FILE = 1 << 2
@@ -210,16 +212,30 @@ def main(argv: Sequence[str]) -> int:
         )
     try:
         restrict(writable, deny_network=deny_network, hidden=hidden, read_only=read_only)
+        if chdir is not None:
+            os.chdir(chdir)
+        _drop_capabilities()
     except OSError as exc:  # fail closed: never run the command unconfined
         print(f"landlock launcher: cannot confine the command ({exc}); it was not run", file=sys.stderr)
         return 126
     try:
-        if chdir is not None:
-            os.chdir(chdir)
         os.execvp(command[0], command)
     except OSError as exc:
         print(f"{command[0]}: {exc.strerror}", file=sys.stderr)
         return 127
+
+
+def _drop_capabilities() -> None:
+    """Give up every capability: a root server's command could otherwise make device nodes where it may write.
+
+    With no_new_privs, exec cannot bring them back (the supervised path drops them in `supervisor.py`).
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_CAP_AMBIENT_CLEAR_ALL) failed")
+    header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
+    if libc.capset(header, (ctypes.c_uint32 * 6)()) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
 
 
 def _supervised(

@@ -24,6 +24,11 @@ in it can be moved out (a move's source folder would be checked), or lies on the
 name is guarded. The command's calls are carried out one at a time here, so nothing it does moves a
 folder during a walk; only the host could.
 
+It runs with no capability but CAP_SYS_PTRACE (a root server's supervisor would otherwise make device nodes
+or write files the command, which has none, may not). Its process is the launcher, not a namespace's first
+process: a process the command leaves behind when it ends has no supervisor left, and its routed calls fail
+(ENOSYS), closed; the server stops such leftovers by process group and marker, as without the sandbox.
+
 The supervisor reads the command's memory and descriptors as its parent of the same user (Landlock allows
 tracing a more restricted process; Yama's scope 1 allows descendants), so no capability is needed. A
 command that made itself undumpable cannot be read without CAP_SYS_PTRACE: its routed calls are refused

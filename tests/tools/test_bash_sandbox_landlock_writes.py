@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from mcp_codetools.shell.sandbox import Sandbox
+from tests.tools.test_bash_sandbox import working
 from tests.tools.test_bash_sandbox_supervisor import TIMEOUT_S, py, run, supervising
 
 pytestmark = pytest.mark.linux_only
@@ -170,3 +171,19 @@ def test_a_kept_folder_the_host_makes_while_a_command_runs_is_kept(root: Path) -
         out, _ = command.communicate("go\n", timeout=TIMEOUT_S)
     assert out == "done\n" and os.listdir(root / ".claude") == []
     assert_kept(root)
+
+
+def test_the_supervisor_makes_no_device_for_the_command(sandbox: Sandbox, root: Path) -> None:
+    """It carries out `mknod` itself: with a root server's capabilities it would make `/dev/sda` writable in a root."""
+    status, output = sh(sandbox, root, "mknod disk b 8 0 || mknod null c 1 3")
+    assert status != 0 and not os.path.lexists(root / "disk") and not os.path.lexists(root / "null"), output
+
+
+def test_frozen_landlock_gives_the_command_no_capability(root: Path) -> None:
+    """Without its supervisor the launcher execs the command itself: a root server's would keep every capability."""
+    found = working("landlock")
+    box = Sandbox("landlock", found.settings, landlock_abi=found.landlock_abi)  # the frozen folders, no supervisor
+    (root / "lib").mkdir()
+    script = "mknod lib/null c 1 3; grep -E '^Cap(Prm|Eff|Amb)' /proc/self/status | awk '{print $2}' | sort -u"
+    done = run(box, root, ["bash", "-c", script], read_only=kept(root))
+    assert done.stdout.split() == ["0000000000000000"] and not os.path.lexists(root / "lib" / "null"), done.stderr
