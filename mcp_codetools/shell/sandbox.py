@@ -59,6 +59,7 @@ import logging
 import os
 import py_compile
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -697,10 +698,7 @@ def _probe_one(kind: Backend, settings: SandboxSettings, problems: list[str]) ->
         compiled_launcher()
         trial = [*LANDLOCK_LAUNCHER, "--chdir", "/", *([] if settings.network else ["--no-network"])]
         notes = () if abi >= 4 or settings.network else ("Landlock ABI < 4: the network is not confined",)
-        with tempfile.TemporaryDirectory(prefix="mcp-codetools-probe-") as folder:
-            made = f"{folder}/probe"
-            check = f"mkdir {made} && : > {made}/made && echo x >> {made}/made && rm {made}/made && rmdir {made}"
-            supervised = _try([*trial, "--write", folder, "--supervise", "--", "/bin/sh", "-c", check])
+        supervised = _try_supervised(trial)
         if supervised is None:
             return Sandbox("landlock", settings, landlock_abi=abi, notes=notes, supervised=True)
         problem = _try([*trial, "--", "true"])
@@ -722,6 +720,17 @@ def _probe_one(kind: Backend, settings: SandboxSettings, problems: list[str]) ->
         return Sandbox("seatbelt", settings)
     problems.append(f"sandbox-exec cannot apply a profile here ({problem}; a server that is itself sandboxed cannot)")
     return None
+
+
+def _try_supervised(trial: list[str]) -> str | None:
+    """Landlock's trial with its supervisor: a folder and a file made, written and removed through it."""
+    try:
+        with tempfile.TemporaryDirectory(prefix="mcp-codetools-probe-") as folder:
+            made = shlex.quote(f"{folder}/probe")
+            check = f"mkdir {made} && : > {made}/made && echo x >> {made}/made && rm {made}/made && rmdir {made}"
+            return _try([*trial, "--write", folder, "--supervise", "--", "/bin/sh", "-c", check])
+    except OSError as exc:  # no temporary folder to try it in: the frozen folders, as where it cannot run
+        return f"no folder to try it in: {exc}"
 
 
 def _platforms_of(kind: str) -> str:
