@@ -110,6 +110,9 @@ class LandlockSupervisor(Supervisor):
 
     def _in_kept_folder(self, folder: int) -> bool:
         """Whether `folder` is a kept folder or lies beneath one (walked up with `..` to `/`)."""
+        # No folder on the way up can be moved while this walks: the command's calls are carried out here one
+        # at a time, a folder beneath a kept one cannot be moved out (its folder is checked by `_movable`), and
+        # a folder above one is on the way to a kept path, whose name is guarded. Only the host could move one.
         kept, _ = self._kept_now()
         if not kept:
             return False
