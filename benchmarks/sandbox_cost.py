@@ -8,8 +8,15 @@
   (what foreground commands had before the supervisor; rebuilt here, the module is gone);
 - `supervisor`: today's `bwrap_argv` (`shell/supervisor.py`).
 
+With `--landlock`, the Landlock backend instead, beside bubblewrap's supervisor:
+
+- `landlock plain`: no kept paths at all (nothing frozen, nothing routed): the floor;
+- `landlock frozen`: the kept paths kept by freezing their folders (Landlock without its supervisor, as
+  before `landlock_guard.py`); git cannot commit there, so it has only the `true` row;
+- `landlock supervised`: today's launcher, its supervisor carrying out every write by name.
+
 Runs are interleaved (plain, overlay, supervisor, plain, …) in one process, so load changes hit all
-three alike; each figure is a median. `true` measures the start; a venv with pip (about 3,100 calls the
+variants alike; each figure is a median. `true` measures the start; a venv with pip (about 3,100 calls the
 supervisor carries out) and `git add -A && git commit` of 10 new files measure the per-call cost.
 """
 
@@ -26,7 +33,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mcp_codetools.settings import SandboxSettings
-from mcp_codetools.shell.sandbox import SUPERVISOR_LAUNCHER, bwrap_argv, filter_env, find_bwrap
+from mcp_codetools.shell.sandbox import (
+    SUPERVISOR_LAUNCHER,
+    Sandbox,
+    bwrap_argv,
+    compiled_launcher,
+    filter_env,
+    find_bwrap,
+    landlock_abi,
+)  # fmt: skip
 
 MISSING = (".envrc", ".mcp.json", ".vscode", ".claude", "mcp-codetools.toml", ".idea", ".husky")
 GIT = "git -c user.name=b -c user.email=b@b -c init.defaultBranch=main"
@@ -82,6 +97,51 @@ def _variants(bwrap: str, root: Path, base: Path) -> dict[str, Variant]:
     return {"plain": plain, "overlay": overlay, "supervisor": supervisor}
 
 
+def _landlock_variants(bwrap: str, root: Path) -> dict[str, Variant]:
+    kept = [*(root / name for name in MISSING), root / ".git" / "hooks", root / ".git" / "config"]
+    settings = SandboxSettings(enabled=True, backend="landlock")
+    abi = landlock_abi()
+
+    def wrapping(read_only: list[Path], supervised: bool) -> Variant:
+        box = Sandbox("landlock", settings, landlock_abi=abi, supervised=supervised)
+        return lambda argv: box.wrap(argv, cwd=root, writable=[root], env={}, masks=[], read_only=read_only)[0]
+
+    bwrap_settings = SandboxSettings(enabled=True, backend="bwrap")
+    return {
+        "landlock plain": wrapping([], False),
+        "landlock frozen": wrapping(kept, False),
+        "landlock supervised": wrapping(kept, True),
+        "bwrap supervised": lambda argv: bwrap_argv(
+            bwrap, argv, cwd=root, writable=[root], settings=bwrap_settings, masks=[], read_only=kept
+        ),
+    }
+
+
+def _landlock_table(bwrap: str, root: Path, options: argparse.Namespace, env: dict[str, str]) -> None:
+    compiled_launcher()
+    variants = _landlock_variants(bwrap, root)
+    made = iter(range(1_000_000))
+
+    def ten_new_files() -> None:
+        batch = next(made)
+        for index in range(10):
+            (root / "d0" / f"new{batch}_{index}.py").write_text(f"z = {index}\n")
+
+    load = os.getloadavg()[0]
+    true = _measure(variants, "true", options.runs, env, lambda: None)
+    committing = {name: wrap for name, wrap in variants.items() if name != "landlock frozen"}
+    git = _measure(committing, f"{GIT} add -A && {GIT} commit -qm x", options.heavy_runs * 3, env, ten_new_files)
+    print(f"load average {load:.1f} at start, {os.getloadavg()[0]:.1f} at end; times in ms")
+    print("| workload | landlock plain | landlock frozen | landlock supervised | bwrap supervised "
+          "| supervised / plain | Landlock / bwrap supervised |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    commit = f"`git add -A && git commit` of 10 new files, median of {options.heavy_runs * 3}"
+    for label, medians in ((f"`true`, median of {options.runs}", true), (commit, git)):
+        plain, sup, bw = medians["landlock plain"], medians["landlock supervised"], medians["bwrap supervised"]
+        frozen = f"{medians['landlock frozen']:,.1f}" if "landlock frozen" in medians else "refused"
+        print(f"| {label} | {plain:,.1f} | {frozen} | {sup:,.1f} | {bw:,.1f} | {sup / plain:.2f}× | {sup / bw:.2f}× |")
+
+
 def _timed(argv: list[str], env: dict[str, str]) -> float:
     started = time.perf_counter()
     done = subprocess.run(argv, env=env, capture_output=True, timeout=600, stdin=subprocess.DEVNULL)
@@ -107,6 +167,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=30, help="runs of `true` per variant")
     parser.add_argument("--heavy-runs", type=int, default=3, help="runs of the venv and git workloads per variant")
     parser.add_argument("--calls-only", action="store_true", help="only `true` and the 2,000 mkdir calls")
+    parser.add_argument("--landlock", action="store_true", help="Landlock frozen and supervised beside bwrap's")
     options = parser.parse_args()
     bwrap = find_bwrap()
     if bwrap is None:
@@ -115,6 +176,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="mcp-codetools-bench-") as tmp:
         base = Path(tmp).resolve()
         root = _root(base)
+        if options.landlock:
+            _landlock_table(bwrap, root, options, env)
+            return
         variants = _variants(bwrap, root, base)
 
         def nothing() -> None:

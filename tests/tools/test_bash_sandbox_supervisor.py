@@ -32,8 +32,22 @@ VENV_TIMEOUT_S = 600
 MISSING = (".envrc", ".mcp.json", ".vscode", ".claude", "mcp-codetools.toml")
 
 
+def supervising(backend: str) -> Sandbox:
+    """`backend` with its supervisor: bubblewrap's, or Landlock's (`landlock_guard.py`); skips where it cannot run."""
+    found = working(backend)
+    if not found.supervised and found.backend == "landlock":
+        pytest.skip("Landlock's supervisor cannot run here: the folders are frozen instead")
+    return found
+
+
+@pytest.fixture(params=["bwrap", "landlock"])
+def sandbox(request: pytest.FixtureRequest) -> Sandbox:
+    return supervising(request.param)
+
+
 @pytest.fixture
-def sandbox() -> Sandbox:
+def bwrap() -> Sandbox:
+    """bubblewrap alone: the command runs in a PID namespace with the supervisor as its first process."""
     return working("bwrap")
 
 
@@ -53,10 +67,16 @@ def kept(root: Path) -> list[Path]:
 
 
 def run(
-    sandbox: Sandbox, root: Path, argv: Sequence[str], *, timeout: float = TIMEOUT_S
+    sandbox: Sandbox,
+    root: Path,
+    argv: Sequence[str],
+    *,
+    timeout: float = TIMEOUT_S,
+    read_only: Sequence[Path] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     wrapped, env = sandbox.wrap(
-        list(argv), cwd=root, writable=[root], env=dict(os.environ), read_only=kept(root)
+        list(argv), cwd=root, writable=[root], env=dict(os.environ),
+        read_only=kept(root) if read_only is None else read_only,
     )  # fmt: skip
     return subprocess.run(
         wrapped, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
@@ -67,8 +87,10 @@ def sh(sandbox: Sandbox, root: Path, script: str, *, timeout: float = TIMEOUT_S)
     return run(sandbox, root, ["bash", "-c", script], timeout=timeout)
 
 
-def py(sandbox: Sandbox, root: Path, code: str) -> subprocess.CompletedProcess[str]:
-    return run(sandbox, root, [sys.executable, "-I", "-c", textwrap.dedent(code)])
+def py(
+    sandbox: Sandbox, root: Path, code: str, *, read_only: Sequence[Path] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return run(sandbox, root, [sys.executable, "-I", "-c", textwrap.dedent(code)], read_only=read_only)
 
 
 def assert_nothing_kept_made(root: Path) -> None:
@@ -135,7 +157,8 @@ def test_python_renames_links_and_sockets_are_refused(sandbox: Sandbox, root: Pa
     done = py(sandbox, root, code)
     results = dict(item.split("=") for item in done.stdout.split())
     assert results.pop("socket-ok") == "made" and results.pop("dirfd-ok") == "made", done.stdout + done.stderr
-    assert results.pop("abstract") == "made" and results.pop("tcp") == "made"
+    tcp = results.pop("tcp")  # a TCP bind, which Landlock's network rule (ABI 4+) refuses
+    assert results.pop("abstract") == "made" and (tcp == "made" or sandbox.backend == "landlock")
     assert all(value in ("EACCES", "EEXIST") for value in results.values()), results
     assert_nothing_kept_made(root)
     assert stat.S_ISSOCK(os.lstat(root / "ok.sock").st_mode) and (root / "sub" / "made.txt").is_file()
@@ -332,21 +355,24 @@ def test_the_exit_status_is_the_commands(sandbox: Sandbox, root: Path) -> None:
     assert run(sandbox, root, ["no-such-program-here"]).returncode == 127
 
 
-def test_signals_sent_to_the_first_process_reach_the_command(sandbox: Sandbox, root: Path) -> None:
-    done = sh(sandbox, root, "trap 'echo got; exit 3' TERM; kill -TERM 1; sleep 20 & wait")
+def test_signals_sent_to_the_first_process_reach_the_command(bwrap: Sandbox, root: Path) -> None:
+    done = sh(bwrap, root, "trap 'echo got; exit 3' TERM; kill -TERM 1; sleep 20 & wait")
     assert (done.returncode, done.stdout) == (3, "got\n"), done.stderr
 
 
 def test_the_supervisor_cannot_be_read_or_traced(sandbox: Sandbox, root: Path) -> None:
-    # Its fds include the listener: a command holding it could answer its own calls.
-    script = "cat /proc/1/environ; head -c1 /proc/1/mem; for n in 0 1 2 3 4 5 6 7 8; do readlink /proc/1/fd/$n; "
-    script += "(exec 9</proc/1/fd/$n && echo opened $n); done; echo end"
+    # Its fds include the listener: a command holding it could answer its own calls. It is the shell's parent.
+    script = "p=$PPID; cat /proc/$p/environ; head -c1 /proc/$p/mem; for n in 0 1 2 3 4 5 6 7 8; do "
+    script += "readlink /proc/$p/fd/$n; (exec 9</proc/$p/fd/$n && echo opened $n); done; echo end"
     done = sh(sandbox, root, script)
     assert done.stdout.strip() == "end", done.stdout
 
 
 def test_a_command_that_made_itself_undumpable_can_still_make_files(sandbox: Sandbox, root: Path) -> None:
-    """ssh does this; without CAP_SYS_PTRACE the supervisor could not read its paths and would refuse them."""
+    """ssh does this; without CAP_SYS_PTRACE the supervisor could not read its paths and would refuse them.
+
+    bubblewrap's supervisor keeps that capability; Landlock's has it only when the server runs as root.
+    """
     code = """
         import ctypes
         ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
@@ -354,7 +380,10 @@ def test_a_command_that_made_itself_undumpable_can_still_make_files(sandbox: San
         open(".envrc", "w")
     """
     done = py(sandbox, root, code)
-    assert "PermissionError" in done.stderr and (root / "made.txt").read_text() == "x", done.stderr
+    if sandbox.backend == "landlock" and os.geteuid() != 0:  # its parent, with no capability, cannot read it
+        assert "PermissionError" in done.stderr and not (root / "made.txt").exists(), done.stderr
+    else:
+        assert "PermissionError" in done.stderr and (root / "made.txt").read_text() == "x", done.stderr
     assert_nothing_kept_made(root)
 
 
@@ -364,9 +393,9 @@ def test_the_command_has_no_capabilities(sandbox: Sandbox, root: Path) -> None:
     assert done.stdout.split() == ["0000000000000000"], done.stdout + done.stderr
 
 
-def test_output_ends_with_the_command_and_no_process_is_left(sandbox: Sandbox, root: Path) -> None:
+def test_output_ends_with_the_command_and_no_process_is_left(bwrap: Sandbox, root: Path) -> None:
     tag = f"mcp-codetools-supervised-{secrets.token_hex(4)}"
-    done = sh(sandbox, root, f"(exec -a {tag} sleep 600 &); setsid bash -c 'exec -a {tag} sleep 600' & echo done")
+    done = sh(bwrap, root, f"(exec -a {tag} sleep 600 &); setsid bash -c 'exec -a {tag} sleep 600' & echo done")
     assert (done.returncode, done.stdout) == (0, "done\n")  # returned at once: nothing held the output open
     assert processes_with(tag) == []
 

@@ -63,21 +63,30 @@ WORKFLOWS = {
         ["Makefile", "build/app"],
     ),
 }
+GONE = {"remove at the top": ["a.py"], "rename at the top": ["a.py", "lib"], "remove a folder at the top": ["lib"]}
+"""What a workflow removes: `rm a.py && test ! -e a.py` reads as passed when `rm` fails (a false `test` is no error)."""
 FROZEN_CONTAINER = "container (frozen)"
 """The container backend on an image without python3: no supervisor, the folders of missing kept paths frozen."""
-BLOCKED: dict[str, set[str]] = {
-    # Landlock grants rights on whole folders: a folder holding a missing protected name takes no new entry.
-    "landlock": {
-        "a file at the top", "a folder at the top", "a file below", "rename at the top",
-        "remove a folder at the top", "a virtual environment", "git", "tar", "a test run with its cache",
-        "make with a build folder", "git init in a folder",
-    },
-    FROZEN_CONTAINER: {
-        "a file at the top", "a folder at the top", "a file below", "rename at the top",
-        "remove a folder at the top", "a virtual environment", "git", "tar", "a test run with its cache",
-        "make with a build folder", "git init in a folder",
-    },
+FROZEN = {
+    "a file at the top", "a folder at the top", "a file below", "rename at the top", "remove a folder at the top",
+    "a virtual environment", "git", "tar", "a test run with its cache", "make with a build folder",
+    "git init in a folder",
 }  # fmt: skip
+"""What Landlock refuses without its supervisor (no seccomp user notification): Landlock grants rights on whole
+folders, so a folder holding a missing protected name takes no new entry."""
+BLOCKED: dict[str, set[str]] = {FROZEN_CONTAINER: FROZEN}
+"""The workflows each backend cannot let through yet (`blocked`): frozen folders, as Landlock's without its
+supervisor."""
+
+
+def blocked(backend: str) -> set[str]:
+    """The workflows `backend` refuses here: Landlock's depend on whether its supervisor runs."""
+    found = prepared(SandboxSettings(enabled=True, backend="landlock")) if backend == "landlock" else None
+    if found is not None and not found.supervised:
+        return FROZEN
+    return BLOCKED.get(backend, set())
+
+
 PROTECTED = {
     ".claude/": "mkdir -p .claude && echo '{}' > .claude/settings.json",
     ".mcp.json": "echo '{}' > .mcp.json",
@@ -175,12 +184,14 @@ async def test_ordinary_work_goes_through(call: Caller, root: Path, backend: str
     command, made = WORKFLOWS[name]
     out = await call("Bash", {"command": command})
     assert not STUBS & set(os.listdir(root)), "a placeholder appeared in the root"
-    if name in BLOCKED.get(backend, set()):
+    if name in blocked(backend):
         assert out.is_error and "[Sandbox: " in out.text, out.text
         return
     assert not out.is_error, out.text
     for path in made:
         assert (root / path).exists(), f"{path} was not made: {out.text}"
+    for path in GONE.get(name, []):
+        assert not (root / path).exists(), f"{path} is still there: {out.text}"
 
 
 @pytest.mark.parametrize("what", PROTECTED.keys())
