@@ -94,8 +94,8 @@ async def run(
 
     With `detach`, a command still running after `return_after_s` (when that is before its timeout) is
     handed to `detach` instead (synchronously, so nothing can come between), and the result says so.
-    `warm`: a bash already started for this call (`warm.WarmSlot.take`), and whether it is to export
-    GIT_OPTIONAL_LOCKS=0; it gets the command instead of a new bash being started.
+    `warm`: a bash already started for this call (`warm.WarmSlot.take`), and whether it is to export the
+    read-only git variables; it gets the command instead of a new bash being started.
     """
     if warm is not None:
         try:

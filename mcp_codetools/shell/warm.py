@@ -1,15 +1,19 @@
 """A bash started before the call that uses it, so the call does not wait for bash to start.
 
 Starting bash (vfork, exec, the dynamic loader, bash's own start-up) is most of an `echo hi`: about 1.5 ms
-of a `bash -c` on a quiet machine, and several times that under load. After a foreground command, the
-session starts the next bash once the event loop has answered (`WarmSlot.prepare_soon`); it waits, in its
-own session and group like any command's bash, for a header line and the command on a pipe. The call
+of a `bash -c` on a quiet machine, and several times that under load. The next bash is started while a
+foreground command runs (`WarmSlot.prepare_during`: the loop's next turn, once the command has its own bash),
+so it has finished starting by the time the next request comes, even back to back; started after the answer
+instead, it was still starting when the next call came and saved nothing. After the call it is kept if it
+waits in the folder the command left (its idle time counts from then), else replaced there
+(`WarmSlot.prepare_soon`). It waits, in its own session and group like any command's bash, for a header
+line and the command on a pipe. The call
 that takes it writes them and closes the pipe; from there it is a call's bash like any other (spawning.py's
 wrapper: `eval`, the exit status, the final `pwd -P` on the cwd pipe).
 
 What a warm bash must match, or it is stopped and a bash is started for the call as before: the call's
 working directory (the same folder, by device and inode, not only by name) and the call's environment
-(GIT_OPTIONAL_LOCKS=0 of a read-only command is exported by the wrapper, as the header says). Used only
+(the variables `git_env` adds for a read-only command are exported by the wrapper, as the header says). Used only
 without a sandbox, for commands of at most `MAX_CHARS`, and with bash 4.1 or later (`read -N`). It holds
 the call marker it was started with, so leftovers are found as for any call; their pid window starts when the
 command is sent (bash forks nothing while it waits), so a long wait does not widen the scan.
@@ -21,6 +25,7 @@ import asyncio
 import dataclasses
 import logging
 import os
+import shlex
 import signal
 import subprocess
 from collections.abc import Callable, Mapping
@@ -28,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcp_codetools.shell import procs
+from mcp_codetools.shell.git_env import read_only_git
 from mcp_codetools.shell.spawning import BASH, CALL_VAR, Marker, with_marker
 
 logger = logging.getLogger(__name__)
@@ -40,17 +46,16 @@ AFTER_ANSWER_S = 0.0005
 IDLE_S = 5.0
 """A bash not taken within this long is stopped: an agent that pauses longer pays one spawn, and an idle
 session keeps no process or pipe of its own (so a check for leftovers after a pause finds none)."""
-LOCKS = "GIT_OPTIONAL_LOCKS"
 
 _WRAPPER = (
     "IFS= read -r -u {c} __mcp_h || exit 97; "
     'LC_ALL=C IFS= read -r -N "${{__mcp_h#* }}" -u {c} __mcp_c || exit 97; '
     "exec {c}<&-; "
-    'if [ "${{__mcp_h%% *}}" = 1 ]; then export GIT_OPTIONAL_LOCKS=0; fi; '
+    'if [ "${{__mcp_h%% *}}" = 1 ]; then export {read_only}; fi; '
     'unset __mcp_h; SECONDS=0; eval "$__mcp_c"\n__mcp_rc=$?\nbuiltin pwd -P >&{fd} 2>/dev/null\nexit $__mcp_rc\n'
 )
-"""Reads a header (`1 N` or `0 N`: export GIT_OPTIONAL_LOCKS=0 or not, N bytes of command), then the command
-as bytes (`LC_ALL=C`: `read -N` counts characters otherwise), and never runs a part of one: at a short read
+"""Reads a header (`1 N` or `0 N`: export a read-only command's git variables or not, N bytes of command), then
+the command as bytes (`LC_ALL=C`: `read -N` counts characters otherwise), and never runs a part of one: at a short read
 or a closed pipe it exits 97 before `eval`. `SECONDS` restarts, as it would in a bash started for the call, and
 `eval` stands on the first line, as in spawning.py's wrapper, so `$LINENO` and bash's error messages are the same."""
 
@@ -69,7 +74,7 @@ class WarmShell:
     env: dict[str, str]
 
     def fits(self, cwd: Path, env: Mapping[str, str]) -> bool | None:
-        """None when it cannot run this call; else whether the wrapper must export GIT_OPTIONAL_LOCKS=0."""
+        """None when it cannot run this call; else whether the wrapper must export the read-only git variables."""
         if cwd != self.cwd or self.proc.poll() is not None:
             return None
         try:
@@ -80,14 +85,14 @@ class WarmShell:
             return None
         if self.env == env:
             return False
-        if env.get(LOCKS) == "0" and self.env.get(LOCKS) != "0" and {**self.env, LOCKS: "0"} == env:
+        if env == {**self.env, **read_only_git(self.env)}:
             return True
         return None
 
-    def send(self, command: str, locks_off: bool) -> None:
+    def send(self, command: str, read_only: bool) -> None:
         """Hand bash its command; the pipe is then closed. Raises OSError when bash is gone (it ran nothing)."""
         data = os.fsencode(command)  # as a spawn encodes its arguments, errors included
-        message = b"%d %d\n" % (int(locks_off), len(data)) + data
+        message = b"%d %d\n" % (int(read_only), len(data)) + data
         fd, self.command_w = self.command_w, None
         assert fd is not None, "a warm bash is given one command"
         # Bash has forked nothing while it waited, so whatever carries the marker is forked after this point:
@@ -134,7 +139,7 @@ def start(cwd: Path, env: Mapping[str, str]) -> WarmShell:
         folder = os.stat(cwd)
         forks = procs.fork_count()
         proc = subprocess.Popen(
-            [BASH, "-c", _WRAPPER.format(c=cmd_r, fd=cwd_w), "bash"],
+            [BASH, "-c", _WRAPPER.format(c=cmd_r, fd=cwd_w, read_only=_exports(read_only_git(env))), "bash"],
             stdin=subprocess.DEVNULL,
             stdout=out_w,
             stderr=out_w,
@@ -164,6 +169,10 @@ def start(cwd: Path, env: Mapping[str, str]) -> WarmShell:
     )
 
 
+def _exports(variables: Mapping[str, str]) -> str:
+    return " ".join(f"{name}={shlex.quote(value)}" for name, value in variables.items())
+
+
 class WarmSlot:
     """A session's one warm bash, if any."""
 
@@ -173,7 +182,7 @@ class WarmSlot:
         self._expiry: asyncio.TimerHandle | None = None
 
     def take(self, cwd: Path, env: Mapping[str, str]) -> tuple[WarmShell, bool] | None:
-        """The warm bash for a call in `cwd` with `env`, and whether it is to export GIT_OPTIONAL_LOCKS=0.
+        """The warm bash for a call in `cwd` with `env`, and whether it is to export the read-only git variables.
 
         None (an unfit one is stopped) when the call is to start its own.
         """
@@ -181,14 +190,29 @@ class WarmSlot:
         self._cancel_expiry()
         if shell is None:
             return None
-        locks_off = shell.fits(cwd, env)
-        if locks_off is None:
+        read_only = shell.fits(cwd, env)
+        if read_only is None:
             shell.discard()
             return None
-        return shell, locks_off
+        return shell, read_only
+
+    def prepare_during(self, cwd: Path, env: Mapping[str, str]) -> None:
+        """Start the next bash in `cwd` at the loop's next turn, while this call's command runs.
+
+        Called just before `running.run`, whose first wait comes after the command has its bash: the spawn
+        overlaps the command. Without an event loop (a direct caller), nothing: `prepare_soon` starts one.
+        """
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        loop.call_soon(self._prepare, cwd, dict(env))
 
     def prepare_soon(self, cwd: Path, env: Mapping[str, str]) -> None:
-        """Start the next bash after the event loop has written this call's answer (now, off asyncio)."""
+        """After a call: keep the waiting bash if it waits in `cwd` with `env`, else start one there.
+
+        Once the event loop has written this call's answer (now, off asyncio).
+        """
         env = dict(env)
         try:
             loop = asyncio.get_running_loop()
@@ -198,15 +222,26 @@ class WarmSlot:
         loop.call_later(AFTER_ANSWER_S, self._prepare, cwd, env)
 
     def _prepare(self, cwd: Path, env: dict[str, str]) -> None:
-        if self._closed or self._shell is not None or not _bash_reads_counted_bytes():
+        if self._closed or not _bash_reads_counted_bytes():
             return
+        shell = self._shell
+        if shell is not None:
+            self._cancel_expiry()
+            if shell.cwd == cwd and shell.env == env:  # what `fits` compares by name; it checks the rest
+                self._arm(shell)  # idle from now: a long command does not use up its wait
+                return
+            self._shell = None  # the command moved the cwd (or the server's environment changed)
+            shell.discard()
         try:
             self._shell = start(cwd, env)
         except OSError as exc:  # the cwd went away meanwhile, or bash is missing: the call will say so
             logger.debug("no warm bash: %s", exc)
             return
+        self._arm(self._shell)
+
+    def _arm(self, shell: WarmShell) -> None:
         try:
-            self._expiry = asyncio.get_running_loop().call_later(IDLE_S, self._expire, self._shell)
+            self._expiry = asyncio.get_running_loop().call_later(IDLE_S, self._expire, shell)
         except RuntimeError:  # no event loop (a direct caller): it waits until taken or closed
             pass
 

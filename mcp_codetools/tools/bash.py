@@ -191,6 +191,13 @@ class BashTool(Tool[BashInput]):
             moved.append(session.jobs.adopt(detached, args.command, log_dir=session.scratch_dir, timeout_ms=timeout_ms))
 
         warm = session.warm_shell if confinement is None and len(args.command) <= WARM_MAX_CHARS else None
+        taken = None
+        if warm is not None:
+            next_env = spawning.command_env(
+                read_only=False, session_marker=session.process_marker, exclude=settings.bash_env_exclude
+            )
+            taken = warm.take(cwd, env)
+            warm.prepare_during(cwd, next_env)  # runs once `run` waits on the command
         try:
             result = await running.run(
                 args.command,
@@ -202,7 +209,7 @@ class BashTool(Tool[BashInput]):
                 confinement=confinement,
                 return_after_s=settings.bash_return_after_s,
                 detach=to_background,
-                warm=None if warm is None else warm.take(cwd, env),
+                warm=taken,
             )
         except OSError as exc:
             raise _not_started(exc, args.command) from exc
@@ -227,13 +234,8 @@ class BashTool(Tool[BashInput]):
         _keep_within_budget(session, capture.spill_path, notes, meta)
         next_cwd = _follow_cwd(session, ctx, cwd, result.final_cwd, notes)
         meta["cwd"] = str(next_cwd)
-        if warm is not None:  # the next command's bash, started once this answer is out
-            warm.prepare_soon(
-                next_cwd,
-                spawning.command_env(
-                    read_only=False, session_marker=session.process_marker, exclude=settings.bash_env_exclude
-                ),
-            )
+        if warm is not None:  # kept if it waits where the command left the session, else started there
+            warm.prepare_soon(next_cwd, next_env)
         if result.leftovers_stopped:
             notes.append(
                 "Processes the command left running in the background were stopped when it finished. "

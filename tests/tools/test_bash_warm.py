@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections import defaultdict
 from pathlib import Path
 
 import anyio
@@ -41,6 +42,37 @@ async def test_the_next_command_runs_in_the_bash_started_for_it(call: Caller, se
     assert out.meta["exitCode"] == 3 and out.is_error
 
 
+async def test_the_next_bash_starts_while_the_command_runs(
+    call: Caller, session: CodeSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Started after the answer, it was still starting when back-to-back calls came, and saved nothing.
+    started: list[warm.WarmShell] = []
+    one_started = anyio.Event()
+    real_start = warm.start
+
+    def start(cwd: Path, env: dict[str, str]) -> warm.WarmShell:
+        started.append(real_start(cwd, env))
+        one_started.set()
+        return started[-1]
+
+    await call.ok("Bash", {"command": "true"})
+    first = waiting_pid(session)
+    monkeypatch.setattr(warm, "start", start)
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    fd = os.open(gate, os.O_RDWR | os.O_NONBLOCK)  # the command's read waits for a line, never for a writer
+    try:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call.ok, "Bash", {"command": f"read -r line < {gate}; echo $$"})
+                await one_started.wait()  # while the command waits for its line
+                os.write(fd, b"go\n")
+    finally:
+        os.close(fd)
+    assert [shell.proc.pid for shell in started] == [waiting_pid(session)] != [first]
+    assert await call.ok("Bash", {"command": "echo $$"}) == str(started[0].proc.pid)
+
+
 @pytest.mark.parametrize(
     "command",
     [
@@ -64,9 +96,17 @@ async def test_a_read_only_command_gets_no_optional_git_locks_and_another_does_n
     call: Caller, session: CodeSession, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("GIT_OPTIONAL_LOCKS", raising=False)
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")  # the server's own entry stays first; the read-only one follows
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "user.name")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "it's me")
     await call.ok("Bash", {"command": "true"})
-    waiting_pid(session)
-    assert await call.ok("Bash", {"command": "printenv GIT_OPTIONAL_LOCKS"}) == "0"
+    waiting = session.warm_shell._shell
+    assert waiting is not None
+    shown = "printenv GIT_OPTIONAL_LOCKS GIT_CONFIG_COUNT GIT_CONFIG_VALUE_0 GIT_CONFIG_KEY_1 GIT_CONFIG_VALUE_1"
+    out = await call("Bash", {"command": shown})
+    assert out.meta["readOnly"] is True
+    assert out.text == "0\n2\nit's me\ndiff.autoRefreshIndex\nfalse"
+    assert waiting.proc.returncode == 0  # it ran the command (one not used is killed)
     waiting_pid(session)
     out = await call("Bash", {"command": "touch made && printenv GIT_OPTIONAL_LOCKS"})
     assert out.meta["readOnly"] is False and out.meta["exitCode"] == 1 and (root / "made").exists()
@@ -124,12 +164,12 @@ async def test_the_waiting_bash_ends_with_the_session(call: Caller, session: Cod
 async def test_a_bash_not_taken_in_time_is_stopped_and_the_next_command_starts_its_own(
     call: Caller, session: CodeSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    expired = anyio.Event()
+    expired: dict[warm.WarmShell, anyio.Event] = defaultdict(anyio.Event)
     real_expire = warm.WarmSlot._expire
 
     def expire(slot: warm.WarmSlot, shell: warm.WarmShell) -> None:
         real_expire(slot, shell)
-        expired.set()
+        expired[shell].set()  # the one started while the call ran expires too, before the one after it
 
     monkeypatch.setattr(warm, "IDLE_S", 0.0)
     monkeypatch.setattr(warm.WarmSlot, "_expire", expire)
@@ -137,7 +177,7 @@ async def test_a_bash_not_taken_in_time_is_stopped_and_the_next_command_starts_i
     shell = session.warm_shell._shell
     assert shell is not None
     with anyio.fail_after(10):
-        await expired.wait()  # the loop's timer
+        await expired[shell].wait()  # the loop's timer
     assert shell.proc.returncode is not None  # stopped and reaped
     assert session.warm_shell._shell is None
     assert shell.command_w is None  # its pipes were closed with it
@@ -173,20 +213,27 @@ async def test_what_bash_env_started_while_it_waited_is_still_found(
     fifo = tmp_path / "started"
     os.mkfifo(fifo)
     script = tmp_path / "env.sh"
-    script.write_text(f"setsid sleep 30 >/dev/null 2>&1 & echo $! > {fifo}\n", encoding="utf-8")
+    script.write_text(f"setsid sleep 30 >/dev/null 2>&1 & echo $$ > {fifo}\n", encoding="utf-8")
     monkeypatch.setenv("BASH_ENV", str(script))
+    # Held open for reading and writing: a bash's write never waits, and the reads see every bash that ran
+    # the file (the call's own and the one started for the next call while it ran), never an end of file.
+    fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+    ran: list[str] = []
 
-    def started() -> str:  # returns once a bash has run the file (its write waits for this reader)
-        return fifo.read_text().strip()
+    async def ran_the_file(pid: int) -> None:
+        while str(pid) not in ran:
+            await anyio.wait_readable(fd)
+            ran.extend(os.read(fd, 4096).decode().split())
 
-    with anyio.fail_after(20):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(call.ok, "Bash", {"command": "true"})  # its bash runs the file; its leftover is stopped
-            assert await anyio.to_thread.run_sync(started)
-        pid = waiting_pid(session)
-        assert await anyio.to_thread.run_sync(started)  # the waiting bash ran it before its command was sent
-        for _ in range(3):  # pids handed out after that leftover's and before the command
-            await anyio.run_process(["true"])
-        out = await call("Bash", {"command": "echo $$"})
+    try:
+        with anyio.fail_after(20):
+            await call.ok("Bash", {"command": "true"})  # its bash runs the file; its leftover is stopped
+            pid = waiting_pid(session)
+            await ran_the_file(pid)  # the waiting bash ran it before its command was sent
+            for _ in range(3):  # pids handed out after that leftover's and before the command
+                await anyio.run_process(["true"])
+            out = await call("Bash", {"command": "echo $$"})
+    finally:
+        os.close(fd)
     assert out.text.startswith(str(pid))
     assert "were stopped" in out.text
