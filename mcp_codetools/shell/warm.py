@@ -137,7 +137,9 @@ def start(cwd: Path, env: Mapping[str, str]) -> WarmShell:
     cmd_r, cmd_w = os.pipe()
     try:
         folder = os.stat(cwd)
-        forks = procs.fork_count()
+        # Only BASH_ENV makes it fork before its command; otherwise `send` starts the pid window (and where it
+        # cannot read the count, no count here means the whole table is read: never a narrower window).
+        forks = procs.fork_count() if env.get("BASH_ENV") else None
         proc = subprocess.Popen(
             [BASH, "-c", _WRAPPER.format(c=cmd_r, fd=cwd_w, read_only=_exports(read_only_git(env))), "bash"],
             stdin=subprocess.DEVNULL,
