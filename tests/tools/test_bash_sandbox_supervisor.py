@@ -414,6 +414,14 @@ def test_the_probe_fails_with_a_reason_when_the_supervisor_cannot_run(
         probe(SandboxSettings(enabled=True, backend="bwrap"))
 
 
+def test_its_launcher_ends_with_the_status_and_the_message_it_printed() -> None:
+    # supervise.py skips the interpreter's shutdown (os._exit): what was printed must still come out.
+    done = subprocess.run(
+        [*sandbox_module.SUPERVISOR_LAUNCHER, "--no-such-option"], capture_output=True, text=True, timeout=TIMEOUT_S
+    )
+    assert (done.returncode, done.stderr) == (2, "sandbox supervisor: unknown option '--no-such-option'\n")
+
+
 def test_an_architecture_without_a_table_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     from mcp_codetools.shell import supervisor
 
