@@ -53,6 +53,7 @@ class Server:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             env=env,
+            cwd=spec.cwd,
         )
         self.next_id = 1
         for message in HANDSHAKE:

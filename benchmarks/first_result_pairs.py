@@ -46,7 +46,12 @@ def _first_result(spec: servers.ServerSpec, call: dict[str, Any]) -> tuple[float
     env = {key: os.environ[key] for key in ("HOME", "PATH") if key in os.environ} | spec.env
     started = time.perf_counter()
     process = subprocess.Popen(
-        [spec.command, *spec.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+        [spec.command, *spec.args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=spec.cwd,
     )
     assert process.stdin is not None and process.stdout is not None
     listed = 0.0

@@ -114,6 +114,8 @@ def ours(roots: list[Path], cache: Path | None = None) -> ServerSpec:
 def against(source: Path, commit: str, roots: list[Path]) -> ServerSpec:
     """Our server as it was at `commit`, its package exported to `source`: run from there by this Python and
     its installed dependencies (PYTHONPATH comes before the editable install), start snapshot off as for ours.
+    It runs in `source`: `python -m` puts its working directory first on the path, so started from the work
+    tree's root it would import the work tree's package instead (every `--against` run did, before this).
     """
     return ServerSpec(
         key="before",
@@ -122,6 +124,7 @@ def against(source: Path, commit: str, roots: list[Path]) -> ServerSpec:
         args=["-m", "mcp_codetools", *(arg for root in roots for arg in ("--root", str(root)))],
         adapter=OursAdapter(),
         env={"MCP_CODETOOLS_START_SNAPSHOT": "0", "MCP_CODETOOLS_SANDBOX": "0", "PYTHONPATH": str(source)},
+        cwd=str(source),
         version=commit,
     )
 
