@@ -5,7 +5,7 @@ read from `__pycache__`, which the server writes at its probe (`sandbox.compiled
 leaves this folder off the import path, so it is put there for this one import.
 
 It ends with `os._exit` once its streams are flushed: the interpreter's shutdown (module teardown, ctypes)
-took some 6 ms of CPU per command, against 12.5 ms for the whole start of `python -I -S`, and has nothing
+took 6-17 ms of CPU per command (by load), against 12.5 ms for the whole start of `python -I -S`; it has nothing
 to do here (the kernel closes the descriptors; as the namespace's first process, its exit ends the rest).
 """
 
