@@ -1,4 +1,9 @@
-"""Shared fixtures: a workspace on tmp_path, a session over it, and a way to run calls through the pipeline."""
+"""Shared fixtures: a workspace on tmp_path, a session over it, and a way to run calls through the pipeline.
+
+What each test costs in CPU, with the processes it starts: `MCP_CODETOOLS_TEST_CPU=/tmp/cpu.jsonl` on any run
+records it, `python -m tests.cpu_profile /tmp/cpu.jsonl` ranks the files (tests/cpu_profile.py). The suite is
+CPU-bound on 2 cores, so that, not `--durations`, says where its time goes.
+"""
 
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ from tests import facilities, processes
 from tests.gates import Gates
 from tests.platform_marks import reads_proc
 
-pytest_plugins = ("tests.parallel",)  # how the suite runs on pytest-xdist's workers
+pytest_plugins = ("tests.parallel", "tests.cpu_profile")  # xdist workers; opt-in CPU per test
 
 os.environ.setdefault("MCP_CODETOOLS_START_SNAPSHOT", "0")
 """Servers the tests start keep no start snapshot in the user's cache; tests/protocol/test_start_snapshot.py

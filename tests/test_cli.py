@@ -12,18 +12,6 @@ import pytest
 from tests.protocol.stdio_raw import server_command
 
 
-def test_doctor_runs_the_seed_scenario_and_says_it_works(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [*server_command(), "doctor"], capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "Verdict: everything works" in done.stdout
-    assert "lsp          python for .py .pyi: started in" in done.stdout
-    assert "FAIL" not in done.stdout
-    for fragment in ("python", "mcp ", "rg:", "Edit before Read is refused", "file now holds"):
-        assert fragment in done.stdout
-
-
 def test_a_root_that_is_not_a_folder_is_refused(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "mcp_codetools", "--root", str(tmp_path / "nope")],
@@ -73,7 +61,9 @@ def test_doctor_checks_the_given_roots_as_the_server_does(tmp_path: Path) -> Non
     assert f"[FAIL] settings: {message}" in doctor.stdout
 
 
-def test_doctor_runs_the_installed_console_script(tmp_path: Path) -> None:
+def test_doctor_runs_the_seed_scenario_through_the_installed_console_script(tmp_path: Path) -> None:
+    """Started as `python -m`, doctor still starts the console script clients run (the script's own `doctor`
+    runs in tests/test_doctor.py). One run for both checks: a doctor run costs about 5 CPU-seconds."""
     script = Path(sys.executable).parent / "mcp-codetools"
     if not script.exists():
         pytest.skip("no console script installed beside this Python")
@@ -86,6 +76,11 @@ def test_doctor_runs_the_installed_console_script(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "Verdict: everything works" in done.stdout
+    assert "lsp          python for .py .pyi: started in" in done.stdout
+    assert "FAIL" not in done.stdout
+    for fragment in ("python", "mcp ", "rg:", "Edit before Read is refused", "file now holds"):
+        assert fragment in done.stdout
     # The same file however either side spelled it (a relative start, a symlinked venv).
     shown = next(line for line in done.stdout.splitlines() if line.startswith("Server: "))
     assert os.path.samefile(shown.removeprefix("Server: ").split(" --root")[0], script), shown

@@ -20,6 +20,10 @@ from tests.protocol.http_peer import Threaded, http_server
 
 pytestmark = pytest.mark.anyio
 
+UNSANDBOXED = {"MCP_CODETOOLS_SANDBOX": "0"}
+"""What is tested is the sessions' state, not the sandbox (tests/tools/test_bash_sandbox*.py): its Bash calls,
+300 of them, cost 10 times the CPU each in the sandbox on by default (a bwrap and a supervisor a call)."""
+
 
 @dataclass
 class Side:
@@ -133,7 +137,7 @@ async def run_pair(url: str, mode: str, root: Path, calls: int) -> list[str]:
 @pytest.mark.parametrize(("mode", "calls"), [("auto", 1000), ("legacy", 200)])
 async def test_two_http_clients_interleaving_never_observe_each_other(root: Path, mode: str, calls: int) -> None:
     """`auto` opens at 2026-07-28 (state through state_id handles); `legacy` at 2025-11-25 (a session each)."""
-    with http_server(root) as running:
+    with http_server(root, env=UNSANDBOXED) as running:
         with anyio.fail_after(240):
             observations = await run_pair(running.url, mode, root, calls)
     assert observations == [], f"{len(observations)} cross-client observations, first: {observations[:3]}"

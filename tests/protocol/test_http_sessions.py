@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import signal
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +44,16 @@ def marker() -> str:
     return f"7{uuid.uuid4().int % 10**6:06d}.5"
 
 
-@pytest.fixture
-def server(root: Path) -> object:
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The module's one workspace, which its shared server serves."""
+    return tmp_path_factory.mktemp("ws").resolve()
+
+
+@pytest.fixture(scope="module")
+def server(root: Path) -> Iterator[HttpServer]:
+    """One server for the tests that need no flags of their own (a start costs about 2 CPU-seconds): what
+    they check is that its clients and sessions are kept apart, which more clients on it only tests harder."""
     with http_server(root, env={"MCP_CODETOOLS_SESSION_IDLE_TIMEOUT_S": "1"}) as running:
         yield running
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp_codetools.protocol.server import CodeToolsServer
 from mcp_codetools.settings import Settings
 from mcp_codetools.tools import default_tools
-from tests.protocol.http_peer import ACCEPT, STATE_META, Threaded, http_server, sse_json
+from tests.protocol.http_peer import ACCEPT, STATE_META, HttpServer, Threaded, http_server, sse_json
 from tests.protocol.stdio_raw import RawServer, server_command
 
 pytestmark = pytest.mark.anyio
@@ -154,14 +154,22 @@ async def test_tools_list_is_byte_identical_across_processes(root: Path, tmp_pat
 # HTTP at 2026-07-28: state through handles
 
 
-@pytest.fixture
-def http(root: Path) -> Any:
-    with http_server(root) as running:
+@pytest.fixture(scope="module")
+def http_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The workspace of the module's shared HTTP server."""
+    return tmp_path_factory.mktemp("http-ws").resolve()
+
+
+@pytest.fixture(scope="module")
+def http(http_root: Path) -> Iterator[HttpServer]:
+    """One HTTP server for the tests that need no flags of their own (a start costs about 2 CPU-seconds):
+    each of their clients opens a state of its own, as clients of one server do."""
+    with http_server(http_root) as running:
         yield running
 
 
-async def test_http_read_before_edit_without_a_session(http: Any, root: Path) -> None:
-    f = root / "a.txt"
+async def test_http_read_before_edit_without_a_session(http: HttpServer, http_root: Path) -> None:
+    f = http_root / "a.txt"
     f.write_text("one\n", encoding="utf-8")
     with anyio.fail_after(60):
         async with Client(http.url) as client:
@@ -183,12 +191,12 @@ async def test_http_read_before_edit_without_a_session(http: Any, root: Path) ->
                 "Edit", {"file_path": str(f), "old_string": "changed", "new_string": "x", "state_id": state}
             )
             assert stale.is_error and details(stale)["errorCode"] == "file_changed_since_read"
-            fresh = await client.call_tool("Write", {"file_path": str(root / "new.txt"), "content": "hi\n"})
+            fresh = await client.call_tool("Write", {"file_path": str(http_root / "new.txt"), "content": "hi\n"})
             assert not fresh.is_error, "creating a file needs no earlier Read"
     assert f.read_text(encoding="utf-8") == "changed behind its back\n"
 
 
-async def test_http_job_ids_are_handles_of_their_own_state(http: Any, root: Path) -> None:
+async def test_http_job_ids_are_handles_of_their_own_state(http: HttpServer, http_root: Path) -> None:
     with anyio.fail_after(60):
         async with Client(http.url) as a_client, Client(http.url) as b_client:
             a, b = Threaded(a_client), Threaded(b_client)
@@ -196,8 +204,8 @@ async def test_http_job_ids_are_handles_of_their_own_state(http: Any, root: Path
             job = details(started)["backgroundTaskId"]
             assert HANDLE.fullmatch(job), job
             assert "bash_id" in first_text(started)
-            (root / "b.txt").write_text("b\n", encoding="utf-8")
-            await b.call_tool("Read", {"file_path": str(root / "b.txt")})  # B has a state of its own
+            (http_root / "b.txt").write_text("b\n", encoding="utf-8")
+            await b.call_tool("Read", {"file_path": str(http_root / "b.txt")})  # B has a state of its own
             assert b.state_id is not None and b.state_id != a.state_id
             for name, arg in (("BashOutput", "bash_id"), ("KillShell", "shell_id")):
                 for who in (b, b_client):  # another client's state, and no state at all
@@ -213,7 +221,7 @@ async def test_http_job_ids_are_handles_of_their_own_state(http: Any, root: Path
             assert forged.is_error and details(forged)["handleError"] == "unknown"
 
 
-async def test_http_lifetimes_are_stated_in_the_listing(http: Any) -> None:
+async def test_http_lifetimes_are_stated_in_the_listing(http: HttpServer) -> None:
     async with Client(http.url) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
     for name in ("Read", "Bash"):  # Bash makes the jobs
@@ -330,15 +338,15 @@ async def test_each_era_over_each_transport(transport: str, mode: str, root: Pat
     assert f.read_text(encoding="utf-8") == "export const value = 2\n"
 
 
-async def test_http_routing_headers_must_agree_with_the_body(http: Any, root: Path) -> None:
+async def test_http_routing_headers_must_agree_with_the_body(http: HttpServer, http_root: Path) -> None:
     """2026-07-28 HTTP: `Mcp-Method` and `Mcp-Name` mirror the body, so a proxy can route on them; a mismatch is
     refused (-32020) before any tool runs."""
-    (root / "a.txt").write_text("one\n", encoding="utf-8")
+    (http_root / "a.txt").write_text("one\n", encoding="utf-8")
     body = {
         "jsonrpc": "2.0",
         "id": 1,
         "method": "tools/call",
-        "params": {"name": "Read", "arguments": {"file_path": str(root / "a.txt")}, "_meta": ENVELOPE},
+        "params": {"name": "Read", "arguments": {"file_path": str(http_root / "a.txt")}, "_meta": ENVELOPE},
     }
     base = {**ACCEPT, "mcp-protocol-version": MODERN, "mcp-method": "tools/call"}
     async with httpx2.AsyncClient(timeout=30) as raw:

@@ -1,9 +1,13 @@
-"""Over real stdio: a cancelled Bash command dies with its process group, and ids in flight stay unique."""
+"""Over real stdio: a cancelled Bash command dies with its process group, and ids in flight stay unique.
+
+The cancel and the id tests share one server (a start costs about 2 CPU-seconds): each cancels what it
+started, and the next one's first answer must be its own.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import anyio
@@ -22,49 +26,56 @@ async def wait_until(predicate: Callable[[], object], limit: float = 10) -> None
             await anyio.sleep(0.02)
 
 
-async def test_cancelled_command_is_killed_and_later_calls_run(root: Path) -> None:
-    marker = f"{os.getpid()}{id(root)}"
-    server = await RawServer.start(root)
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"  # module-wide, so the module's server lives on one event loop
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("ws").resolve()
+
+
+@pytest.fixture(scope="module")
+async def server(root: Path) -> AsyncIterator[RawServer]:
+    raw = await RawServer.start(root)
     try:
         with anyio.fail_after(30):
-            await server.initialize()
-            long = server.call("Bash", {"command": f"sleep 30 # {marker}"})
-            await server.send(long)
-            await wait_until(lambda: processes_with(marker, live_only=False))
-            await server.send(
-                {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": long["id"]}}
-            )
-            await wait_until(lambda: not processes_with(marker, live_only=False))
-            (root / "after.txt").write_text("after\n", encoding="utf-8")
-            read = server.call("Read", {"file_path": str(root / "after.txt")})
-            await server.send(read)
-            answer = await server.receive()
-            assert answer["id"] == read["id"], "the cancelled request must get no response"
-            assert text(answer) == "1\tafter"
+            await raw.initialize()
+        yield raw
     finally:
-        await server.close()
+        assert await raw.close() == 0
 
 
-async def test_a_request_id_reused_while_in_flight_is_refused(root: Path) -> None:
+async def test_cancelled_command_is_killed_and_later_calls_run(server: RawServer, root: Path) -> None:
+    marker = f"{os.getpid()}{id(root)}cancel"
+    with anyio.fail_after(30):
+        long = server.call("Bash", {"command": f"sleep 30 # {marker}"})
+        await server.send(long)
+        await wait_until(lambda: processes_with(marker, live_only=False))
+        await server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": long["id"]}})
+        await wait_until(lambda: not processes_with(marker, live_only=False))
+        (root / "after.txt").write_text("after\n", encoding="utf-8")
+        read = server.call("Read", {"file_path": str(root / "after.txt")})
+        await server.send(read)
+        answer = await server.receive()
+        assert answer["id"] == read["id"], "the cancelled request must get no response"
+        assert text(answer) == "1\tafter"
+
+
+async def test_a_request_id_reused_while_in_flight_is_refused(server: RawServer, root: Path) -> None:
     marker = f"{os.getpid()}{id(root)}dup"
-    server = await RawServer.start(root)
-    try:
-        with anyio.fail_after(30):
-            await server.initialize()
-            first = server.call("Bash", {"command": f"sleep 30 # {marker}"})
-            await server.send(first)
-            await wait_until(lambda: processes_with(marker, live_only=False))
-            duplicate = dict(first)
-            duplicate["params"] = {"name": "Read", "arguments": {"file_path": "x"}}
-            await server.send(duplicate)
-            refusal = await server.receive()
-            assert refusal["id"] == first["id"] and refusal["error"]["code"] == -32600
-            await server.send(
-                {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": first["id"]}}
-            )
-            await wait_until(lambda: not processes_with(marker, live_only=False))
-    finally:
-        await server.close()
+    with anyio.fail_after(30):
+        first = server.call("Bash", {"command": f"sleep 30 # {marker}"})
+        await server.send(first)
+        await wait_until(lambda: processes_with(marker, live_only=False))
+        duplicate = dict(first)
+        duplicate["params"] = {"name": "Read", "arguments": {"file_path": "x"}}
+        await server.send(duplicate)
+        refusal = await server.receive()
+        assert refusal["id"] == first["id"] and refusal["error"]["code"] == -32600
+        await server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": first["id"]}})
+        await wait_until(lambda: not processes_with(marker, live_only=False))
 
 
 async def test_closing_stdin_kills_running_commands_and_background_jobs(root: Path) -> None:

@@ -1,7 +1,12 @@
-"""Malformed input over real stdio is answered as JSON-RPC requires, and the server stays responsive."""
+"""Malformed input over real stdio is answered as JSON-RPC requires, and the server stays responsive.
+
+One server for the module (a start costs about 2 CPU-seconds): every test ends by checking that it still
+answers, and an answer a test did not take (to a notification, say) would be the next test's first line.
+"""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -12,15 +17,25 @@ from tests.protocol.stdio_raw import RawServer, text
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-async def server(root: Path) -> RawServer:
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"  # module-wide, so the module's server lives on one event loop
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("ws").resolve()
+
+
+@pytest.fixture(scope="module")
+async def server(root: Path) -> AsyncIterator[RawServer]:
     raw = await RawServer.start(root)
     try:  # a start that times out must not leave the server running (later tests count live children)
         with anyio.fail_after(30):
             await raw.initialize()
         yield raw
     finally:
-        await raw.close()
+        assert await raw.close() == 0
 
 
 async def still_answers(server: RawServer, root: Path) -> None:
@@ -68,4 +83,7 @@ async def test_unknown_method_and_missing_arguments(server: RawServer, root: Pat
 async def test_an_invalid_notification_gets_no_answer(server: RawServer, root: Path) -> None:
     with anyio.fail_after(10):
         await server.send('{"jsonrpc": "2.0", "method": 12}')
+        ping = server.request("ping")
+        await server.send(ping)
+        assert (await server.receive())["id"] == ping["id"], "the notification was answered"
         await still_answers(server, root)

@@ -30,15 +30,40 @@ PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600,
 MB = 1_000_000
 
 
-@pytest.fixture
-async def peer(root: Path) -> AsyncIterator[Peer]:
-    (root / "f.txt").write_text("hello\nworld\n", encoding="utf-8")
-    started = await Peer.start(root, env=COUNTABLE)
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"  # module-wide, so the module's server lives on one event loop
+
+
+@pytest.fixture(scope="module")
+async def peer(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Peer]:
+    """One server for the tests that only talk to it (a start costs about 2 CPU-seconds).
+
+    Sharing makes them stricter, not looser: each ends with the server answering, the next one's checks
+    would see an answer nobody asked for, and the server must exit cleanly after all of them.
+    """
+    started = await _started(tmp_path_factory.mktemp("ws").resolve())
     try:
         yield started
     finally:
         code = await started.close()
     assert code == 0, started.stderr_text()[-2000:]
+
+
+@pytest.fixture
+async def fresh_peer(root: Path) -> AsyncIterator[Peer]:
+    """A server of the test's own, for those that measure its memory from the start (VmHWM only grows)."""
+    started = await _started(root)
+    try:
+        yield started
+    finally:
+        code = await started.close()
+    assert code == 0, started.stderr_text()[-2000:]
+
+
+async def _started(root: Path) -> Peer:
+    (root / "f.txt").write_text("hello\nworld\n", encoding="utf-8")
+    return await Peer.start(root, env=COUNTABLE)
 
 
 # The oracle: what JSON-RPC 2.0 (as MCP uses it) requires for one line.
@@ -180,16 +205,11 @@ async def test_requests_with_a_bad_id_get_invalid_request(peer: Peer) -> None:
 
 
 @pytest.mark.parametrize("depth", [1_000, 100_000])
-async def test_deeply_nested_json_does_not_kill_the_server(root: Path, depth: int) -> None:
-    peer = await Peer.start(root)
-    try:
-        barrier = peer.request("ping")
-        answers = await peer.exchange([b"[" * depth + b"]" * depth, barrier], timeout=20)
-        assert [m["error"]["code"] for m in answers.get(None, [])] in ([PARSE_ERROR], [INVALID_REQUEST]), answers
-        await peer.ping()
-    finally:
-        code = await peer.close()
-    assert code == 0, peer.stderr_text()[-1000:]
+async def test_deeply_nested_json_does_not_kill_the_server(peer: Peer, depth: int) -> None:
+    barrier = peer.request("ping")
+    answers = await peer.exchange([b"[" * depth + b"]" * depth, barrier], timeout=20)
+    assert [m["error"]["code"] for m in answers.get(None, [])] in ([PARSE_ERROR], [INVALID_REQUEST]), answers
+    await peer.ping()  # and the module's server exits with 0 after its last test
 
 
 async def test_unknown_methods_get_method_not_found(peer: Peer, figures: Figures, suite: str) -> None:
@@ -263,8 +283,9 @@ def _fits(peer: Peer, baseline_kib: int, argument_bytes: int, factor: int = 10) 
 
 
 async def test_50_mb_arguments_are_handled_with_bounded_memory(
-    root: Path, peer: Peer, figures: Figures, suite: str
+    root: Path, fresh_peer: Peer, figures: Figures, suite: str
 ) -> None:
+    peer = fresh_peer
     size = 50 * MB
     await peer.ping()
     base = peer.memory()
@@ -350,8 +371,9 @@ async def _send_oversized_line(peer: Peer, extra: int) -> list[dict[str, Any]]:
 
 
 async def test_a_line_far_over_the_size_limit_is_refused_and_the_server_goes_on(
-    peer: Peer, figures: Figures, suite: str
+    fresh_peer: Peer, figures: Figures, suite: str
 ) -> None:
+    peer = fresh_peer
     got = await _send_oversized_line(peer, 4 * MB)
     figures.count(suite, calls=3, inputs=1)
     errors = [m for m in got if "error" in m]
@@ -367,7 +389,7 @@ async def test_a_line_just_over_the_size_limit_does_not_swallow_the_next_message
     assert [m["error"]["code"] for m in got if "error" in m] == [INVALID_REQUEST], got
 
 
-async def test_a_flood_of_10000_pipelined_calls(peer: Peer, root: Path, figures: Figures, suite: str) -> None:
+async def test_a_flood_of_10000_pipelined_calls(peer: Peer, figures: Figures, suite: str) -> None:
     total = 10_000
     await peer.ping()
     fds_before, base = peer.fds(), peer.memory()
@@ -470,16 +492,6 @@ class _UniqueIds:
         return line
 
 
-@pytest.fixture
-async def shared_peer(root: Path) -> AsyncIterator[Peer]:
-    (root / "f.txt").write_text("hello\n", encoding="utf-8")
-    started = await Peer.start(root)
-    try:
-        yield started
-    finally:
-        await started.close()
-
-
 @settings(
     max_examples=150 * (10 if FIGURES.long_mode else 1),
     deadline=None,
@@ -488,7 +500,7 @@ async def shared_peer(root: Path) -> AsyncIterator[Peer]:
 )
 @given(lines=st.lists(_lines(), min_size=1, max_size=5))
 async def test_fuzzed_lines_get_what_the_spec_requires(
-    shared_peer: Peer, lines: list[bytes], figures: Figures, suite: str
+    peer: Peer, lines: list[bytes], figures: Figures, suite: str
 ) -> None:
     renumber = _UniqueIds()
-    await check_lines(shared_peer, [renumber.fix(line) for line in lines], figures, suite)
+    await check_lines(peer, [renumber.fix(line) for line in lines], figures, suite)
