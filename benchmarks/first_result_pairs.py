@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -43,8 +44,19 @@ HANDSHAKE = (
 )
 
 
-def _first_result(spec: servers.ServerSpec, call: dict[str, Any]) -> tuple[float, float]:
-    """Seconds from spawn to the `tools/list` answer and to the answer of `call`."""
+def _cpu_s(pid: int) -> float:
+    """The CPU seconds (user and system, every thread) process `pid` has used so far; NaN without /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+    except OSError:
+        return math.nan
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _first_result(spec: servers.ServerSpec, call: dict[str, Any]) -> tuple[float, float, float]:
+    """Seconds from spawn to the `tools/list` answer and to the answer of `call`, and the server's CPU seconds
+    by then: on a loaded machine the wall times wait for the cores, the CPU time much less."""
     env = {key: os.environ[key] for key in ("HOME", "PATH") if key in os.environ} | spec.env
     started = time.perf_counter()
     process = subprocess.Popen(
@@ -67,7 +79,7 @@ def _first_result(spec: servers.ServerSpec, call: dict[str, Any]) -> tuple[float
                     raise RuntimeError(f"{spec.label}: {str(answer)[:300]}")
                 if message["id"] == 1:
                     listed = time.perf_counter() - started
-        return listed, time.perf_counter() - started
+        return listed, time.perf_counter() - started, _cpu_s(process.pid)
     finally:
         process.stdin.close()
         process.wait(timeout=60)
@@ -125,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             _first_result(spec, _call(key, target))  # records the snapshot; warms the page cache
         first: dict[str, list[float]] = {key: [] for key in specs}
         listed: dict[str, list[float]] = {key: [] for key in specs}
+        cpu: dict[str, list[float]] = {key: [] for key in specs}
         loads = [os.getloadavg()[0]]
         order = list(specs)
         for index in range(args.rounds):
@@ -132,9 +145,10 @@ def main(argv: list[str] | None = None) -> int:
             for key in order[shift:] + order[:shift]:
                 if key.endswith(FIRST_SUFFIX):
                     shutil.rmtree(scratch / key, ignore_errors=True)
-                to_list, to_first = _first_result(specs[key], _call(key, target))
+                to_list, to_first, cpu_s = _first_result(specs[key], _call(key, target))
                 listed[key].append(to_list)
                 first[key].append(to_first)
+                cpu[key].append(cpu_s)
             loads.append(os.getloadavg()[0])
     print(f"{args.rounds} rounds; 1-minute load average {min(loads):.1f}–{max(loads):.1f} (median {median(loads):.1f})")
     for key in specs:
@@ -144,6 +158,11 @@ def main(argv: list[str] | None = None) -> int:
             if base in first and base != key and not (base == "before" and key.startswith("before")):
                 ratios = [a / b for a, b in zip(first[key], first[base], strict=True)]
                 line += f"   / {base} {median(first[key]) / median(first[base]):.2f}× (per round {median(ratios):.2f}×)"
+        print(line)
+        line = f"  {'':40s} server CPU by then {median(cpu[key]) * 1000:6.0f} ms"
+        for base in BASES:
+            if base in cpu and base != key and not (base == "before" and key.startswith("before")):
+                line += f"   / {base} {median(cpu[key]) / median(cpu[base]):.2f}×"
         print(line)
     return 0
 

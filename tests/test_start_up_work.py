@@ -169,3 +169,10 @@ def test_the_start_up_from_the_snapshot_leaves_out_what_only_a_misnamed_rule_nee
         env=environ,
     )
     assert done.stdout.splitlines()[-1] == "False"
+
+
+def test_the_settings_models_annotations_need_no_evaluation_when_they_are_built() -> None:
+    from mcp_codetools.settings import LanguageServerEntry, SandboxSettings, Settings
+
+    for model in (Settings, SandboxSettings, LanguageServerEntry):
+        assert not [name for name, kind in model.__annotations__.items() if isinstance(kind, str)], model
