@@ -38,7 +38,6 @@ read from are protected paths.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import logging
 import os
@@ -346,6 +345,8 @@ def unmatchable(rule: Rule, *, shared: bool = False) -> str | None:
     close to one of this server's tools is someone else's and not reported.
     """
     if rule.tool not in TOOL_NAMES:
+        import difflib  # here: only a rule naming no tool of ours needs it, and the start-up is on the way to a call
+
         close = difflib.get_close_matches(rule.tool, TOOL_NAMES, n=1, cutoff=0.75 if shared else 0.6)
         if shared and (not close or rule.tool in CLAUDE_CODE_TOOLS):
             return None
