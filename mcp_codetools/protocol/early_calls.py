@@ -66,8 +66,8 @@ def _is_id(value: object) -> bool:
     return isinstance(value, str | int) and not isinstance(value, bool)
 
 
-def _call_params(message: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """The tool name and arguments of a `tools/call` this module may answer, else None."""
+def call_params(message: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """The tool name and arguments of a `tools/call` answered without the SDK (here, `fast_lane`), else None."""
     if set(message) != {"jsonrpc", "id", "method", "params"} or not _is_id(message["id"]):
         return None
     params = message["params"]
@@ -199,7 +199,7 @@ class EarlyCalls:
         if cancelled is not None and cancelled in self._calls:
             self._cancel(self._calls[cancelled], line)
             return
-        taken = _call_params(message) if self._serves_calls() else None
+        taken = call_params(message) if self._serves_calls() else None
         if taken is None:
             self._keep(line)
             return
