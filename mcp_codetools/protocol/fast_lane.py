@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import anyio
+import anyio.lowlevel
 import mcp_types as types
 from mcp.shared.dispatcher import coerce_request_id
 
@@ -44,6 +45,10 @@ from mcp_codetools.protocol.server import STATE_ARG, CodeToolsServer, to_call_re
 from mcp_codetools.tools.base import ToolOutput
 
 logger = logging.getLogger(__name__)
+
+MAX_LINE = 64 * 1024
+"""Longer lines go to the SDK unread here: a Read, Glob or Grep is far shorter, and a 10 MB Write or Edit
+would pay for a second parse."""
 
 State = Literal["running", "answered", "cancelled", "handed"]
 RequestId = str | int
@@ -105,6 +110,7 @@ class FastLane:
         """A second `initialize` came: the lane stays closed (the SDK decides what the connection is)."""
         self._calls: dict[RequestId, _Call] = {}
         self._reserved: set[RequestId] = set()
+        self._batch: list[bytes] = []
         self.answered = 0
         self.handed = 0
         """Calls handed to the SDK because they came to a question."""
@@ -112,7 +118,7 @@ class FastLane:
 
     def take(self, line: bytes) -> bool:
         """Start the call on `line` here and return True; False: the line is the SDK's."""
-        if not self._open or b'"tools/call"' not in line:
+        if not self._open or len(line) > MAX_LINE or b'"tools/call"' not in line:
             return False
         try:
             message = json.loads(line, parse_constant=_not_json)
@@ -206,6 +212,20 @@ class FastLane:
 
         return ask
 
+    async def _answer(self, data: bytes) -> None:
+        """Write an answer; those that end in the same turn of the loop go in one write (one wake-up of the client).
+
+        Each pipe write wakes the client, and in a burst of reads those writes were a fifth of the server's time.
+        """
+        self._batch.append(data)
+        if len(self._batch) > 1:
+            return  # the task of the batch's first answer writes it
+        if len(self._calls) > 1:  # others may end in this turn: let them join (alone, it is written at once)
+            await anyio.lowlevel.cancel_shielded_checkpoint()
+        data = b"".join(self._batch)
+        self._batch.clear()
+        await self._wiring.say(data)
+
     async def _run(self, call: _Call, name: str, arguments: dict[str, Any]) -> None:
         session = self._app.stdio_session()
         try:
@@ -225,7 +245,7 @@ class FastLane:
                         data = answer_line(call.request_id, error_output("internal_error", message))
                     call.state = "answered"
                     self.answered += 1
-                    await self._wiring.say(data)
+                    await self._answer(data)
         finally:
             if self._calls.get(call.key) is call:
                 del self._calls[call.key]

@@ -297,3 +297,21 @@ async def test_a_client_with_roots_is_served_by_the_lane_once_the_session_has_th
         await roots_asked(peer)
         await peer.answers(5)
     assert _lane(caplog)[0] == 1, "only the Read between the two lists of roots"
+
+
+async def test_answers_that_end_together_go_out_in_one_write(root: Path, gates: Gates) -> None:
+    """Each write wakes the client: reads that end in the same turn of the loop share one."""
+    app = CodeToolsServer(Settings(roots=(root,)), [*default_tools(), gates.tool("Read", safe=True)])
+    gates.open("first")
+    keys = ["x", "y", "z"]
+    async with serving(app) as peer:
+        peer.send(*handshake(VERSION), _call(3, "Read", key="first"))
+        await peer.answers(1, 2, 3)
+        peer.send(*(_call(4 + i, "Read", key=key) for i, key in enumerate(keys)))
+        with anyio.fail_after(10):
+            await gates.until(lambda: set(keys) <= set(gates.started))
+        for key in keys:
+            gates.open(key)
+        found = await peer.answers(4, 5, 6)
+    assert [_text(found[i]) for i in (4, 5, 6)] == ["done x", "done y", "done z"]
+    assert peer.writes[-1].count(b"\n") == 3, "the three answers in one write"
