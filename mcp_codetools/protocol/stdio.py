@@ -180,37 +180,44 @@ async def _serve_wire(
 
     async def read_loop() -> None:
         async with inbound_send:
-            async for line in wire.lines():
-                if line is None:
-                    await say(error_line(INVALID_REQUEST, "Invalid Request", data="message too large"))
-                    continue
-                if lane is not None and lane.take(line):
-                    continue
-                try:
-                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                except ValidationError as exc:
-                    answer = answer_for_bad_line(line, exc)
-                    if answer is not None:
-                        await say(answer)
-                    continue
-                if isinstance(message, types.JSONRPCNotification) and _has_id(line):
-                    # An id that is not a string or an integer made the SDK read a request as a notification.
-                    await say(error_line(INVALID_REQUEST, "Invalid Request", data="id must be a string or integer"))
-                    continue
-                refusal = wire.note_inbound(message, server)
-                if refusal is not None:
-                    await say(refusal)
-                    continue
-                if lane is not None and lane.inbound(message):
-                    continue
-                if recorder is not None:
-                    recorder.asked(message)
-                await inbound_send.send(SessionMessage(message))
-            # End of input. Answer what already arrived (`cat requests.jsonl | mcp-codetools`) before
-            # closing the session, within a bound: a client that closes stdin is shutting down, and the
-            # SDK's client sends SIGTERM 2 s later. What is still running then is cancelled.
-            with anyio.move_on_after(EOF_GRACE_S):
-                await wire.answered()
+            try:
+                await read_lines()
+            finally:
+                if lane is not None:  # before the SDK's session ends: its calls use the same session
+                    await lane.aclose()
+
+    async def read_lines() -> None:
+        async for line in wire.lines():
+            if line is None:
+                await say(error_line(INVALID_REQUEST, "Invalid Request", data="message too large"))
+                continue
+            if lane is not None and lane.take(line):
+                continue
+            try:
+                message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+            except ValidationError as exc:
+                answer = answer_for_bad_line(line, exc)
+                if answer is not None:
+                    await say(answer)
+                continue
+            if isinstance(message, types.JSONRPCNotification) and _has_id(line):
+                # An id that is not a string or an integer made the SDK read a request as a notification.
+                await say(error_line(INVALID_REQUEST, "Invalid Request", data="id must be a string or integer"))
+                continue
+            refusal = wire.note_inbound(message, server)
+            if refusal is not None:
+                await say(refusal)
+                continue
+            if lane is not None and lane.inbound(message):
+                continue
+            if recorder is not None:
+                recorder.asked(message)
+            await inbound_send.send(SessionMessage(message))
+        # End of input. Answer what already arrived (`cat requests.jsonl | mcp-codetools`) before
+        # closing the session, within a bound: a client that closes stdin is shutting down, and the
+        # SDK's client sends SIGTERM 2 s later. What is still running then is cancelled.
+        with anyio.move_on_after(EOF_GRACE_S):
+            await wire.answered()
 
     async def write_loop() -> None:
         async with outbound_receive:
@@ -238,7 +245,7 @@ async def _serve_wire(
     async with anyio.create_task_group() as tg:
         app = app_of(server) if fast else None
         if app is not None:
-            lane = FastLane(app, Wiring(tg.start_soon, say, wire.begin, wire.end, hand_over))
+            lane = FastLane(app, Wiring(say, wire.begin, wire.end, hand_over))
         tg.start_soon(read_loop)
         tg.start_soon(write_loop)
         try:
