@@ -86,11 +86,16 @@ def _not_json(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
+# Made once: `json.loads` and `json.dumps` with options build a decoder or encoder at every call.
+_DECODER = json.JSONDecoder(parse_constant=_not_json)  # NaN and Infinity are not JSON: the SDK refuses them
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def answer_line(request_id: RequestId, output: ToolOutput) -> bytes:
     """The response line for a call's output: plain JSON, or the SDK's models for a detail JSON cannot carry."""
     response = {"jsonrpc": "2.0", "id": request_id, "result": call_result(output)}
     try:
-        return json.dumps(response, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        return _ENCODER.encode(response).encode() + b"\n"
     except (TypeError, ValueError):  # a value json cannot write, or a lone surrogate: as the SDK writes it
         logger.debug("a fast-lane answer is written through the SDK's models", exc_info=True)
     result = to_call_result(output).model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -124,7 +129,7 @@ class FastLane:
         if not self._open or len(line) > MAX_LINE or b'"tools/call"' not in line:
             return False
         try:
-            message = json.loads(line, parse_constant=_not_json)
+            message = _DECODER.decode(line.decode())  # UTF-8, strictly, as the SDK reads it
         except (ValueError, RecursionError):
             return False
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
