@@ -21,7 +21,7 @@ import pytest
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_codetools.policy.gate import PermissionGate
-from mcp_codetools.policy.loading import load_policy_config
+from mcp_codetools.policy.loading import load_gate, load_policy_config
 from mcp_codetools.protocol.server import CodeToolsServer
 from mcp_codetools.protocol.stdio import serve_stream
 from mcp_codetools.protocol.wire import MAX_LINE_BYTES, WireStream
@@ -315,3 +315,24 @@ async def test_answers_that_end_together_go_out_in_one_write(root: Path, gates: 
         found = await peer.answers(4, 5, 6)
     assert [_text(found[i]) for i in (4, 5, 6)] == ["done x", "done y", "done z"]
     assert peer.writes[-1].count(b"\n") == 3, "the three answers in one write"
+
+
+@pytest.mark.parametrize("can_ask", [False, True], ids=["no elicitation", "elicitation"])
+async def test_pre_tool_use_hooks_run_once_a_call_on_either_path(
+    files: Path, tmp_path: Path, can_ask: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With hooks, a client that can be asked is not served by the lane: a handed-over call would run them twice."""
+    log = tmp_path / "hook.log"
+    config = tmp_path / "hook.toml"
+    config.write_text(
+        f'[[hooks.PreToolUse]]\nmatcher = "Read"\n[[hooks.PreToolUse.hooks]]\ncommand = "echo ran >> {log}"\n',
+        encoding="utf-8",
+    )
+    app = CodeToolsServer(Settings(roots=(files,)), gate=load_gate([files], config_file=config, environ={}))
+    async with serving(app) as peer:
+        await _greeted(peer, {"elicitation": {}} if can_ask else None)
+        peer.send(_call(4, "Read", file_path="b.txt"))
+        found = await peer.answers(4)
+    assert _text(found[4]).startswith("1\tone")
+    assert log.read_text(encoding="utf-8").splitlines() == ["ran", "ran"], "once for each of the two Reads"
+    assert _lane(caplog)[0] == (0 if can_ask else 1)
