@@ -32,7 +32,7 @@ from anyio.abc import TaskGroup
 
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.policy.gate import AnswerNeeded, Question
-from mcp_codetools.protocol.call_result import call_result
+from mcp_codetools.protocol.call_result import STATE_ARG, call_result
 from mcp_codetools.protocol.fast_start import EarlyStart
 from mcp_codetools.protocol.wire import INVALID_REQUEST, TOO_LARGE, WireStream, error_line, opened_wire, until_stopped
 from mcp_codetools.session import CodeSession
@@ -76,6 +76,8 @@ def call_params(message: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     name, arguments = params["name"], params.get("arguments", {})
     if name not in EARLY_TOOLS or not isinstance(arguments, dict):
         return None
+    if STATE_ARG in arguments:  # as `CodeToolsServer._on_call_tool`: a handle means nothing on stdio
+        arguments = {k: v for k, v in arguments.items() if k != STATE_ARG}
     return name, arguments
 
 

@@ -42,7 +42,7 @@ from mcp_codetools.pipeline import error_output
 from mcp_codetools.policy.gate import AnswerNeeded, Asker, Question
 from mcp_codetools.protocol.call_result import call_result
 from mcp_codetools.protocol.early_calls import call_params
-from mcp_codetools.protocol.server import STATE_ARG, CodeToolsServer, to_call_result
+from mcp_codetools.protocol.server import CodeToolsServer, to_call_result
 from mcp_codetools.tools.base import ToolOutput
 
 logger = logging.getLogger(__name__)
@@ -141,8 +141,6 @@ class FastLane:
         if not self._wiring.begin(request_id):
             return False
         name, arguments = taken
-        if STATE_ARG in arguments:  # as `CodeToolsServer._on_call_tool`: a handle means nothing on stdio
-            arguments = {k: v for k, v in arguments.items() if k != STATE_ARG}
         key = coerce_request_id(request_id)
         ticket = self._app.stdio_session().dispatcher.admit(name)
         call = self._calls[key] = _Call(line, request_id, key, ticket)

@@ -26,6 +26,7 @@ from mcp_codetools.dispatcher import Ticket
 from mcp_codetools.files.paths import Workspace
 from mcp_codetools.pipeline import META_KEY, Pipeline, error_output
 from mcp_codetools.policy.gate import AnswerNeeded, PermissionGate
+from mcp_codetools.protocol.call_result import STATE_ARG
 from mcp_codetools.protocol.client_log import ClientLog
 from mcp_codetools.protocol.client_roots import roots_changed, sync_roots
 from mcp_codetools.protocol.elicit import input_required, permission_asker
@@ -55,8 +56,6 @@ def tracing_configured() -> bool:
     return not isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
 
 
-STATE_ARG = "state_id"
-"""The argument that carries a 2026-07-28 HTTP client's state handle (see `state_handles`)."""
 STATE_HEADER = "State-Id"
 """Its `x-mcp-header` (SEP-2243): 2026-07-28 clients mirror it into `Mcp-Param-State-Id`, which a load balancer
 routes by (deploy/haproxy); the SDK refuses a call whose header and argument disagree, or lacks the header.
