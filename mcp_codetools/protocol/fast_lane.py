@@ -9,7 +9,8 @@ equal); every other line goes to the SDK session as before (`stdio.py`).
 Order is kept across both: every call is numbered in the dispatcher when its line is read, and an SDK
 call's handler takes its number up by the request id (`Dispatcher.reserve`/`claim`), so the dispatcher's
 rule (reads side by side, writes and Bash alone) holds by line arrival, whichever path is quicker. Each
-answer of either path is written whole by one write to the same writer, so lines never interleave.
+answer of either path is written whole by one write to the same writer, so lines never interleave; the
+lane's answers that end in the same turn of the event loop share a write (each write wakes the client).
 
 Fail closed: a line is taken only when it is fully understood (no `_meta`: a progress token or the
 2026-07-28 envelope goes to the SDK), and only while
