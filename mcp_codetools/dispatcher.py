@@ -4,6 +4,10 @@ Calls are numbered as they arrive. A concurrency-safe call starts once every ear
 finished, no earlier safe call is still waiting, and fewer than `limit` safe calls are running. Any
 other call starts only when every earlier call has finished, and nothing later starts until it has
 finished. Session changes a call produces are committed in arrival order, whatever order calls end in.
+
+A transport that hands calls to two handlers (stdio's fast lane and the SDK) numbers each call when its
+line is read (`reserve`); the handler that runs it later takes that ticket by the request's id (`claim`),
+so the order is the order of the lines, whichever handler gets there first.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ class Ticket:
     arrived: float = field(default_factory=time.perf_counter)
     start_time: float | None = None
     changes: list[Callable[[], None]] = field(default_factory=list)
+    held: bool = False
+    """Kept for the handler that will `claim` it: finishing it is that handler's."""
     _go: anyio.Event | None = None
 
     @property
@@ -54,6 +60,7 @@ class Dispatcher:
         self._active: OrderedDict[int, Ticket] = OrderedDict()
         self._commit_queue: deque[Ticket] = deque()
         self._running_safe = 0
+        self._reserved: dict[object, Ticket] = {}
 
     def admit(self, label: str = "?") -> Ticket:
         """Number a call. Synchronous, so nothing can reorder calls between arrival and numbering."""
@@ -63,6 +70,35 @@ class Dispatcher:
         self._commit_queue.append(ticket)
         return ticket
 
+    def reserve(self, key: object, label: str = "?") -> Ticket:
+        """Number a call now (as `admit`) for the handler that will `claim` it by `key` (a request id)."""
+        ticket = self.admit(label)
+        self.hold(ticket, key)
+        return ticket
+
+    def hold(self, ticket: Ticket, key: object) -> None:
+        """Keep `ticket`, with its place and any slot it has, for the handler that will `claim` it by `key`.
+
+        Until then leaving its slot or discarding it does not finish it: the call goes on elsewhere.
+        """
+        self.release(key)  # a stale one under the same key would block every later call
+        ticket.held = True
+        self._reserved[key] = ticket
+
+    def claim(self, key: object) -> Ticket | None:
+        """The ticket kept under `key`, now the caller's to finish; None if there is none (or it was released)."""
+        ticket = self._reserved.pop(key, None)
+        if ticket is not None:
+            ticket.held = False
+        return ticket
+
+    def release(self, key: object) -> None:
+        """Finish the ticket kept under `key` that no handler will claim (its request was answered or cancelled)."""
+        ticket = self._reserved.pop(key, None)
+        if ticket is not None:
+            ticket.held = False
+            self._finish(ticket)
+
     @asynccontextmanager
     async def slot(self, ticket: Ticket, *, safe: bool) -> AsyncIterator[Ticket]:
         """Wait for the ticket's turn, run the body, then let later calls go.
@@ -70,7 +106,8 @@ class Dispatcher:
         Raises:
             QueueTimeoutError: the call waited longer than the queue bound.
         """
-        ticket.safe = safe
+        if not ticket.started:  # a held ticket keeps the slot it had
+            ticket.safe = safe
         ticket.ready = True
         try:
             self._schedule()
@@ -92,7 +129,7 @@ class Dispatcher:
         self._finish(ticket)
 
     def _finish(self, ticket: Ticket) -> None:
-        if ticket.finished:
+        if ticket.finished or ticket.held:
             return
         ticket.finished = True
         if ticket.started and ticket.safe:

@@ -58,10 +58,16 @@ class Pipeline:
         *,
         progress: ProgressFn | None = None,
         ask: Asker | None = None,
+        ticket: Ticket | None = None,
     ) -> ToolOutput:
-        """Run one call through every step; a `ToolError` or a bug ends as an error output, `AnswerNeeded` goes up."""
+        """Run one call through every step; a `ToolError` or a bug ends as an error output, `AnswerNeeded` goes up.
+
+        `ticket`: the call's place, numbered when its request was read (`Dispatcher.reserve`); else it is
+        numbered here.
+        """
         # Numbered first, before any await, so the order is the order of arrival.
-        ticket = session.dispatcher.admit(name)
+        if ticket is None:
+            ticket = session.dispatcher.admit(name)
         started = time.perf_counter()
         try:
             output = await self._run(session, ticket, name, arguments, progress, ask)
@@ -79,7 +85,8 @@ class Pipeline:
         finally:
             session.dispatcher.discard(ticket)
         total_ms = (time.perf_counter() - started) * 1000
-        queued_ms = ticket.queued_ms if ticket.started else total_ms
+        # A ticket numbered when stdio read its request has waited since then: the split stays within this run.
+        queued_ms = min(ticket.queued_ms, total_ms) if ticket.started else total_ms
         output.meta["timing"] = {
             "seq": ticket.seq,
             "queuedMs": round(queued_ms, 3),

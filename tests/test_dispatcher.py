@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -284,3 +285,38 @@ def test_dispatcher_bookkeeping_is_empty_after_a_run() -> None:
     ticket = dispatcher.admit("x")
     dispatcher.discard(ticket)
     assert dispatcher.snapshot() == []
+
+
+async def test_a_call_numbered_when_its_request_was_read_keeps_that_place(gates: Gates, root: Path) -> None:
+    """stdio numbers a call at read time (`reserve`); its handler comes later, yet a later read waits for it."""
+    pipe = make_pipeline(gates)
+    session = session_with(root)
+    reserved = session.dispatcher.reserve("request 7", "W")
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            gates.submit(tg, pipe, session, "R", "later")
+            await gates.settle(session.dispatcher)
+            assert gates.started == [], "the reserved write comes first, though no handler has it yet"
+            ticket = session.dispatcher.claim("request 7")
+            assert ticket is reserved and session.dispatcher.claim("request 7") is None
+            tg.start_soon(partial(pipe.run, session, "W", {"key": "first"}, ticket=ticket))
+            await gates.until(lambda: gates.started == ["first"])
+            gates.open("first")
+            await gates.until(lambda: "later" in gates.started)
+            gates.open("later")
+    assert gates.committed == ["first", "later"]
+
+
+async def test_a_reserved_number_no_handler_takes_is_released(gates: Gates, root: Path) -> None:
+    pipe = make_pipeline(gates)
+    session = session_with(root)
+    session.dispatcher.reserve(7, "W")
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            gates.submit(tg, pipe, session, "R", "later")
+            await gates.settle(session.dispatcher)
+            assert gates.started == []
+            session.dispatcher.release(7)  # answered or cancelled before its handler ran
+            await gates.until(lambda: gates.started == ["later"])
+            gates.open("later")
+    assert session.dispatcher.snapshot() == []

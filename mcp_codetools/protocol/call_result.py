@@ -13,6 +13,10 @@ from typing import Any
 from mcp_codetools.pipeline import META_KEY
 from mcp_codetools.tools.base import ToolOutput
 
+STATE_ARG = "state_id"
+"""The argument that carries a 2026-07-28 HTTP client's state handle (see `state_handles`); here, SDK-free, as
+the calls answered without the SDK drop it as `server.CodeToolsServer` does (on stdio it means nothing)."""
+
 
 def call_result(output: ToolOutput) -> dict[str, Any]:
     """The result's fields under their wire names; whether it is an error was decided before."""

@@ -118,6 +118,10 @@ class ClientLog:
         if not sink.modern:
             sink.session = ctx.session
 
+    def knows(self, session: CodeSession) -> bool:
+        """Whether a request of `session` was bound: where its messages go is known (`fast_lane` waits for it)."""
+        return session in self._sinks
+
     def set_level(self, session: CodeSession, ctx: ServerRequestContext[Any], level: types.LoggingLevel) -> None:
         """`logging/setLevel`: messages below `level` are no longer sent to this session."""
         self.bind(session, ctx)

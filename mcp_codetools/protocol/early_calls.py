@@ -32,7 +32,7 @@ from anyio.abc import TaskGroup
 
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.policy.gate import AnswerNeeded, Question
-from mcp_codetools.protocol.call_result import call_result
+from mcp_codetools.protocol.call_result import STATE_ARG, call_result
 from mcp_codetools.protocol.fast_start import EarlyStart
 from mcp_codetools.protocol.wire import INVALID_REQUEST, TOO_LARGE, WireStream, error_line, opened_wire, until_stopped
 from mcp_codetools.session import CodeSession
@@ -66,8 +66,8 @@ def _is_id(value: object) -> bool:
     return isinstance(value, str | int) and not isinstance(value, bool)
 
 
-def _call_params(message: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """The tool name and arguments of a `tools/call` this module may answer, else None."""
+def call_params(message: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """The tool name and arguments of a `tools/call` answered without the SDK (here, `fast_lane`), else None."""
     if set(message) != {"jsonrpc", "id", "method", "params"} or not _is_id(message["id"]):
         return None
     params = message["params"]
@@ -76,6 +76,8 @@ def _call_params(message: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     name, arguments = params["name"], params.get("arguments", {})
     if name not in EARLY_TOOLS or not isinstance(arguments, dict):
         return None
+    if STATE_ARG in arguments:  # as `CodeToolsServer._on_call_tool`: a handle means nothing on stdio
+        arguments = {k: v for k, v in arguments.items() if k != STATE_ARG}
     return name, arguments
 
 
@@ -199,7 +201,7 @@ class EarlyCalls:
         if cancelled is not None and cancelled in self._calls:
             self._cancel(self._calls[cancelled], line)
             return
-        taken = _call_params(message) if self._serves_calls() else None
+        taken = call_params(message) if self._serves_calls() else None
         if taken is None:
             self._keep(line)
             return

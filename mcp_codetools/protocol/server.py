@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -21,9 +22,11 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry import trace
 
 from mcp_codetools import __version__
+from mcp_codetools.dispatcher import Ticket
 from mcp_codetools.files.paths import Workspace
 from mcp_codetools.pipeline import META_KEY, Pipeline, error_output
 from mcp_codetools.policy.gate import AnswerNeeded, PermissionGate
+from mcp_codetools.protocol.call_result import STATE_ARG
 from mcp_codetools.protocol.client_log import ClientLog
 from mcp_codetools.protocol.client_roots import roots_changed, sync_roots
 from mcp_codetools.protocol.elicit import input_required, permission_asker
@@ -53,8 +56,6 @@ def tracing_configured() -> bool:
     return not isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
 
 
-STATE_ARG = "state_id"
-"""The argument that carries a 2026-07-28 HTTP client's state handle (see `state_handles`)."""
 STATE_HEADER = "State-Id"
 """Its `x-mcp-header` (SEP-2243): 2026-07-28 clients mirror it into `Mcp-Param-State-Id`, which a load balancer
 routes by (deploy/haproxy); the SDK refuses a call whose header and argument disagree, or lacks the header.
@@ -127,6 +128,15 @@ def to_call_result(output: ToolOutput) -> types.CallToolResult:
     )
 
 
+_APPS: weakref.WeakKeyDictionary[Server[Any], weakref.ref[CodeToolsServer]] = weakref.WeakKeyDictionary()
+
+
+def app_of(server: Server[Any]) -> CodeToolsServer | None:
+    """The `CodeToolsServer` that built `server`, so stdio finds its pipeline and session (`fast_lane.py`)."""
+    ref = _APPS.get(server)
+    return ref() if ref is not None else None
+
+
 class CodeToolsServer:
     """The server and the sessions it serves: one per HTTP session (`Mcp-Session-Id`); on stdio, the process."""
 
@@ -173,6 +183,7 @@ class CodeToolsServer:
         self.server.middleware.append(self._follow_roots)
         self.client_log = ClientLog()
         self._serve_logging()
+        _APPS[self.server] = weakref.ref(self)
 
     @asynccontextmanager
     async def _lifespan(self, _: Server[Any]) -> AsyncIterator[dict[str, Any]]:
@@ -201,6 +212,12 @@ class CodeToolsServer:
         local = [self._local] if self._local is not None else []
         return local + self.http_sessions.live() + self.http_states.live()
 
+    def stdio_session(self) -> CodeSession:
+        """The process's session: the one client of stdio (or of an in-process connection)."""
+        if self._local is None:
+            self._local = CodeSession(self.settings)
+        return self._local
+
     def session_for(self, ctx: ServerRequestContext[Any]) -> CodeSession:
         """The CodeSession a request belongs to, found through public SDK API only.
 
@@ -216,9 +233,7 @@ class CodeToolsServer:
         """
         request = ctx.request
         if request is None:
-            if self._local is None:
-                self._local = CodeSession(self.settings)
-            return self._local
+            return self.stdio_session()
         key = request.headers.get(MCP_SESSION_ID_HEADER)
         if not key:
             raise MCPError(code=types.INVALID_REQUEST, message="this server needs an MCP session (Mcp-Session-Id)")
@@ -325,6 +340,7 @@ class CodeToolsServer:
                     params.arguments,
                     progress=_progress_of(ctx),
                     ask=permission_asker(ctx, params),
+                    ticket=_reserved_ticket(ctx, session),
                 )
         except AnswerNeeded as needed:
             return input_required(needed.question)
@@ -348,6 +364,13 @@ def _state_note(key: str) -> str:
         f"[state_id: {key}. Pass it as state_id to later calls: it keeps what you read (needed to Edit or Write "
         "a file), the working directory, file history and background shells.]"
     )
+
+
+def _reserved_ticket(ctx: ServerRequestContext[Any], session: CodeSession) -> Ticket | None:
+    """The place stdio gave this call when it read the request (`stdio.py`), if it did."""
+    if ctx.request is not None or ctx.request_id is None:
+        return None
+    return session.dispatcher.claim(ctx.request_id)
 
 
 def _progress_of(ctx: ServerRequestContext[Any]) -> ProgressFn | None:

@@ -7,8 +7,10 @@ child process can write into the protocol stream). At the end of input, requests
 answered (within a bound) before the session closes. A line that is not JSON is answered with a parse
 error (-32700), JSON that is not a JSON-RPC message with an invalid-request error (-32600), and a request
 that reuses the id of a request still in flight is refused rather than silently confused with it. After a
-start from the snapshot the session takes over the stream the early calls read (`early_calls.py`). On
-Windows the SDK's default transport is used.
+start from the snapshot the session takes over the stream the early calls read (`early_calls.py`). Read,
+Glob and Grep lines the fast lane understands are answered by it (`fast_lane.py`); both write whole lines
+with single writes to the one writer, so answers never interleave. On Windows the SDK's default transport
+is used.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from mcp_codetools.protocol.eras import serve_both_eras
+from mcp_codetools.protocol.fast_lane import FastLane, Wiring
 from mcp_codetools.protocol.fast_start import EarlyStart, redirect_wire
+from mcp_codetools.protocol.server import app_of
 from mcp_codetools.protocol.start_snapshot import HandoverCheck, Recorder
 from mcp_codetools.protocol.wire import (
     INVALID_REQUEST,
@@ -111,6 +115,19 @@ class _Wire:
         else:
             self._settled.set()
 
+    def begin(self, request_id: str | int) -> bool:
+        """Mark a request in flight; False if its id is in flight already."""
+        if request_id in self.in_flight:
+            return False
+        self.in_flight.add(request_id)
+        self._track()
+        return True
+
+    def end(self, request_id: str | int) -> None:
+        """The request was answered or cancelled."""
+        self.in_flight.discard(request_id)
+        self._track()
+
     def lost_peer(self) -> None:
         self.stream.peer_gone = True
         self._track()
@@ -122,29 +139,31 @@ class _Wire:
                 # The SDK checks a known method's params before it looks for a handler, so a method this
                 # server does not serve could come back as "invalid params" instead of "not found".
                 return error_line(METHOD_NOT_FOUND, "Method not found", message.id, message.method)
-            if message.id in self.in_flight:
+            if not self.begin(message.id):
                 return error_line(
                     INVALID_REQUEST, "Invalid Request", message.id, f"request id {message.id!r} is already in flight"
                 )
-            self.in_flight.add(message.id)
         elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
             cancelled = (message.params or {}).get("requestId")
             if isinstance(cancelled, str | int):
-                self.in_flight.discard(cancelled)
-        self._track()
+                self.end(cancelled)
         return None
 
     def note_outbound(self, message: types.JSONRPCMessage) -> None:
         if isinstance(message, types.JSONRPCResponse | types.JSONRPCError) and message.id is not None:
-            self.in_flight.discard(message.id)
-            self._track()
+            self.end(message.id)
 
 
 async def _serve_wire(
-    server: Server[Any], wire: _Wire, check: HandoverCheck | None = None, recorder: Recorder | None = None
+    server: Server[Any],
+    wire: _Wire,
+    check: HandoverCheck | None = None,
+    recorder: Recorder | None = None,
+    fast: bool = True,
 ) -> None:
     inbound_send, inbound = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     outbound, outbound_receive = anyio.create_memory_object_stream[SessionMessage](0)
+    lane: FastLane | None = None
 
     async def say(data: bytes) -> None:
         wire.writer.write(data)
@@ -161,38 +180,51 @@ async def _serve_wire(
 
     async def read_loop() -> None:
         async with inbound_send:
-            async for line in wire.lines():
-                if line is None:
-                    await say(error_line(INVALID_REQUEST, "Invalid Request", data="message too large"))
-                    continue
-                try:
-                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                except ValidationError as exc:
-                    answer = answer_for_bad_line(line, exc)
-                    if answer is not None:
-                        await say(answer)
-                    continue
-                if isinstance(message, types.JSONRPCNotification) and _has_id(line):
-                    # An id that is not a string or an integer made the SDK read a request as a notification.
-                    await say(error_line(INVALID_REQUEST, "Invalid Request", data="id must be a string or integer"))
-                    continue
-                refusal = wire.note_inbound(message, server)
-                if refusal is not None:
-                    await say(refusal)
-                    continue
-                if recorder is not None:
-                    recorder.asked(message)
-                await inbound_send.send(SessionMessage(message))
-            # End of input. Answer what already arrived (`cat requests.jsonl | mcp-codetools`) before
-            # closing the session, within a bound: a client that closes stdin is shutting down, and the
-            # SDK's client sends SIGTERM 2 s later. What is still running then is cancelled.
-            with anyio.move_on_after(EOF_GRACE_S):
-                await wire.answered()
+            try:
+                await read_lines()
+            finally:
+                if lane is not None:  # before the SDK's session ends: its calls use the same session
+                    await lane.aclose()
+
+    async def read_lines() -> None:
+        async for line in wire.lines():
+            if line is None:
+                await say(error_line(INVALID_REQUEST, "Invalid Request", data="message too large"))
+                continue
+            if lane is not None and lane.take(line):
+                continue
+            try:
+                message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+            except ValidationError as exc:
+                answer = answer_for_bad_line(line, exc)
+                if answer is not None:
+                    await say(answer)
+                continue
+            if isinstance(message, types.JSONRPCNotification) and _has_id(line):
+                # An id that is not a string or an integer made the SDK read a request as a notification.
+                await say(error_line(INVALID_REQUEST, "Invalid Request", data="id must be a string or integer"))
+                continue
+            refusal = wire.note_inbound(message, server)
+            if refusal is not None:
+                await say(refusal)
+                continue
+            if lane is not None and lane.inbound(message):
+                continue
+            if recorder is not None:
+                recorder.asked(message)
+            await inbound_send.send(SessionMessage(message))
+        # End of input. Answer what already arrived (`cat requests.jsonl | mcp-codetools`) before
+        # closing the session, within a bound: a client that closes stdin is shutting down, and the
+        # SDK's client sends SIGTERM 2 s later. What is still running then is cancelled.
+        with anyio.move_on_after(EOF_GRACE_S):
+            await wire.answered()
 
     async def write_loop() -> None:
         async with outbound_receive:
             async for session_message in outbound_receive:
                 wire.note_outbound(session_message.message)
+                if lane is not None:
+                    lane.outbound(session_message.message)
                 data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
                 if check is not None and check.claims(session_message.message, data):
                     continue  # the start snapshot sent this answer already
@@ -202,10 +234,26 @@ async def _serve_wire(
                 if recorder is not None:
                     recorder.answered(session_message.message)
 
+    async def hand_over(line: bytes) -> None:
+        """A request the fast lane took and gives back (it came to a question): the SDK runs it in its place."""
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+            await inbound_send.send(SessionMessage(message))
+        except (ValidationError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            logger.warning("a call the fast lane handed over could not reach the SDK session", exc_info=True)
+
     async with anyio.create_task_group() as tg:
+        app = app_of(server) if fast else None
+        if app is not None:
+            lane = FastLane(app, Wiring(say, wire.begin, wire.end, hand_over))
         tg.start_soon(read_loop)
         tg.start_soon(write_loop)
-        await serve_both_eras(server, inbound, outbound, server.create_initialization_options())
+        try:
+            await serve_both_eras(server, inbound, outbound, server.create_initialization_options())
+        finally:
+            if lane is not None:
+                done = lane.answered, lane.handed, lane.cancelled
+                logger.info("answered by the fast lane: %d call(s); %d handed to the SDK, %d cancelled", *done)
         tg.cancel_scope.cancel()
 
 
@@ -236,7 +284,15 @@ async def serve_stdio(server: Server[Any], early: EarlyStart | None = None, reco
 
 
 async def serve_stream(
-    server: Server[Any], stream: WireStream, check: HandoverCheck | None = None, recorder: Recorder | None = None
+    server: Server[Any],
+    stream: WireStream,
+    check: HandoverCheck | None = None,
+    recorder: Recorder | None = None,
+    *,
+    fast: bool = True,
 ) -> None:
-    """Serve the SDK session on an open stream until its input ends (`stream.held` lines are read first)."""
-    await _serve_wire(server, _Wire(stream), check, recorder)
+    """Serve the SDK session on an open stream until its input ends (`stream.held` lines are read first).
+
+    `fast`: Read, Glob and Grep of a server built by `CodeToolsServer` go through the fast lane.
+    """
+    await _serve_wire(server, _Wire(stream), check, recorder, fast)

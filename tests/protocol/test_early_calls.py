@@ -73,14 +73,16 @@ def test_reads_and_searches_sent_with_the_handshake_get_the_sdks_answers_early(t
         _call(5, "Glob", pattern="*.txt"),
         _call(6, "Read", file_path="secret.txt"),
         _call(7, "Read", file_path="missing.txt"),
+        _call(10, "Glob", pattern="a.*", state_id="ignored on stdio"),
         _call(8, "Write", file_path="b.txt", content="new\n"),
         _call(9, "Read", file_path="b.txt"),
     ]
     sdk, warm = _both(tmp_path, root, lines, ("--config", str(config)), made="b.txt")
-    assert warm.early == 5, warm.stderr
-    assert _seqs(warm) == _seqs(sdk) and len(_seqs(warm)) == 7, "one session, its calls numbered in order"
+    assert warm.early == 6, warm.stderr
+    assert _seqs(warm) == _seqs(sdk) and len(_seqs(warm)) == 8, "one session, its calls numbered in order"
     assert untimed(warm.answers) == untimed(sdk.answers)
     assert text(warm.answers[3]) == "2\tworld"
+    assert text(warm.answers[10]) == "a.txt", "a state_id means nothing on stdio: dropped, as by the SDK's handler"
     assert warm.answers[6]["result"]["isError"] and "deny" in text(warm.answers[6]), "the same permission step"
     assert text(warm.answers[9]) == "1\tnew", "the Read after the Write waited for the SDK, in order"
 
