@@ -98,7 +98,8 @@ async def test_two_clients_have_separate_sessions_and_leaving_closes_one(
     """`auto` is the SDK's default `Client(url)`, which opens with the newest protocol (2026-07-28).
 
     At 2026-07-28 each client holds its own state_id; leaving deletes nothing, and A's state (with its
-    job) ends when it has been idle for the timeout (1 s here).
+    job) ends when it has been idle for the timeout (1 s here). B's may or may not have idled out by its next
+    call (A's went idle first): either way the answer must be right.
     """
     with anyio.fail_after(60):
         async with Client(server.url, mode=mode) as b_client:  # type: ignore[arg-type]
@@ -110,9 +111,10 @@ async def test_two_clients_have_separate_sessions_and_leaving_closes_one(
             after = await b.call_tool("Bash", {"command": "true"})
             if mode == "legacy":
                 assert not after.is_error, "B's session goes on (its open stream keeps it)"
-            else:  # B's state idled out too while A's job was stopped: said as such, with what to do
-                assert after.is_error and after.meta["codetools/result"]["handleError"] == "expired", text(after)
+            elif after.is_error:  # B's state idled out too while A's job was stopped: said so, with what to do
+                assert after.meta["codetools/result"]["handleError"] == "expired", text(after)
                 assert "Omit state_id" in text(after)
+            # else B's call came within a second of its last one (A idled out first): its state still holds
 
 
 async def test_the_newest_protocol_over_http_is_served(server: HttpServer) -> None:
