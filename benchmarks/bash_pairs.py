@@ -23,22 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import procs, servers
+from benchmarks.first_result_pairs import INITIALIZE
 from benchmarks.run import _against
 from benchmarks.stats import median, percentile
-
-HANDSHAKE = (
-    {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "pairs", "version": "1"},
-        },
-    },
-    {"jsonrpc": "2.0", "method": "notifications/initialized"},
-)
 
 
 class Server:
@@ -56,7 +43,7 @@ class Server:
             cwd=spec.cwd,
         )
         self.next_id = 1
-        for message in HANDSHAKE:
+        for message in INITIALIZE:
             self._send(message)
             if "id" in message:
                 self._answer()

@@ -28,7 +28,7 @@ from benchmarks import fixtures, peers, servers
 from benchmarks.run import _against
 from benchmarks.stats import median
 
-HANDSHAKE = (
+INITIALIZE = (
     {
         "jsonrpc": "2.0",
         "id": 0,
@@ -40,8 +40,8 @@ HANDSHAKE = (
         },
     },
     {"jsonrpc": "2.0", "method": "notifications/initialized"},
-    {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
 )
+HANDSHAKE = (*INITIALIZE, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
 
 
 def _cpu_s(pid: int) -> float:

@@ -8,8 +8,12 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 
 def server_command() -> list[str]:
@@ -104,3 +108,18 @@ class RawServer:
 
 def text(response: dict[str, Any]) -> str:
     return "\n".join(block.get("text", "") for block in response["result"]["content"])
+
+
+@asynccontextmanager
+async def initialized(root: Path) -> AsyncIterator[RawServer]:
+    """A server for `root`, past its handshake, that must exit cleanly when done (a module's shared server).
+
+    A start that times out must not leave the server running: later tests count live children.
+    """
+    raw = await RawServer.start(root)
+    try:
+        with anyio.fail_after(30):
+            await raw.initialize()
+        yield raw
+    finally:
+        assert await raw.close() == 0

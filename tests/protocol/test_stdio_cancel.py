@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from tests.cmdlines import processes_with
-from tests.protocol.stdio_raw import RawServer, text
+from tests.protocol.stdio_raw import RawServer, initialized, text
 
 pytestmark = pytest.mark.anyio
 
@@ -38,13 +38,8 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 async def server(root: Path) -> AsyncIterator[RawServer]:
-    raw = await RawServer.start(root)
-    try:
-        with anyio.fail_after(30):
-            await raw.initialize()
+    async with initialized(root) as raw:
         yield raw
-    finally:
-        assert await raw.close() == 0
 
 
 async def test_cancelled_command_is_killed_and_later_calls_run(server: RawServer, root: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.protocol.stdio_raw import RawServer, text
+from tests.protocol.stdio_raw import RawServer, initialized, text
 
 pytestmark = pytest.mark.anyio
 
@@ -29,13 +29,8 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 async def server(root: Path) -> AsyncIterator[RawServer]:
-    raw = await RawServer.start(root)
-    try:  # a start that times out must not leave the server running (later tests count live children)
-        with anyio.fail_after(30):
-            await raw.initialize()
+    async with initialized(root) as raw:
         yield raw
-    finally:
-        assert await raw.close() == 0
 
 
 async def still_answers(server: RawServer, root: Path) -> None:
