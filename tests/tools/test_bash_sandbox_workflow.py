@@ -38,7 +38,7 @@ WORKFLOWS = {
     "a file at the top": ("echo made > new.txt && cat new.txt", ["new.txt"]),
     "a folder at the top": ("mkdir build && echo 1 > build/out.txt", ["build/out.txt"]),
     "a file below": ("mkdir -p src && echo 1 > src/b.txt", ["src/b.txt"]),
-    "remove at the top": ("rm a.py && test ! -e a.py", []),
+    "remove at the top": ("rm a.py && echo removed", []),
     "rename at the top": ("mv a.py b.py && mv lib lib2", ["b.py", "lib2/m.py"]),
     "remove a folder at the top": ("rm -rf lib", []),
     "a virtual environment": (
@@ -64,13 +64,14 @@ WORKFLOWS = {
     ),
 }
 GONE = {"remove at the top": ["a.py"], "rename at the top": ["a.py", "lib"], "remove a folder at the top": ["lib"]}
-"""What a workflow removes: `rm a.py && test ! -e a.py` reads as passed when `rm` fails (a false `test` is no error)."""
+"""What a workflow removes, checked after it: a command's own check could pass a failed removal (`rm a.py && test
+! -e a.py` ends in `test`, whose status 1 is "Condition is false", not an error)."""
 FROZEN_CONTAINER = "container (frozen)"
 """The container backend on an image without python3: no supervisor, the folders of missing kept paths frozen."""
 FROZEN = {
-    "a file at the top", "a folder at the top", "a file below", "rename at the top", "remove a folder at the top",
-    "a virtual environment", "git", "tar", "a test run with its cache", "make with a build folder",
-    "git init in a folder",
+    "a file at the top", "a folder at the top", "remove at the top", "a file below", "rename at the top",
+    "remove a folder at the top", "a virtual environment", "git", "tar", "a test run with its cache",
+    "make with a build folder", "git init in a folder",
 }  # fmt: skip
 """What Landlock refuses without its supervisor (no seccomp user notification): Landlock grants rights on whole
 folders, so a folder holding a missing protected name takes no new entry."""
