@@ -130,8 +130,9 @@ def test_a_sandbox_the_user_turned_on_answers_even_where_the_project_repeats_it(
 def test_where_no_default_on_backend_runs_the_server_says_so_once_and_runs_as_before(
     root: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(sandbox_default, "DEFAULT_ON_BACKENDS", ("bwrap",))
+    monkeypatch.setattr(sandbox_default, "DEFAULT_ON_BACKENDS", ("bwrap", "landlock"))
     monkeypatch.setattr(sandbox_module, "find_bwrap", lambda: None)
+    monkeypatch.setattr(sandbox_module, "landlock_abi", lambda: 0)
     monkeypatch.setattr(sandbox_module, "platform_backends", lambda platform=None: ("bwrap", "landlock"))
     monkeypatch.setattr(sandbox_default, "platform_backends", lambda platform=None: ("bwrap", "landlock"))
     with caplog.at_level(logging.INFO, logger="mcp_codetools"):
@@ -144,6 +145,8 @@ def test_where_no_default_on_backend_runs_the_server_says_so_once_and_runs_as_be
     assert len(said) == 1 and said[0].levelno == logging.WARNING, caplog.text
     assert "bwrap was not found" in said[0].getMessage() and "Bash runs unconfined" in said[0].getMessage()
     assert "--sandbox" not in said[0].getMessage()  # nobody passed it: there is no flag to drop
+    assert "Landlock is not available" in said[0].getMessage()
+    assert said[0].getMessage().count("no sandbox backend can run here") == 1  # each backend's reason, said once
     shown = doctor.sandbox_line(startup.loaded)
     assert shown.startswith("sandbox      off by default: no sandbox backend can run here: bwrap was not found")
 

@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass, replace
 
 from mcp_codetools.settings import DEFAULT_SOURCE, LoadedSettings, SandboxSettings
-from mcp_codetools.shell.sandbox import Backend, SandboxUnavailable, platform_backends, prepared
+from mcp_codetools.shell.sandbox import NONE_CAN_RUN, Backend, SandboxUnavailable, platform_backends, prepared
 
 DEFAULT_ON_BACKENDS: tuple[Backend, ...] = ("bwrap", "landlock")
 """The backends whose workflow suite passes and whose running command sees the live folders: bubblewrap, whose
@@ -58,7 +58,7 @@ def by_default(settings: SandboxSettings, *, network: bool) -> tuple[SandboxSett
         try:
             found = prepared(wanted)
         except SandboxUnavailable as exc:
-            problems.append(exc.reasons)
+            problems.append(exc.reasons.removeprefix(f"{NONE_CAN_RUN}: "))  # said once, below
             continue
         assert found is not None
         if found.backend == "landlock" and not found.supervised:
@@ -68,7 +68,7 @@ def by_default(settings: SandboxSettings, *, network: bool) -> tuple[SandboxSett
             )
             continue
         return wanted, found.describe(), True
-    return settings, f"{'; '.join(problems)} (so Bash runs unconfined, as without the sandbox)", True
+    return settings, f"{NONE_CAN_RUN}: {'; '.join(problems)} (so Bash runs unconfined, as without the sandbox)", True
 
 
 def _here(settings: SandboxSettings) -> str:
