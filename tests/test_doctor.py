@@ -36,6 +36,31 @@ def project(tmp_path: Path) -> Path:
     return folder
 
 
+# A full doctor run starts jedi and a server (~4.7 CPU-s): tests that check different facts of one configuration
+# share its run. Each fixture's configuration is one that all its tests' facts are independent of.
+
+
+@pytest.fixture(scope="module")
+def plan_mode_doctor(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """`doctor` with the defaults but MCP_CODETOOLS_PERMISSION_MODE=plan, which leaves the sandbox line alone."""
+    folder = tmp_path_factory.mktemp("plan") / "project"
+    folder.mkdir()
+    return folder, run(["doctor"], folder, {"MCP_CODETOOLS_PERMISSION_MODE": "plan"})
+
+
+@pytest.fixture(scope="module")
+def configured_doctor(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """`--no-sandbox doctor` in a project whose own config file has a rule naming no tool.
+
+    The project's file, not a --config one: doctor's scenario server runs elsewhere, so only a --config file
+    reaches it (and its log); the flag and the rule show on separate lines.
+    """
+    folder = tmp_path_factory.mktemp("configured") / "project"
+    folder.mkdir()
+    (folder / "mcp-codetools.toml").write_text('[permissions]\ndeny = ["Raed(.env)"]\n')
+    return folder, run(["--no-sandbox", "doctor"], folder)
+
+
 @pytest.mark.parametrize(
     ("flags", "env", "content"),
     [
@@ -94,10 +119,12 @@ def test_doctor_reads_the_backend_flag_and_the_environment(project: Path) -> Non
     assert expected in done.stdout, done.stdout
 
 
-def test_doctor_says_how_to_turn_the_sandbox_on_when_it_is_off(project: Path) -> None:
+def test_doctor_says_how_to_turn_the_sandbox_on_when_it_is_off(
+    plan_mode_doctor: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
     from mcp_codetools.shell.sandbox_default import DEFAULT_ON_SOURCE, TURN_OFF
 
-    done = run(["doctor"], project)
+    _, done = plan_mode_doctor
     line = next(line for line in done.stdout.splitlines() if line.lstrip().startswith("sandbox"))
     if line.startswith("  sandbox      on ("):  # a backend on by default works here (shell/sandbox_default.py)
         assert line.startswith(f"  sandbox      on ({DEFAULT_ON_SOURCE}); ") and TURN_OFF in line, line
@@ -107,8 +134,10 @@ def test_doctor_says_how_to_turn_the_sandbox_on_when_it_is_off(project: Path) ->
     assert line.endswith(("masked", ")")) or "unavailable here: " in line, line
 
 
-def test_doctor_says_the_sandbox_was_turned_off_and_how(project: Path) -> None:
-    done = run(["--no-sandbox", "doctor"], project)
+def test_doctor_says_the_sandbox_was_turned_off_and_how(
+    configured_doctor: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    _, done = configured_doctor
     line = next(line for line in done.stdout.splitlines() if line.lstrip().startswith("sandbox"))
     assert line.startswith("  sandbox      off (--no-sandbox flag); "), line
 
@@ -132,16 +161,19 @@ def test_a_bad_user_config_fails_doctor_as_it_stops_the_server(project: Path) ->
     assert f"[FAIL] settings: {served.stderr.strip().splitlines()[-1]}" in doctor.stdout, doctor.stdout
 
 
-def test_the_scenarios_server_gets_the_environment(project: Path) -> None:
+def test_the_scenarios_server_gets_the_environment(
+    plan_mode_doctor: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
     """Every MCP_CODETOOLS_* variable reaches the server doctor starts, as it reaches one a client starts."""
-    done = run(["doctor"], project, {"MCP_CODETOOLS_PERMISSION_MODE": "plan"})
+    _, done = plan_mode_doctor
     assert "the server is in plan mode (environment variable MCP_CODETOOLS_PERMISSION_MODE)" in done.stdout, done.stdout
     assert done.returncode == 1
 
 
-def test_doctor_shows_a_rule_that_matches_nothing(project: Path) -> None:
-    (project / "mcp-codetools.toml").write_text('[permissions]\ndeny = ["Raed(.env)"]\n')
-    done = run(["doctor"], project)
+def test_doctor_shows_a_rule_that_matches_nothing(
+    configured_doctor: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    _, done = configured_doctor
     warned = [line for line in done.stdout.splitlines() if "[WARN]" in line]
     assert len(warned) == 1 and "`Raed(.env)` names no tool of this server" in warned[0], done.stdout
     assert "Raed" not in done.stderr, "shown once, in doctor's report"

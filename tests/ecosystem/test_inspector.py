@@ -1,27 +1,28 @@
 """The MCP Inspector CLI, a real client from the npm registry, lists the tools without schema portability
-problems and calls each tool over stdio. The Inspector 2.x needs Node 22.19 or newer (`.ci/node-tools`
-installs it; older Node is skipped, saying so). Each Inspector run is a new process, so a new session: the
-calls are chosen to stand alone (Edit creates a file; BashOutput and KillShell are asked about an unknown id)."""
+problems and calls a tool over stdio, then calls each tool over streamable HTTP. The Inspector 2.x needs Node
+22.19 or newer (`.ci/node-tools` installs it; older Node is skipped, saying so). Each Inspector run is a new
+process, so a new session: the calls are chosen to stand alone (Edit creates a file; BashOutput and KillShell
+are asked about an unknown id). The per-tool calls share one HTTP server (a server start costs ~1.8 CPU-s,
+a stdio run starts one per call); its sessions share nothing but the files, which no call depends on."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.ecosystem.support import TOOL_NAMES, installed_server, node_tool
+from tests.protocol.http_peer import http_server
 
 
-@pytest.fixture
-def inspector(root: Path, tmp_path: Path) -> Any:
-    """Runs `mcp-inspector --cli` against the installed server on `root`, from a client config file."""
+def _inspector(root: Path, config: Path, server: dict[str, Any]) -> Any:
+    """Runs `mcp-inspector --cli` against `server` on `root`, from a client config file."""
     tool, env = node_tool("mcp-inspector")
     env = {**env, "MCP_INSPECTOR_SECRET_STORE": "memory"}  # no OS keychain here; say so instead of trying one
-    config = tmp_path / "inspector.json"
-    server = {"command": installed_server(), "args": ["--root", str(root)]}
     config.write_text(json.dumps({"mcpServers": {"codetools": server}}), encoding="utf-8")
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -38,13 +39,38 @@ def inspector(root: Path, tmp_path: Path) -> Any:
     return run
 
 
-def test_inspector_lists_the_tools_with_portable_schemas(inspector: Any) -> None:
+def _project(root: Path) -> None:
+    (root / "src").mkdir()
+    (root / "src" / "greet.ts").write_text("export function greet() {}\n", encoding="utf-8")
+
+
+@pytest.fixture
+def inspector(root: Path, tmp_path: Path) -> Any:
+    """The Inspector starting the installed server over stdio, as a client's config says."""
+    _project(root)
+    return _inspector(root, tmp_path / "inspector.json", {"command": installed_server(), "args": ["--root", str(root)]})
+
+
+@pytest.fixture(scope="module")
+def http_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Any]]:
+    """One server over streamable HTTP on a project of its own, and the Inspector speaking to it."""
+    folder = tmp_path_factory.mktemp("inspector")
+    root = (folder / "ws").resolve()
+    root.mkdir()
+    _project(root)
+    with http_server(root) as server:
+        yield root, _inspector(root, folder / "inspector.json", {"type": "streamable-http", "url": server.url})
+
+
+def test_inspector_lists_the_tools_with_portable_schemas_and_calls_one_over_stdio(inspector: Any) -> None:
     result = inspector("--method", "tools/list", "--strict")
     assert result.returncode == 0, result.stderr  # --strict exits 6 on an error-severity schema problem
     assert [tool["name"] for tool in json.loads(result.stdout)["tools"]] == TOOL_NAMES
     plain = inspector("--method", "tools/list")
     assert plain.returncode == 0, plain.stderr
     assert "Schema portability" not in plain.stderr, plain.stderr  # its one-line count of findings, warnings too
+    code, payload, text = call(inspector, *CALLS[0][:2])
+    assert (code, payload["isError"]) == (0, False) and CALLS[0][3] in text, "a call over stdio too"
 
 
 def call(inspector: Any, name: str, arguments: dict[str, Any]) -> tuple[int, dict[str, Any], str]:
@@ -79,10 +105,9 @@ CALLS: list[tuple[str, dict[str, Any], bool, str]] = [
 
 @pytest.mark.parametrize(("name", "arguments", "is_error", "expected"), CALLS, ids=[c[0] for c in CALLS])
 def test_inspector_calls_each_tool(
-    inspector: Any, root: Path, name: str, arguments: dict[str, Any], is_error: bool, expected: str
+    http_project: tuple[Path, Any], name: str, arguments: dict[str, Any], is_error: bool, expected: str
 ) -> None:
-    (root / "src").mkdir()
-    (root / "src" / "greet.ts").write_text("export function greet() {}\n", encoding="utf-8")
+    root, inspector = http_project
     code, payload, text = call(inspector, name, arguments)
     assert payload["isError"] is is_error, text
     assert code == (5 if is_error else 0)  # the Inspector exits 5 when a tool answers isError

@@ -1,7 +1,7 @@
 """Calls answered before the SDK is imported (issue 38), over real stdio: the SDK's answers, or the SDK's turn.
 
-Each conversation runs twice: with the start snapshot off (the SDK answers everything) and warm (the
-snapshot answers the handshake; Read, Glob and Grep sent with it are answered while the SDK imports).
+Each conversation runs twice: cold (no snapshot yet, so the SDK answers everything, and records one) and warm
+(the snapshot answers the handshake; Read, Glob and Grep sent with it are answered while the SDK imports).
 The answers must be the same, the log says how many calls were answered early.
 """
 
@@ -41,9 +41,13 @@ def _both(
     extra: tuple[str, ...] = (),
     made: str | None = None,
 ) -> tuple[Run, Run]:
-    """The SDK's run and the warm one (after a run that records the snapshot); `made`: a file the runs create."""
-    run(tmp_path, root, list(lines[:3]), extra=extra)
-    sdk = run(tmp_path, root, list(lines), snapshot=False, extra=extra)
+    """The SDK's run, which records the snapshot, and the warm one; `made`: a file the runs create.
+
+    The SDK's run is a cold start with the snapshot setting on (no snapshot yet: the SDK answers everything, as
+    with the setting off, which test_start_snapshot compares), so the same start also records the snapshot.
+    """
+    sdk = run(tmp_path, root, list(lines), extra=extra)
+    assert sdk.from_snapshot == 0, sdk.stderr
     if made is not None:
         (root / made).unlink()
     warm = run(tmp_path, root, list(lines), extra=extra)
