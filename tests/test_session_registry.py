@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import pytest
@@ -60,6 +61,23 @@ async def test_ending_closes_the_session_and_refuses_its_id(registry: SessionReg
     assert registry.has_ended("a")
     with pytest.raises(SessionEnded):
         registry.session("a")
+
+
+async def test_a_request_that_comes_while_another_session_is_ending_keeps_its_own(
+    registry: SessionRegistry, clock: Clock
+) -> None:
+    a, b = registry.session("a"), registry.session("b")
+    requests = contextlib.ExitStack()
+
+    async def a_request_for_b_arrives() -> None:
+        requests.enter_context(registry.activity("b"))
+
+    a.on_close(a_request_for_b_arrives)
+    clock.now += 61
+    with requests:
+        await registry.reap_idle()
+        assert registry.has_ended("a") and registry.session("b") is b
+    await registry.aclose()
 
 
 async def test_requests_for_ids_without_state_leave_nothing_behind(registry: SessionRegistry) -> None:

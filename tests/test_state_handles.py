@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 
@@ -69,6 +70,30 @@ async def test_an_idle_state_expires_and_says_so_for_itself_and_its_jobs(states:
     with pytest.raises(HandleExpired, match="has expired: a state ends after 60 s without a call"):
         states.state(key, "")
     assert isinstance(states.job_elsewhere(job_id), HandleExpired)
+
+
+async def test_a_call_that_comes_while_another_state_is_ending_keeps_its_own(
+    states: StateRegistry, clock: Clock
+) -> None:
+    """Ending one idle state waits (its jobs stop); a call for the next idle one may come meanwhile."""
+    first, a = states.mint("")
+    second, b = states.mint("")
+    calls = contextlib.ExitStack()
+
+    async def a_call_for_b_arrives() -> None:
+        calls.enter_context(states.activity(second))
+
+    a.on_close(a_call_for_b_arrives)
+    clock.now += 61
+    with calls:
+        await states.reap_idle()
+        with pytest.raises(HandleExpired):
+            states.state(first, "")
+        assert states.state(second, "") is b, "the reaper ended a state with a call running in it"
+    clock.now += 61
+    await states.reap_idle()
+    with pytest.raises(HandleExpired):
+        states.state(second, "")
 
 
 async def test_unknown_ids_and_other_states_jobs(states: StateRegistry) -> None:

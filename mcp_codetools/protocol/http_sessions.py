@@ -173,17 +173,22 @@ class SessionRegistry:
 
     def idle_keys(self) -> list[str]:
         """The sessions with no call running that have been idle for the timeout."""
-        now = self._clock()
-        return [
-            key
-            for key, entry in self._entries.items()
-            if entry.busy == 0 and now - entry.idle_since >= self.idle_timeout_s
-        ]
+        return [key for key in self._entries if self.is_idle(key)]
+
+    def is_idle(self, key: str) -> bool:
+        """Whether session `key` has no call running and has been idle for the timeout."""
+        entry = self._entries.get(key)
+        return entry is not None and entry.busy == 0 and self._clock() - entry.idle_since >= self.idle_timeout_s
 
     async def reap_idle(self) -> None:
-        """End every session idle for the timeout."""
+        """End every session idle for the timeout.
+
+        Each is looked at again just before it ends: ending one waits (its jobs are stopped), and a call may
+        have come for the next one meanwhile, which must not find its session closed under it.
+        """
         for key in self.idle_keys():
-            await self.end(key, f"idle for {self.idle_timeout_s:g} s")
+            if self.is_idle(key):
+                await self.end(key, f"idle for {self.idle_timeout_s:g} s")
 
     async def run_reaper(self) -> None:
         """Close idle sessions until cancelled (the server's lifespan runs this)."""

@@ -226,9 +226,10 @@ class StateRegistry:
         await self._states.end(key, reason)
 
     async def reap_idle(self) -> None:
-        """End every state idle for the timeout."""
+        """End every state idle for the timeout (each looked at again just before: see `SessionRegistry.reap_idle`)."""
         for key in self._states.idle_keys():
-            await self.end(key, f"idle for {self.idle_timeout_s:g} s")
+            if self._states.is_idle(key):
+                await self.end(key, f"idle for {self.idle_timeout_s:g} s")
 
     async def run_reaper(self) -> None:
         """End idle states until cancelled (the server's lifespan runs this)."""
