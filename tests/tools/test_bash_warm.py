@@ -202,7 +202,10 @@ async def test_what_a_command_in_it_leaves_running_is_found_from_when_it_was_sen
     pid = waiting_pid(session)
     for _ in range(3):  # forks after its start and before the call: outside the call's pid window
         await anyio.run_process(["true"])
-    out = await call("Bash", {"command": "setsid sleep 30 >/dev/null 2>&1 & echo $$"})
+    # `read` returns once the child has said "up", after setsid: a scan before that found it still in the
+    # command's group, where the group's kill stops it without a note (failed so at load 10).
+    left = "read -r _ < <(setsid sh -c 'echo up; exec sleep 30 >/dev/null 2>&1'); echo $$"
+    out = await call("Bash", {"command": left})
     assert out.text.startswith(str(pid))
     assert "were stopped" in out.text  # left its group and session, found by the call's marker
 
