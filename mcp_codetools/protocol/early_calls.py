@@ -66,15 +66,15 @@ def _is_id(value: object) -> bool:
     return isinstance(value, str | int) and not isinstance(value, bool)
 
 
-def call_params(message: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """The tool name and arguments of a `tools/call` answered without the SDK (here, `fast_lane`), else None."""
+def call_params(message: dict[str, Any], tools: frozenset[str] = EARLY_TOOLS) -> tuple[str, dict[str, Any]] | None:
+    """The tool name and arguments of a `tools/call` of one of `tools` answered without the SDK, else None."""
     if set(message) != {"jsonrpc", "id", "method", "params"} or not _is_id(message["id"]):
         return None
     params = message["params"]
     if not isinstance(params, dict) or not {"name"} <= set(params) <= {"name", "arguments"}:
         return None
     name, arguments = params["name"], params.get("arguments", {})
-    if name not in EARLY_TOOLS or not isinstance(arguments, dict):
+    if name not in tools or not isinstance(arguments, dict):
         return None
     if STATE_ARG in arguments:  # as `CodeToolsServer._on_call_tool`: a handle means nothing on stdio
         arguments = {k: v for k, v in arguments.items() if k != STATE_ARG}
