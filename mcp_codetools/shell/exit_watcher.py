@@ -23,6 +23,11 @@ class ExitWatcher:
         except (AttributeError, OSError):  # not Linux, or a kernel before 5.3: poll instead
             self._pidfd = None
 
+    @property
+    def pidfd(self) -> int | None:
+        """The pidfd it waits on (readable once the child has exited), or None where it polls."""
+        return self._pidfd
+
     def exited(self) -> bool:
         """Whether the child has exited, looked at without reaping it."""
         if self.proc.returncode is not None:

@@ -5,7 +5,8 @@ the cwd report), then the call waits for bash itself to exit (a pidfd on Linux: 
 not for end of file: a grandchild such as `sleep 300 &` keeps the pipe open but cannot keep the call
 waiting. After bash exits, the pipe is drained until end of file for at most `DRAIN_S`, then anything
 still alive in its group or carrying the call's marker is stopped (reaping.py, which also says what no
-stop can find).
+stop can find). Where the pipe and the pidfd can be watched as one (output_or_exit.py), one task waits for
+both and reads as it wakes; elsewhere a pump task reads while the call waits for the exit.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import anyio
 from mcp_codetools.shell import procs
 from mcp_codetools.shell.capture import OutputCapture
 from mcp_codetools.shell.exit_watcher import ExitWatcher
+from mcp_codetools.shell.output_or_exit import OutputOrExit
 from mcp_codetools.shell.reaping import Leftovers, namespace_teardown, stop
 from mcp_codetools.shell.sandbox import Confinement
 from mcp_codetools.shell.spawning import CALL_VAR, Marker, spawn, with_marker
@@ -205,6 +207,25 @@ async def _supervise(
     At `return_at` (before the timeout) with the command still running, the pump stops between two reads
     and nothing is stopped: the caller hands the command over (both False; `proc.returncode` still None).
     """
+    together = OutputOrExit.open(out_r, watcher.pidfd)
+    if together is not None:
+        try:
+            return await _supervise_together(
+                together,
+                proc,
+                watcher,
+                marker,
+                out_r,
+                capture,
+                timeout_s,
+                progress,
+                started,
+                namespace,
+                return_at,
+                confinement,
+            )
+        finally:
+            together.close()
     eof = anyio.Event()
     leftovers = False
     deadline = started + timeout_s
@@ -236,6 +257,82 @@ async def _supervise(
             # for its reason (~0.1 ms, a tenth of an `echo hi` call's own work).
             tg.cancel_scope.cancel()
     return not exited, leftovers
+
+
+async def _supervise_together(
+    together: OutputOrExit,
+    proc: subprocess.Popen[bytes],
+    watcher: ExitWatcher,
+    marker: Marker,
+    out_r: int,
+    capture: OutputCapture,
+    timeout_s: float,
+    progress: Progress | None,
+    started: float,
+    namespace: bool,
+    return_at: float | None,
+    confinement: Confinement | None,
+) -> tuple[bool, bool]:
+    """`_supervise` with one wait for output and exit: the same steps, without a pump task."""
+    deadline = started + timeout_s
+    until = min(deadline, return_at or deadline)
+    next_tick = started + PROGRESS_INTERVAL_S
+    eof = exited = False
+    while not exited:
+        now = time.monotonic()
+        if now >= until:
+            break
+        readable, exited = await together.wait(min(until, next_tick) - now)
+        if readable and not eof:
+            eof = _read_ready(out_r, capture)
+            if eof:
+                together.output_ended()
+        if progress is not None and not exited and time.monotonic() >= next_tick:
+            next_tick += PROGRESS_INTERVAL_S
+            await progress(time.monotonic() - started, capture.last_line())
+    if not exited:
+        if return_at is not None and return_at < deadline:
+            return False, False  # handed over between two reads: nothing read twice or lost
+        await stop(proc, watcher, marker, confinement)
+        if not eof:
+            await _drain(out_r, capture)
+        return True, False
+    proc.poll()
+    if namespace:
+        await namespace_teardown(proc.pid, marker)
+    leftovers = False
+    remaining = await Leftovers.find(proc.pid, marker)
+    if remaining:
+        # As in `_supervise`: what they are about to print gets the drain bound, then they are stopped.
+        if not eof:
+            eof = await _drain(out_r, capture)
+        await remaining.stop()
+        leftovers = True
+    if not eof:
+        await _drain(out_r, capture)
+    return False, leftovers
+
+
+def _read_ready(fd: int, capture: OutputCapture) -> bool:
+    """Read what the pipe holds, at most `READS_PER_WAKE` chunks; True at end of file."""
+    for _ in range(READS_PER_WAKE):
+        try:
+            data = os.read(fd, READ_CHUNK)
+        except BlockingIOError:
+            return False
+        if not data:
+            return True
+        capture.feed(data)
+    return False
+
+
+async def _drain(fd: int, capture: OutputCapture) -> bool:
+    """Read until end of file for at most `DRAIN_S`; True if it came."""
+    with anyio.move_on_after(DRAIN_S):
+        while not _read_ready(fd, capture):
+            await anyio.wait_readable(fd)
+        return True
+    return False
 
 
 async def _wait_with_progress(
