@@ -1,4 +1,4 @@
-"""Bash `echo hi`, paired: `python -m benchmarks.bash_pairs [--against REF] [--rounds N] [--block N] [--sandbox]`.
+"""Bash `echo hi`, paired: `python -m benchmarks.bash_pairs [--against REF] [--rounds N] [--block N] [--pause-ms MS]`.
 
 The bash workload times calls through the SDK's client, whose own work per call shares the two cores with
 the server's; on a shared machine the load drifts between its blocks. Here a plain JSON-RPC client (a line
@@ -6,7 +6,8 @@ written, a line read) keeps both of our servers (this tree and REF) open at once
 back-to-back calls between them, `bash -c 'echo hi'` and `sh -c 'echo hi'` spawned from this process, so
 whatever load comes falls on all of them alike. It prints the p50 of each, the median of the per-round
 ratios, and each server's CPU per call (every thread, from /proc schedstat; bash's own CPU is not in it).
-`--sandbox` runs both servers with the Bash sandbox on (where bwrap works).
+`--sandbox` runs both servers with the Bash sandbox on (where bwrap works). `--pause-ms` waits that long
+before each call (untimed), as an agent that thinks between commands: what starts after an answer is ready then.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -85,13 +88,25 @@ class Server:
         self.process.wait(timeout=30)
 
 
+def _timed(argv: list[str]) -> float:
+    return procs.run_timed(argv)[0]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bash_pairs", description=__doc__.splitlines()[0])
     parser.add_argument("--against", metavar="REF", help="also our server at git REF (column 'before')")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--block", type=int, default=10)
     parser.add_argument("--sandbox", action="store_true", help="the Bash sandbox on in both servers")
+    parser.add_argument("--pause-ms", type=float, default=0.0, help="an untimed pause before each call")
     args = parser.parse_args(argv)
+    pause = args.pause_ms / 1000
+
+    def paused(call: Callable[[], float]) -> float:
+        if pause:
+            time.sleep(pause)
+        return call()
+
     with tempfile.TemporaryDirectory(prefix="bash-pairs-") as scratch_name:
         scratch = Path(scratch_name)
         (scratch / "root").mkdir()
@@ -118,10 +133,11 @@ def main(argv: list[str] | None = None) -> int:
                 for key in order:
                     if key in running:
                         before = running[key].cpu()
-                        block = [running[key].echo() for _ in range(args.block)]
+                        block = [paused(running[key].echo) for _ in range(args.block)]
                         cpu[key] += running[key].cpu() - before
                     else:
-                        block = [procs.run_timed([key.split()[0], "-c", "echo hi"])[0] for _ in range(args.block)]
+                        shell = [key.split()[0], "-c", "echo hi"]
+                        block = [paused(partial(_timed, shell)) for _ in range(args.block)]
                     times[key] += block
                     per_round[key].append(median(block))
                 loads.append(os.getloadavg()[0])
@@ -129,7 +145,9 @@ def main(argv: list[str] | None = None) -> int:
             for server in running.values():
                 server.close()
     calls = args.rounds * args.block
-    print(f"{calls} calls each; 1-minute load average {min(loads):.1f}–{max(loads):.1f} (median {median(loads):.1f})")
+    paused_note = f", {args.pause_ms:g} ms pause before each" if pause else ""
+    load = f"{min(loads):.1f}–{max(loads):.1f} (median {median(loads):.1f})"
+    print(f"{calls} calls each{paused_note}; 1-minute load average {load}")
     for key, values in times.items():
         line = f"  {key:8s} p50 {percentile(values, 50) * 1000:6.2f} ms"
         if key in cpu:
