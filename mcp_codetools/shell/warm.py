@@ -1,15 +1,19 @@
 """A bash started before the call that uses it, so the call does not wait for bash to start.
 
 Starting bash (vfork, exec, the dynamic loader, bash's own start-up) is most of an `echo hi`: about 1.5 ms
-of a `bash -c` on a quiet machine, and several times that under load. The next bash is started while a
-foreground command runs (`WarmSlot.prepare_during`: the loop's next turn, once the command has its own bash),
-so it has finished starting by the time the next request comes, even back to back; started after the answer
-instead, it was still starting when the next call came and saved nothing. After the call it is kept if it
-waits in the folder the command left (its idle time counts from then), else replaced there
-(`WarmSlot.prepare_soon`). It waits, in its own session and group like any command's bash, for a header
-line and the command on a pipe. The call
-that takes it writes them and closes the pipe; from there it is a call's bash like any other (spawning.py's
-wrapper: `eval`, the exit status, the final `pwd -P` on the cwd pipe).
+of a `bash -c` on a quiet machine, and several times that under load. When calls come back to back (the
+call came within `BACK_TO_BACK_S` of the last one's end), the next bash is started while a foreground command
+runs (`WarmSlot.prepare_during`: the loop's next turn, once the command has its own bash), so it has finished
+starting by the time the next request comes; started after the answer instead, it was still starting then.
+When calls come with pauses between them (an agent thinking), it is started after the answer only
+(`WarmSlot.prepare_soon`): the spawn (`fork_exec` holds the GIL, and under load waits for the vforked child to
+get a CPU) then stays off the call's path (issue 38: p50 0.58x at load 9 with 20 ms pauses, while back to back
+it was 1.05-1.14x the start during the command). After the call the waiting bash is kept if it waits in the
+folder the command left (its idle time counts from then), else replaced there.
+
+It waits, in its own session and group like any command's bash, for a header line and the command on a
+pipe. The call that takes it writes them and closes the pipe; from there it is a call's bash like any other
+(spawning.py's wrapper: `eval`, the exit status, the final `pwd -P` on the cwd pipe).
 
 What a warm bash must match, or it is stopped and a bash is started for the call as before: the call's
 working directory (the same folder, by device and inode, not only by name) and the call's environment
@@ -28,6 +32,7 @@ import os
 import shlex
 import signal
 import subprocess
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +48,9 @@ MAX_CHARS = 16 * 1024
 classic start says plainly that the system cannot pass it)."""
 AFTER_ANSWER_S = 0.0005
 """The next bash is started this long after a call's result, once the loop has written the answer."""
+BACK_TO_BACK_S = 0.01
+"""A call that comes within this long of the last one's end is taken as one of a quick series (a script, not
+a model thinking): the next bash starts during it."""
 IDLE_S = 5.0
 """A bash not taken within this long is stopped: an agent that pauses longer pays one spawn, and an idle
 session keeps no process or pipe of its own (so a check for leftovers after a pause finds none)."""
@@ -182,6 +190,8 @@ class WarmSlot:
         self._shell: WarmShell | None = None
         self._closed = False
         self._expiry: asyncio.TimerHandle | None = None
+        self._ended_at: float | None = None
+        """`time.monotonic()` when the last call's next bash was prepared (`prepare_soon`): the end of that call."""
 
     def take(self, cwd: Path, env: Mapping[str, str]) -> tuple[WarmShell, bool] | None:
         """The warm bash for a call in `cwd` with `env`, and whether it is to export the read-only git variables.
@@ -202,13 +212,17 @@ class WarmSlot:
         """Start the next bash in `cwd` at the loop's next turn, while this call's command runs.
 
         Called just before `running.run`, whose first wait comes after the command has its bash: the spawn
-        overlaps the command. Without an event loop (a direct caller), nothing: `prepare_soon` starts one.
+        overlaps the command. Only for a call that came back to back with the last one: otherwise the one
+        `prepare_soon` starts after the answer is ready in time, and the spawn stays off this call's path.
+        Without an event loop (a direct caller), nothing: `prepare_soon` starts one.
         """
+        if self._ended_at is None or time.monotonic() - self._ended_at > BACK_TO_BACK_S:
+            return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
-        loop.call_soon(self._prepare, cwd, dict(env))
+        loop.call_soon(self._prepare, cwd, dict(env), False)
 
     def prepare_soon(self, cwd: Path, env: Mapping[str, str]) -> None:
         """After a call: keep the waiting bash if it waits in `cwd` with `env`, else start one there.
@@ -223,7 +237,9 @@ class WarmSlot:
             return
         loop.call_later(AFTER_ANSWER_S, self._prepare, cwd, env)
 
-    def _prepare(self, cwd: Path, env: dict[str, str]) -> None:
+    def _prepare(self, cwd: Path, env: dict[str, str], after_call: bool = True) -> None:
+        if after_call:
+            self._ended_at = time.monotonic()
         if self._closed or not _bash_reads_counted_bytes():
             return
         shell = self._shell

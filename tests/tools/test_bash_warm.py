@@ -46,6 +46,7 @@ async def test_the_next_bash_starts_while_the_command_runs(
     call: Caller, session: CodeSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Started after the answer, it was still starting when back-to-back calls came, and saved nothing.
+    monkeypatch.setattr(warm, "BACK_TO_BACK_S", 60.0)  # back to back however loaded the machine
     started: list[warm.WarmShell] = []
     one_started = anyio.Event()
     real_start = warm.start
@@ -71,6 +72,40 @@ async def test_the_next_bash_starts_while_the_command_runs(
         os.close(fd)
     assert [shell.proc.pid for shell in started] == [waiting_pid(session)] != [first]
     assert await call.ok("Bash", {"command": "echo $$"}) == str(started[0].proc.pid)
+
+
+async def test_after_a_pause_the_next_bash_starts_after_the_command_not_during_it(
+    call: Caller, session: CodeSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The spawn (`fork_exec` holds the GIL; under load it waits for the vforked child) stays off the call's path.
+    monkeypatch.setattr(warm, "BACK_TO_BACK_S", 0.0)  # every call comes after a pause
+    await call.ok("Bash", {"command": "true"})
+    first = waiting_pid(session)
+    starts: list[warm.WarmShell] = []
+    real_start = warm.start
+
+    def start(cwd: Path, env: dict[str, str]) -> warm.WarmShell:
+        starts.append(real_start(cwd, env))
+        return starts[-1]
+
+    monkeypatch.setattr(warm, "start", start)
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    fd = os.open(gate, os.O_RDWR | os.O_NONBLOCK)  # the command's read waits for a line, never for a writer
+    try:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call.ok, "Bash", {"command": f"read -r line < {gate}; echo $$"})
+                while session.warm_shell._shell is not None:  # until the call has taken the waiting bash
+                    await anyio.lowlevel.checkpoint()
+                for _ in range(50):  # the turns of the loop in which a start during the command came before
+                    await anyio.lowlevel.checkpoint()
+                during = list(starts)
+                os.write(fd, b"go\n")
+    finally:
+        os.close(fd)
+    assert during == [], "nothing started while the command ran"
+    assert [shell.proc.pid for shell in starts] == [waiting_pid(session)] != [first], "one started after it"
 
 
 @pytest.mark.parametrize(
