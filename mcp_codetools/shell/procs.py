@@ -235,6 +235,8 @@ def _psutil_holds(pid: int, name: str, value: str) -> bool:
 def _candidates(since: Since | None) -> list[int]:
     """The pids to look at: those allocated since `since` when that can be told, else every one listed."""
     window = _window(since)
+    if window == _NONE_FORKED:
+        return []
     if window is not None:
         first, last = window
         if 0 <= last - first <= _PROBE_LIMIT:  # a few pids: trying each is cheaper than listing /proc
@@ -268,12 +270,26 @@ def last_pid() -> int | None:
     return _read_int("sys/kernel/ns_last_pid") if table() == "proc" else None
 
 
+_NONE_FORKED = (1, 0)
+"""`_window`'s answer when nothing at all was forked since `since`: no pid to look at."""
+
+
 def _window(since: Since | None) -> tuple[int, int] | None:
-    """(first, last) pid allocated since `since`, cyclically; None when every pid must be looked at."""
+    """(first, last) pid allocated since `since`, cyclically; None when every pid must be looked at.
+
+    `_NONE_FORKED` when the kernel's fork count has not moved since then: no process (nor thread) was
+    created anywhere, so none can carry a marker given after that point. Commands of builtins only (`echo
+    hi` in a warm bash) end so; with other forks on the machine the window is scanned as usual (issue 38).
+    """
     if since is None or since.forks is None:
         return None
-    last, pid_max, forks = _read_int("sys/kernel/ns_last_pid"), _read_int("sys/kernel/pid_max"), fork_count()
-    if last is None or pid_max is None or forks is None:
+    forks = fork_count()
+    if forks is None:
+        return None
+    if forks == since.forks:
+        return _NONE_FORKED
+    last, pid_max = _read_int("sys/kernel/ns_last_pid"), _read_int("sys/kernel/pid_max")
+    if last is None or pid_max is None:
         return None
     if forks - since.forks >= pid_max - _RESERVED_PIDS:  # enough forks to come round to `first_pid` again
         return None

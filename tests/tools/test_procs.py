@@ -82,6 +82,23 @@ def test_a_wide_window_is_listed_not_probed(carrier: tuple[int, int], monkeypatc
     assert procs.carriers(NAME, VALUE, procs.Since(pid, forks)) == [pid]
 
 
+@pytest.mark.needs_proc  # the fork count is read from /proc
+def test_when_nothing_was_forked_since_no_pid_is_read(
+    carrier: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pid, _ = carrier
+    counted = procs.fork_count()
+    assert counted is not None
+    monkeypatch.setattr(procs, "fork_count", lambda: counted)  # the count stands still: nothing was forked
+    read: list[object] = []
+    real_holds, real_read_int = procs._holds, procs._read_int
+    monkeypatch.setattr(procs, "_holds", lambda *a: read.append(a) or real_holds(*a))
+    monkeypatch.setattr(procs, "_read_int", lambda name: read.append(name) or real_read_int(name))
+    assert procs.carriers(NAME, VALUE, procs.Since(pid, counted)) == []
+    assert read == [], "neither the last pid nor any process's environment was read"
+    assert procs.carriers(NAME, VALUE, procs.Since(pid, counted - 1)) == [pid], "one fork later: the window"
+
+
 @pytest.fixture
 def psutil_table(monkeypatch: pytest.MonkeyPatch) -> None:
     """The table macOS uses, read here through psutil (which reads /proc on Linux)."""
