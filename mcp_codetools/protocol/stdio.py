@@ -8,7 +8,7 @@ answered (within a bound) before the session closes. A line that is not JSON is 
 error (-32700), JSON that is not a JSON-RPC message with an invalid-request error (-32600), and a request
 that reuses the id of a request still in flight is refused rather than silently confused with it. After a
 start from the snapshot the session takes over the stream the early calls read (`early_calls.py`). Read,
-Glob and Grep lines the fast lane understands are answered by it (`fast_lane.py`); both write whole lines
+Glob, Grep and Bash lines the fast lane understands are answered by it (`fast_lane.py`); both write whole lines
 with single writes to the one writer, so answers never interleave. On Windows the SDK's default transport
 is used.
 """
@@ -293,6 +293,6 @@ async def serve_stream(
 ) -> None:
     """Serve the SDK session on an open stream until its input ends (`stream.held` lines are read first).
 
-    `fast`: Read, Glob and Grep of a server built by `CodeToolsServer` go through the fast lane.
+    `fast`: Read, Glob, Grep and Bash of a server built by `CodeToolsServer` go through the fast lane.
     """
     await _serve_wire(server, _Wire(stream), check, recorder, fast)
