@@ -1,8 +1,9 @@
 """One resolver for every path a tool touches.
 
-A path is resolved against the session's working directory, symlinks are followed, and the real path
-must lie inside a workspace root, compared component by component (``/ws/proj2`` is not inside
-``/ws/proj``). The opens that keep to this verdict are in `opening`.
+A path is resolved against the session's working directory, symlinks are followed (by the kernel where
+it can name the file, see `realpaths`; else by `realpath`), and the real path must lie inside a workspace
+root, compared component by component (``/ws/proj2`` is not inside ``/ws/proj``). The opens that keep to
+this verdict are in `opening`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from mcp_codetools.errors import InvalidInputError, PermissionDeniedError, tool_error_from_os
+from mcp_codetools.files.realpaths import Pinned, pin
 
 PATH_MAX = 4096
 
@@ -107,6 +109,18 @@ class Workspace:
             InvalidInputError: the path is empty or holds a NUL byte.
             PermissionDeniedError: the real path lies outside every root.
         """
+        real, pinned = self.resolve_pinned(raw, cwd, field=field, for_read=for_read)
+        if pinned is not None:
+            pinned.close()
+        return real
+
+    def resolve_pinned(
+        self, raw: str, cwd: Path, *, field: str = "file_path", for_read: bool = False
+    ) -> tuple[Path, Pinned | None]:
+        """As `resolve`, with the file held where the system can hold it (see `realpaths`); the caller closes it.
+
+        None in place of the held file: it does not exist, or the system cannot name a held file.
+        """
         if not raw or not raw.strip():
             raise InvalidInputError(f"`{field}` is empty. Give an absolute path, or one relative to {cwd}.")
         if "\x00" in raw:
@@ -119,18 +133,21 @@ class Workspace:
             raise InvalidInputError(f"`{field}` is {size} bytes long; a path can be at most {PATH_MAX} bytes.")
         expanded = os.path.expanduser(raw) if raw.startswith("~") else raw
         joined = os.path.join(cwd, expanded)
+        pinned = pin(joined)
         try:
-            real = Path(os.path.realpath(joined))
+            real = Path(pinned.real if pinned is not None else os.path.realpath(joined))
         except OSError as exc:  # a link on the way vanished between realpath's lstat and readlink
             raise tool_error_from_os(exc, "resolve", raw) from exc
         if not self.contains(real, for_read=for_read):
+            if pinned is not None:
+                pinned.close()
             shown = ", ".join(str(r) for r in self.roots)
             via = "" if real == Path(os.path.normpath(joined)) else f" (it resolves to {real})"
             raise PermissionDeniedError(
                 f"Access denied: {raw}{via} is outside the workspace roots ({shown}). "
                 "Only files inside the roots can be used."
             )
-        return real
+        return real, pinned
 
 
 def similar_names(path: Path, names: Sequence[str], limit: int = 1) -> Sequence[str]:

@@ -10,7 +10,7 @@ from pydantic import Field
 from typing_extensions import override
 
 from mcp_codetools.errors import BinaryFileError, FileMissingError, InvalidInputError, os_errors, tool_error_from_os
-from mcp_codetools.files.opening import open_regular_for_read
+from mcp_codetools.files.opening import open_pinned_for_read, open_regular_for_read
 from mcp_codetools.files.refusals import missing_file_error, unreadable_error
 from mcp_codetools.files.rich import Kind, RichLimits, read_rich, rich_kind
 from mcp_codetools.files.stamps import FileStamp
@@ -56,6 +56,7 @@ class ReadTool(Tool[ReadInput]):
     destructive = False
     idempotent = True
     path_fields = ("file_path",)
+    reads_pinned = True
     reads_files = True
     writes_files = False
 
@@ -71,12 +72,19 @@ class ReadTool(Tool[ReadInput]):
         max_lines = args.limit or session.settings.read_default_lines
         budget = session.settings.max_result_chars - _NOTICE_RESERVE
 
+        pinned = ctx.pinned.pop("file_path", None)
         try:
-            fd, st = open_regular_for_read(path, session.workspace, str(path))
+            if pinned is not None:
+                fd, st = open_pinned_for_read(pinned, path, session.workspace, str(path))
+            else:
+                fd, st = open_regular_for_read(path, session.workspace, str(path))
         except FileMissingError:
             if os.path.lexists(path):
                 raise  # a dangling link: that, not a spelling, is what to report
             raise missing_file_error(path, session.cwd, session.workspace) from None
+        finally:
+            if pinned is not None:
+                pinned.close()
         try:
             with os_errors("read", path):
                 head = os.pread(fd, SAMPLE_BYTES, 0)
