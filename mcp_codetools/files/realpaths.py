@@ -1,9 +1,10 @@
-"""The real path of an existing file as the kernel names it, and the file itself held while it is judged.
+"""An existing file held while its path is judged, with its real path as the kernel names it (for Read).
 
-`os.path.realpath` walks the path in Python, an `lstat` (and a `readlink` per link) for each component.
-Where the system can name an open descriptor (`fdpaths.usable`: Linux with /proc), the path is opened
-with O_PATH instead, which follows links the way realpath does but opens nothing for reading (no FIFO
-waits, no device's open runs), and `/proc/self/fd/N` then gives the path the kernel reached it by.
+`os.path.realpath` walks the path in Python, an `lstat` (and a `readlink` per link) for each component,
+and the confined open then walks it again from the root. Where the system can name an open descriptor
+(`fdpaths.usable`: Linux with /proc), the path is opened with O_PATH instead, which follows links the way
+realpath does but opens nothing for reading (no FIFO waits, no device's open runs), and
+`/proc/self/fd/N` then gives the path the kernel reached it by.
 
 That answer is taken only when `lstat` of it names the very file the descriptor holds, so a name the
 kernel marks as ` (deleted)`, a file no longer reachable from our root, or a path renamed meanwhile falls
@@ -11,8 +12,8 @@ back. Every doubt answers None and the caller takes the portable `realpath`; so 
 dangling link, a loop and every other error (realpath says what those mean). macOS and Windows have no
 O_PATH (an open there runs a device's open before the path is checked), so they keep `realpath`.
 
-The descriptor can be kept (`Pinned`) and the file read through it (`open_pinned`): what is read is then
-the file whose path was judged, whatever is renamed or swapped for a link after the check.
+The file is then read through the held descriptor (`open_pinned`): what is read is the file whose path
+was judged, whatever is renamed or swapped for a link after the check, and no path is walked again.
 """
 
 from __future__ import annotations
@@ -61,15 +62,6 @@ def pin(path: str) -> Pinned | None:
         pass
     os.close(fd)
     return None
-
-
-def kernel_real_path(path: str) -> str | None:
-    """The real path of the existing file or folder at the absolute `path`, or None to use `realpath`."""
-    pinned = pin(path)
-    if pinned is None:
-        return None
-    pinned.close()
-    return pinned.real
 
 
 def open_pinned(pinned: Pinned, flags: int) -> int:

@@ -16,12 +16,11 @@ import pytest
 
 from mcp_codetools.files import fdpaths, opening
 from mcp_codetools.files.paths import Workspace
-from mcp_codetools.files.realpaths import Pinned
 from mcp_codetools.search import sandbox
 from tests import facilities
 from tests.conftest import Caller
 from tests.reliability.deep import listing, make_deep
-from tests.tools.swaps import swap_after_resolve
+from tests.tools.swaps import around_each_resolve, swap_after_resolve
 
 pytestmark = pytest.mark.anyio
 
@@ -166,20 +165,17 @@ async def test_did_you_mean_never_names_a_file_outside(
     folder = root / "h"
     folder.mkdir()
     (folder / "public.txt").write_text("x\n", encoding="utf-8")
-    original = Workspace.resolve_pinned  # `resolve` goes through it too
 
-    def resolve_then_swap(
-        self: Workspace, raw: str, cwd: Path, *, field: str = "file_path", for_read: bool = False
-    ) -> tuple[Path, Pinned | None]:
-        if folder.is_symlink():  # put the folder back from the last call's swap
+    def put_back() -> None:  # from the last call's swap
+        if folder.is_symlink():
             folder.unlink()
             (root / "h.parked").rename(folder)
-        resolved = original(self, raw, cwd, field=field, for_read=for_read)
+
+    def swap() -> None:
         folder.rename(root / "h.parked")
         folder.symlink_to(outside)
-        return resolved
 
-    monkeypatch.setattr(Workspace, "resolve_pinned", resolve_then_swap)
+    around_each_resolve(monkeypatch, swap, put_back)
     out = await call.fails("Read", {"file_path": "h/secret.tx"})
     assert out.meta["errorCode"] == "file_not_found" and "secret.txt" not in out.text, out.text
     edit = await call.fails("Edit", {"file_path": "h/secret.tx", "old_string": "a", "new_string": "b"})
@@ -202,20 +198,17 @@ def search_swap(root: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> P
     away.mkdir()
     (away / "f.txt").write_text("needle top secret\n", encoding="utf-8")
     (away / "secret-name.txt").write_text("needle top secret\n", encoding="utf-8")
-    original = Workspace.resolve_pinned  # `resolve` goes through it too
 
-    def resolve_then_swap(
-        self: Workspace, raw: str, cwd: Path, *, field: str = "file_path", for_read: bool = False
-    ) -> tuple[Path, Pinned | None]:
+    def put_back() -> None:
         if folder.is_symlink():
             folder.unlink()
             (root / "g.parked").rename(folder)
-        resolved = original(self, raw, cwd, field=field, for_read=for_read)
+
+    def swap() -> None:
         folder.rename(root / "g.parked")
         folder.symlink_to(away)
-        return resolved
 
-    monkeypatch.setattr(Workspace, "resolve_pinned", resolve_then_swap)
+    around_each_resolve(monkeypatch, swap, put_back)
     return folder
 
 
