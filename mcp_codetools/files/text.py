@@ -88,8 +88,9 @@ def sniff(sample: bytes, *, whole: bool) -> TextFormat:
     if sample and len(sample) - len(sample.translate(None, _CONTROL)) > len(sample) * 0.1:
         raise BinaryContentError("binary data (many control bytes)")
     encoding = "utf-8" if _is_utf8(sample, whole=whole) else "latin-1"
-    newline = _sniff_newline(sample.decode(encoding, "replace"))
-    return TextFormat(encoding, b"", newline)
+    # Counted in the bytes: in UTF-8 and latin-1 a CR or LF byte is always that character, never part of one.
+    crlf = sample.count(b"\r\n")
+    return TextFormat(encoding, b"", "\r\n" if crlf > sample.count(b"\n") - crlf else "\n")
 
 
 def _is_utf8(sample: bytes, *, whole: bool) -> bool:

@@ -112,9 +112,20 @@ class ReadTool(Tool[ReadInput]):
             except BinaryContentError as exc:
                 raise unreadable_error(path, exc) from exc
 
+            # A read that came back short reached the end: the sample is the whole file, no second read needed.
+            whole = head if len(head) < SAMPLE_BYTES else None
+
             def load() -> View:
                 return read_view(
-                    fd, st, fmt, path, first=first, max_lines=max_lines, budget=budget, cache=session.line_index
+                    fd,
+                    st,
+                    fmt,
+                    path,
+                    first=first,
+                    max_lines=max_lines,
+                    budget=budget,
+                    cache=session.line_index,
+                    whole=whole,
                 )
 
             try:
