@@ -14,7 +14,7 @@ from mcp_codetools.files.opening import open_pinned_for_read, open_regular_for_r
 from mcp_codetools.files.refusals import missing_file_error, unreadable_error
 from mcp_codetools.files.rich import Kind, RichLimits, read_rich, rich_kind
 from mcp_codetools.files.stamps import FileStamp
-from mcp_codetools.files.text import SAMPLE_BYTES, BinaryContentError, long_line_note, sniff
+from mcp_codetools.files.text import CUT_MARK, SAMPLE_BYTES, BinaryContentError, long_line_note, sniff
 from mcp_codetools.files.view import WHOLE_FILE_BYTES, View, read_view
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools.base import CallContext, ImagePart, Tool, ToolInput, ToolOutput
@@ -222,9 +222,11 @@ def _render(path: Path, view: View, first: int, max_lines: int, limit_given: boo
     if view.fmt.encoding not in ("utf-8",) or view.fmt.bom:
         note = "not valid UTF-8, shown as latin-1" if view.fmt.encoding == "latin-1" else view.fmt.describe()
         parts.append(f"(Encoding: {note}. Edit and Write keep it.)")
-    parts.append("\n".join(view.numbered))
+    body = "\n".join(view.numbered)
+    parts.append(body)
     shown = len(view.numbered)
-    parts.extend(long_line_note(path, view.numbered))
+    if CUT_MARK in body:  # one search of the text instead of one per line (a mark never holds a newline)
+        parts.extend(long_line_note(path, view.numbered))
     if view.cut_by_budget:
         parts.append(
             f"\n[Partial view: lines {view.first}-{view.last} of {total}; the rest did not fit in one result. "

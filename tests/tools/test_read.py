@@ -59,6 +59,7 @@ async def test_long_lines_are_cut_with_a_marker(call: Caller, root: Path) -> Non
     assert first.startswith("1\t" + "x" * 2000 + "…")
     assert "5000 characters" in first
     assert second == "2\tshort"
+    assert "[1 line longer than 2000 characters cut; 3,000 characters hidden." in text, text[-400:]
 
 
 async def test_a_view_larger_than_the_token_budget_is_cut_with_the_next_offset(
