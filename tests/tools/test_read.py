@@ -365,3 +365,10 @@ async def test_line_endings_are_told_by_the_bytes(call: Caller, root: Path) -> N
     assert out.meta["newline"] == "crlf" and out.meta["encoding"] == "utf-8", out.meta
     out = await call("Read", {"file_path": "latin.txt"})
     assert out.meta["newline"] == "crlf" and out.meta["encoding"] == "latin-1", out.meta
+
+
+@pytest.mark.parametrize(("head", "kind"), [(b"\x7fELF\x02\x01", "ELF executable"), (b"\x1f\x8b\x08", "gzip archive")])
+async def test_a_known_binary_header_is_named(call: Caller, root: Path, head: bytes, kind: str) -> None:
+    (root / "notes.txt").write_bytes(head + b"text after the header\n" * 4)
+    out = await call.fails("Read", {"file_path": "notes.txt"})
+    assert out.meta["errorCode"] == "binary_file" and kind in out.text, out.text
