@@ -144,9 +144,14 @@ class Pipeline:
         raise AssertionError("unreachable: the slot either returns or raises")
 
     async def _execute(self, tool: Tool[Any], args: ToolInput, ctx: CallContext) -> ToolOutput:
-        await check_permission(tool, args, ctx, self.gate)
-        prepared = await tool.validate_input(args, ctx)
-        output = await tool.call(args, ctx, prepared)
+        try:
+            await check_permission(tool, args, ctx, self.gate)
+            prepared = await tool.validate_input(args, ctx)
+            output = await tool.call(args, ctx, prepared)
+        finally:
+            for pinned in ctx.pinned.values():  # the ones the tool did not take (a refusal, an error)
+                pinned.close()
+            ctx.pinned.clear()
         if self.gate is not None and self.gate.hooks:
             notes = await self.gate.after(
                 tool.permission_facts(args, ctx), _hook_input(args), output.text, session_id=ctx.session.id
@@ -192,14 +197,23 @@ def _hook_input(args: ToolInput) -> dict[str, Any]:
 
 
 def resolve_paths(tool: Tool[Any], args: ToolInput, ctx: CallContext) -> dict[str, Path]:
-    """The tool's path fields, each resolved and confined (a missing optional one by the tool's default)."""
+    """The tool's path fields, each resolved and confined (a missing optional one by the tool's default).
+
+    For a tool that `reads_pinned`, the files the resolver held go to `ctx.pinned` (closed by `_execute`).
+    """
     for_read = bool(tool.path_fields) and tool.is_read_only(args)
     paths: dict[str, Path] = {}
     for field_name in tool.path_fields:
         raw = getattr(args, field_name, None)
         if raw is None:
             raw = tool.default_path(field_name, ctx.session)
-        if raw is not None:
+        if raw is None:
+            continue
+        if tool.reads_pinned:
+            paths[field_name], pinned = ctx.session.resolve_pinned(raw, field=field_name, for_read=for_read)
+            if pinned is not None:
+                ctx.pinned[field_name] = pinned
+        else:
             paths[field_name] = ctx.session.resolve(raw, field=field_name, for_read=for_read)
     return paths
 

@@ -24,6 +24,7 @@ import anyio.to_thread
 from mcp_codetools.files.history import FileHistory
 from mcp_codetools.files.ledger import ReadLedger
 from mcp_codetools.files.paths import Workspace
+from mcp_codetools.files.realpaths import Pinned
 from mcp_codetools.files.scratch import make_scratch_dir, sweep_once_in_background
 from mcp_codetools.files.view import LineIndexCache
 from mcp_codetools.settings import Settings
@@ -187,6 +188,12 @@ class CodeSession:
     def resolve(self, raw: str, *, field: str = "file_path", for_read: bool = False) -> Path:
         """A path confined to the roots; `for_read` also admits the session's own scratch folder."""
         return self.workspace.resolve(raw, self.cwd, field=field, for_read=for_read)
+
+    def resolve_pinned(
+        self, raw: str, *, field: str = "file_path", for_read: bool = False
+    ) -> tuple[Path, Pinned | None]:
+        """As `resolve`, with the file held where the system can (`Workspace.resolve_pinned`); the caller closes it."""
+        return self.workspace.resolve_pinned(raw, self.cwd, field=field, for_read=for_read)
 
     def set_cwd(self, path: Path) -> bool:
         """Move the working directory; refuse (return False) a folder outside the roots."""

@@ -117,6 +117,11 @@ async def run(ctx: Context) -> None:
         )
     )
     client = nth(ms, "ours", 3)
+    others = ", ".join(
+        f"{subjects[key].conn.spec.label} {value:.3f}"
+        for key in ["bare", *ctx.peers]
+        if key in subjects and (value := nth(ms, key, 3)) is not None
+    )
     ctx.add(
         Row(
             TITLE,
@@ -127,6 +132,7 @@ async def run(ctx: Context) -> None:
             {key: nth(ms, key, 2) for key in ctx.peers},
             note="all threads of the server process, from /proc schedstat; the SDK client in this process used "
             + (f"{client:.3f} ms of CPU per call to our server" if client is not None else "n/a")
+            + (f" (to {others})" if others else "")
             + ": sequential wall time is about client CPU + server CPU + two pipe wake-ups",
         )
     )

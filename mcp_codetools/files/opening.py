@@ -23,6 +23,7 @@ from pathlib import Path
 
 from mcp_codetools.errors import FileMissingError, NotAFileError, PermissionDeniedError, os_errors, tool_error_from_os
 from mcp_codetools.files.paths import Workspace
+from mcp_codetools.files.realpaths import Pinned, open_pinned
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _PATH = getattr(os, "O_PATH", os.O_RDONLY)
@@ -190,14 +191,20 @@ def open_root(root: Path, workspace: Workspace) -> int:
         fd = os.open(root, _PATH | os.O_DIRECTORY | _CLOEXEC)
     except OSError as exc:
         raise PermissionDeniedError(f"Cannot open the workspace root {root}: {exc.strerror}.") from exc
-    st = os.fstat(fd)
-    if workspace.identity(root) != (st.st_dev, st.st_ino):
+    try:
+        _refuse_replaced_root(root, os.fstat(fd), workspace)
+    except BaseException:
         os.close(fd)
+        raise
+    return fd
+
+
+def _refuse_replaced_root(root: Path, st: os.stat_result, workspace: Workspace) -> None:
+    if workspace.identity(root) != (st.st_dev, st.st_ino):
         raise PermissionDeniedError(
             f"The workspace root {root} was replaced by another folder since the server started. "
             "Restart the server to use the new folder."
         )
-    return fd
 
 
 def open_beneath(path: Path, workspace: Workspace, flags: int, mode: int = 0o600, *, for_read: bool = False) -> int:
@@ -288,6 +295,35 @@ def open_regular_for_read(path: Path, workspace: Workspace, shown: str) -> tuple
         st = os.fstat(fd)
         refuse_non_regular(st, shown)
         os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def open_pinned_for_read(pinned: Pinned, path: Path, workspace: Workspace, shown: str) -> tuple[int, os.stat_result]:
+    """Open for reading the very file the resolver held at `path` (see `realpaths`): no path is walked again.
+
+    The resolver found the held file at `path`, inside a root; the root must still be the folder the
+    server started with, as for every confined open.
+
+    Raises:
+        FileStateError: a directory, or not a regular file.
+        PermissionDeniedError: `path` lies in no root, or its root was replaced.
+    """
+    root = workspace.root_of(path, for_read=True)
+    if root is None:
+        raise PermissionDeniedError(f"Access denied: {path} is outside the workspace roots.")
+    with os_errors("open", shown):
+        root_st = os.stat(root)
+    _refuse_replaced_root(root, root_st, workspace)
+    refuse_non_regular(pinned.st, shown)  # before any open: a FIFO or a device is never opened
+    with os_errors("open", shown, missing=f"File does not exist: {shown}"):
+        fd = open_pinned(pinned, os.O_RDONLY)
+    try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (pinned.st.st_dev, pinned.st.st_ino):  # the kernel's promise, checked
+            raise PermissionDeniedError(f"Access denied: {shown} changed while it was opened. Try again.")
     except BaseException:
         os.close(fd)
         raise

@@ -2,7 +2,8 @@
 
 A path is resolved against the session's working directory, symlinks are followed, and the real path
 must lie inside a workspace root, compared component by component (``/ws/proj2`` is not inside
-``/ws/proj``). The opens that keep to this verdict are in `opening`.
+``/ws/proj``). The opens that keep to this verdict are in `opening`; a tool that reads through the file
+the resolver held (`resolve_pinned`, Read) gets the kernel's name for it instead (`realpaths`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from mcp_codetools.errors import InvalidInputError, PermissionDeniedError, tool_error_from_os
+from mcp_codetools.files.realpaths import Pinned, pin
 
 PATH_MAX = 4096
 
@@ -107,6 +109,29 @@ class Workspace:
             InvalidInputError: the path is empty or holds a NUL byte.
             PermissionDeniedError: the real path lies outside every root.
         """
+        joined = self._joined(raw, cwd, field)
+        return self._confined(raw, joined, _realpath(raw, joined), for_read)
+
+    def resolve_pinned(
+        self, raw: str, cwd: Path, *, field: str = "file_path", for_read: bool = False
+    ) -> tuple[Path, Pinned | None]:
+        """As `resolve`, with the file held where the system can hold it (see `realpaths`); the caller closes it.
+
+        The real path is then the kernel's name for the held file. None in place of the held file: it does
+        not exist, or the system cannot name a held file (the path is resolved as `resolve` does).
+        """
+        joined = self._joined(raw, cwd, field)
+        pinned = pin(joined)
+        if pinned is None:
+            return self._confined(raw, joined, _realpath(raw, joined), for_read), None
+        try:
+            return self._confined(raw, joined, Path(pinned.real), for_read), pinned
+        except BaseException:
+            pinned.close()
+            raise
+
+    @staticmethod
+    def _joined(raw: str, cwd: Path, field: str) -> str:
         if not raw or not raw.strip():
             raise InvalidInputError(f"`{field}` is empty. Give an absolute path, or one relative to {cwd}.")
         if "\x00" in raw:
@@ -118,11 +143,9 @@ class Workspace:
         if size > PATH_MAX:
             raise InvalidInputError(f"`{field}` is {size} bytes long; a path can be at most {PATH_MAX} bytes.")
         expanded = os.path.expanduser(raw) if raw.startswith("~") else raw
-        joined = os.path.join(cwd, expanded)
-        try:
-            real = Path(os.path.realpath(joined))
-        except OSError as exc:  # a link on the way vanished between realpath's lstat and readlink
-            raise tool_error_from_os(exc, "resolve", raw) from exc
+        return os.path.join(cwd, expanded)
+
+    def _confined(self, raw: str, joined: str, real: Path, for_read: bool) -> Path:
         if not self.contains(real, for_read=for_read):
             shown = ", ".join(str(r) for r in self.roots)
             via = "" if real == Path(os.path.normpath(joined)) else f" (it resolves to {real})"
@@ -131,6 +154,13 @@ class Workspace:
                 "Only files inside the roots can be used."
             )
         return real
+
+
+def _realpath(raw: str, joined: str) -> Path:
+    try:
+        return Path(os.path.realpath(joined))
+    except OSError as exc:  # a link on the way vanished between realpath's lstat and readlink
+        raise tool_error_from_os(exc, "resolve", raw) from exc
 
 
 def similar_names(path: Path, names: Sequence[str], limit: int = 1) -> Sequence[str]:

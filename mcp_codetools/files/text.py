@@ -30,6 +30,8 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x7fELF", "ELF executable"),
     (b"\x1f\x8b", "gzip archive"),
 )
+_BOM_PREFIXES = tuple(bom for bom, _ in _BOMS)
+_MAGIC_PREFIXES = tuple(magic for magic, _ in _MAGIC)
 _CONTROL = bytes(c for c in range(32) if c not in (9, 10, 12, 13, 27))
 _SURROGATES = re.compile("[\ud800-\udfff]")
 _CUT_TAIL = re.compile(r"… \[line cut: (?:about )?(\d+) of its (?:about )?\d+ characters hidden\]$")
@@ -76,20 +78,26 @@ def sniff(sample: bytes, *, whole: bool) -> TextFormat:
     Raises:
         BinaryContentError: the bytes look like binary data.
     """
-    for bom, encoding in _BOMS:
-        if sample.startswith(bom):
-            newline = _sniff_newline(sample[len(bom) :].decode(encoding, "ignore"))
-            return TextFormat(encoding, bom, newline)
-    for magic, kind in _MAGIC:
-        if sample.startswith(magic):
-            raise BinaryContentError(kind)
+    # One startswith per table first: most files start with neither, and this runs on every Read.
+    if sample.startswith(_BOM_PREFIXES):
+        for bom, encoding in _BOMS:
+            if sample.startswith(bom):
+                newline = _sniff_newline(sample[len(bom) :].decode(encoding, "ignore"))
+                return TextFormat(encoding, bom, newline)
+    if sample.startswith(_MAGIC_PREFIXES):
+        for magic, kind in _MAGIC:
+            if sample.startswith(magic):
+                raise BinaryContentError(kind)
     if b"\x00" in sample:
         raise BinaryContentError("binary data (it contains NUL bytes)")
     if sample and len(sample) - len(sample.translate(None, _CONTROL)) > len(sample) * 0.1:
         raise BinaryContentError("binary data (many control bytes)")
     encoding = "utf-8" if _is_utf8(sample, whole=whole) else "latin-1"
-    newline = _sniff_newline(sample.decode(encoding, "replace"))
-    return TextFormat(encoding, b"", newline)
+    if b"\r" not in sample:  # most files: no CR at all, nothing to count
+        return TextFormat(encoding, b"", "\n")
+    # Counted in the bytes: in UTF-8 and latin-1 a CR or LF byte is always that character, never part of one.
+    crlf = sample.count(b"\r\n")
+    return TextFormat(encoding, b"", "\r\n" if crlf > sample.count(b"\n") - crlf else "\n")
 
 
 def _is_utf8(sample: bytes, *, whole: bool) -> bool:

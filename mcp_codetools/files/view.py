@@ -87,10 +87,14 @@ def read_view(
     max_lines: int,
     budget: int,
     cache: LineIndexCache,
+    whole: bytes | None = None,
 ) -> View:
-    """Read lines [first, first + max_lines) within `budget` characters of numbered output."""
-    if st.st_size <= WHOLE_FILE_BYTES or not fmt.ascii_compatible:
-        data = _read_all(fd, st.st_size)
+    """Read lines [first, first + max_lines) within `budget` characters of numbered output.
+
+    `whole`: the file's bytes, when the caller has already read all of them (a short file's first read).
+    """
+    if whole is not None or st.st_size <= WHOLE_FILE_BYTES or not fmt.ascii_compatible:
+        data = whole if whole is not None else _read_all(fd, st.st_size)
         text = data[len(fmt.bom) :].decode(fmt.encoding, fmt.errors)
         lines = split_lines(text)
         numbered, cut = _take(lines, first, max_lines, budget)

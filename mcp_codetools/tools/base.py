@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from pydantic_core import PydanticCustomError
 from typing_extensions import TypeVar, override
 
+from mcp_codetools.files.realpaths import Pinned
 from mcp_codetools.policy.engine import CallFacts, Policy
 from mcp_codetools.policy.gate import Asker
 from mcp_codetools.policy.hiding import Hider
@@ -93,6 +94,9 @@ class CallContext:
     """Whether a deny rule hides a file (absolute real path) from this tool's listings; None when no rule can."""
     policy: Policy | None = None
     """The rules for the session's roots now (set by the permission step); None when there are none."""
+    pinned: dict[str, Pinned] = field(default_factory=dict)
+    """For a tool that `reads_pinned`: each path field's file as the resolver held it, where the system can
+    hold one. A tool that takes one out closes it; the pipeline closes those left when the call ends."""
 
     def defer(self, change: Callable[[], None]) -> None:
         """Queue a session change; the dispatcher commits it in arrival order."""
@@ -122,6 +126,9 @@ class Tool(Generic[InputT, PreparedT]):
     writes_files: ClassVar[bool]
     """It writes the files its path fields name: an `Edit(...)` rule covers it (the Edit family), and it
     writes only through `files.editing.commit_write`."""
+    reads_pinned: ClassVar[bool] = False
+    """It reads its path fields' files through the descriptors the resolver held (`CallContext.pinned`), so
+    what it reads is what was judged; the resolver holds them only for such a tool."""
     runs_programs: ClassVar[bool] = False
     """It starts programs that are not this server's (Bash's commands); their files are judged by what it runs."""
     job_arg: ClassVar[str | None] = None

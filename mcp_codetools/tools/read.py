@@ -10,11 +10,11 @@ from pydantic import Field
 from typing_extensions import override
 
 from mcp_codetools.errors import BinaryFileError, FileMissingError, InvalidInputError, os_errors, tool_error_from_os
-from mcp_codetools.files.opening import open_regular_for_read
+from mcp_codetools.files.opening import open_pinned_for_read, open_regular_for_read
 from mcp_codetools.files.refusals import missing_file_error, unreadable_error
 from mcp_codetools.files.rich import Kind, RichLimits, read_rich, rich_kind
 from mcp_codetools.files.stamps import FileStamp
-from mcp_codetools.files.text import SAMPLE_BYTES, BinaryContentError, long_line_note, sniff
+from mcp_codetools.files.text import CUT_MARK, SAMPLE_BYTES, BinaryContentError, long_line_note, sniff
 from mcp_codetools.files.view import WHOLE_FILE_BYTES, View, read_view
 from mcp_codetools.session import CodeSession
 from mcp_codetools.tools.base import CallContext, ImagePart, Tool, ToolInput, ToolOutput
@@ -56,6 +56,7 @@ class ReadTool(Tool[ReadInput]):
     destructive = False
     idempotent = True
     path_fields = ("file_path",)
+    reads_pinned = True
     reads_files = True
     writes_files = False
 
@@ -71,12 +72,19 @@ class ReadTool(Tool[ReadInput]):
         max_lines = args.limit or session.settings.read_default_lines
         budget = session.settings.max_result_chars - _NOTICE_RESERVE
 
+        pinned = ctx.pinned.pop("file_path", None)
         try:
-            fd, st = open_regular_for_read(path, session.workspace, str(path))
+            if pinned is not None:
+                fd, st = open_pinned_for_read(pinned, path, session.workspace, str(path))
+            else:
+                fd, st = open_regular_for_read(path, session.workspace, str(path))
         except FileMissingError:
             if os.path.lexists(path):
                 raise  # a dangling link: that, not a spelling, is what to report
             raise missing_file_error(path, session.cwd, session.workspace) from None
+        finally:
+            if pinned is not None:
+                pinned.close()
         try:
             with os_errors("read", path):
                 head = os.pread(fd, SAMPLE_BYTES, 0)
@@ -104,9 +112,20 @@ class ReadTool(Tool[ReadInput]):
             except BinaryContentError as exc:
                 raise unreadable_error(path, exc) from exc
 
+            # A read that came back short reached the end: the sample is the whole file, no second read needed.
+            whole = head if len(head) < SAMPLE_BYTES else None
+
             def load() -> View:
                 return read_view(
-                    fd, st, fmt, path, first=first, max_lines=max_lines, budget=budget, cache=session.line_index
+                    fd,
+                    st,
+                    fmt,
+                    path,
+                    first=first,
+                    max_lines=max_lines,
+                    budget=budget,
+                    cache=session.line_index,
+                    whole=whole,
                 )
 
             try:
@@ -203,9 +222,11 @@ def _render(path: Path, view: View, first: int, max_lines: int, limit_given: boo
     if view.fmt.encoding not in ("utf-8",) or view.fmt.bom:
         note = "not valid UTF-8, shown as latin-1" if view.fmt.encoding == "latin-1" else view.fmt.describe()
         parts.append(f"(Encoding: {note}. Edit and Write keep it.)")
-    parts.append("\n".join(view.numbered))
+    body = "\n".join(view.numbered)
+    parts.append(body)
     shown = len(view.numbered)
-    parts.extend(long_line_note(path, view.numbered))
+    if CUT_MARK in body:  # one search of the text instead of one per line (a mark never holds a newline)
+        parts.extend(long_line_note(path, view.numbered))
     if view.cut_by_budget:
         parts.append(
             f"\n[Partial view: lines {view.first}-{view.last} of {total}; the rest did not fit in one result. "

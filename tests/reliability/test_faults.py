@@ -430,12 +430,21 @@ async def test_a_link_vanishing_while_the_path_is_resolved_is_an_error_result(
     link.symlink_to(arena.layout.root / "sub")
     real_readlink = os.readlink
 
+    real_open = os.open
+
     def vanished(path: Any, *args: Any, **kwargs: Any) -> Any:
         if os.fspath(path) == str(link):  # the link was removed between realpath's lstat and this readlink
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), os.fspath(path))
         return real_readlink(path, *args, **kwargs)
 
+    def vanished_before_open(path: Any, *args: Any, **kwargs: Any) -> Any:
+        # Read's resolver opens the path itself first (O_PATH, files/realpaths.py): the link is gone for it too.
+        if isinstance(path, str) and path.startswith(f"{link}/"):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+        return real_open(path, *args, **kwargs)
+
     monkeypatch.setattr(os, "readlink", vanished)
+    monkeypatch.setattr(os, "open", vanished_before_open)
     args = {"file_path": "flicker/inner.py"} if tool_name == "Read" else {"file_path": "flicker/n.txt", "content": "x"}
     arena.log.records.clear()
     output = await arena.pipeline.run(arena.session, tool_name, args)

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from mcp_codetools.files import opening
+from mcp_codetools.files import fdpaths, opening
 from mcp_codetools.files.paths import Workspace
 from mcp_codetools.search import sandbox
 from tests import facilities
 from tests.conftest import Caller
 from tests.reliability.deep import listing, make_deep
-from tests.tools.swaps import swap_after_resolve
+from tests.tools.swaps import around_each_resolve, swap_after_resolve
 
 pytestmark = pytest.mark.anyio
 
@@ -54,12 +54,25 @@ def deep_swap(root: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
         folder.unlink()
 
 
+@pytest.fixture(params=["held", "by path"])
+def read_by(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Read through the file the resolver held (Linux with /proc), or by its path from the root's descriptor."""
+    if request.param == "held" and not fdpaths.usable():
+        pytest.skip("this system cannot name a held descriptor (/proc/self/fd): Read goes by path")
+    monkeypatch.setattr(fdpaths, "FORCE_PORTABLE", request.param != "held")
+    return str(request.param)
+
+
 async def test_read_through_a_folder_swapped_to_a_deep_target_is_refused(
-    call: Caller, root: Path, deep_swap: tuple[Path, list[str]], open_mode: str
+    call: Caller, root: Path, deep_swap: tuple[Path, list[str]], open_mode: str, read_by: str
 ) -> None:
-    out = await call.fails("Read", {"file_path": str(root / "d" / "f.txt")})
+    """By path, the confined open refuses the link; held, the read is of the file that was checked."""
+    out = await call("Read", {"file_path": str(root / "d" / "f.txt")})
     assert "top secret" not in out.text
-    assert out.meta["errorCode"] == "permission_denied", out.text
+    if read_by == "held":
+        assert not out.is_error and "1\tinside" in out.text, out.text
+    else:
+        assert out.meta["errorCode"] == "permission_denied", out.text
 
 
 @pytest.mark.parametrize(
@@ -152,20 +165,17 @@ async def test_did_you_mean_never_names_a_file_outside(
     folder = root / "h"
     folder.mkdir()
     (folder / "public.txt").write_text("x\n", encoding="utf-8")
-    original = Workspace.resolve
 
-    def resolve_then_swap(
-        self: Workspace, raw: str, cwd: Path, *, field: str = "file_path", for_read: bool = False
-    ) -> Path:
-        if folder.is_symlink():  # put the folder back from the last call's swap
+    def put_back() -> None:  # from the last call's swap
+        if folder.is_symlink():
             folder.unlink()
             (root / "h.parked").rename(folder)
-        real = original(self, raw, cwd, field=field, for_read=for_read)
+
+    def swap() -> None:
         folder.rename(root / "h.parked")
         folder.symlink_to(outside)
-        return real
 
-    monkeypatch.setattr(Workspace, "resolve", resolve_then_swap)
+    around_each_resolve(monkeypatch, swap, put_back)
     out = await call.fails("Read", {"file_path": "h/secret.tx"})
     assert out.meta["errorCode"] == "file_not_found" and "secret.txt" not in out.text, out.text
     edit = await call.fails("Edit", {"file_path": "h/secret.tx", "old_string": "a", "new_string": "b"})
@@ -188,20 +198,17 @@ def search_swap(root: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> P
     away.mkdir()
     (away / "f.txt").write_text("needle top secret\n", encoding="utf-8")
     (away / "secret-name.txt").write_text("needle top secret\n", encoding="utf-8")
-    original = Workspace.resolve
 
-    def resolve_then_swap(
-        self: Workspace, raw: str, cwd: Path, *, field: str = "file_path", for_read: bool = False
-    ) -> Path:
+    def put_back() -> None:
         if folder.is_symlink():
             folder.unlink()
             (root / "g.parked").rename(folder)
-        real = original(self, raw, cwd, field=field, for_read=for_read)
+
+    def swap() -> None:
         folder.rename(root / "g.parked")
         folder.symlink_to(away)
-        return real
 
-    monkeypatch.setattr(Workspace, "resolve", resolve_then_swap)
+    around_each_resolve(monkeypatch, swap, put_back)
     return folder
 
 

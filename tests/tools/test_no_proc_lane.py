@@ -10,7 +10,7 @@ import os
 import pytest
 
 from mcp_codetools import doctor
-from mcp_codetools.files import fdpaths, opening
+from mcp_codetools.files import fdpaths, opening, realpaths
 from mcp_codetools.search import sandbox
 from mcp_codetools.shell import procs
 
@@ -22,6 +22,7 @@ WORKS_WITHOUT_PROC = True  # tests/platform_marks.py: these check /proc's absenc
 def test_the_lane_takes_every_portable_path() -> None:
     assert not os.path.exists("/proc/self"), "/proc is mounted: the lane would test the Linux path"
     assert not fdpaths.usable(), "rg would start through /proc/self/fd"
+    assert realpaths.pin("/") is None, "Read would resolve and open through /proc/self/fd"
     assert procs.table() == "none" and procs.fork_count() is None
     assert opening.method() == "walk", "the confined opens would use a one-call open, not the walk"
     assert not sandbox.available(), "rg would run under Landlock"

@@ -13,7 +13,7 @@ import pytest
 
 from mcp_codetools.files import view as fileview
 from mcp_codetools.files.paths import is_within
-from mcp_codetools.files.text import number_line
+from mcp_codetools.files.text import SAMPLE_BYTES, number_line
 from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import Settings
@@ -59,6 +59,7 @@ async def test_long_lines_are_cut_with_a_marker(call: Caller, root: Path) -> Non
     assert first.startswith("1\t" + "x" * 2000 + "…")
     assert "5000 characters" in first
     assert second == "2\tshort"
+    assert "[1 line longer than 2000 characters cut; 3,000 characters hidden." in text, text[-400:]
 
 
 async def test_a_view_larger_than_the_token_budget_is_cut_with_the_next_offset(
@@ -334,3 +335,40 @@ def test_numbering_in_one_pass_shows_every_line_as_line_by_line_numbering_does()
                 break
             expected.append(rendered)
         assert fileview._take(lines, first, max_lines, budget) == (expected, cut), (lines, first, max_lines, budget)
+
+
+@pytest.mark.parametrize("size", [0, 50, SAMPLE_BYTES - 1, SAMPLE_BYTES, SAMPLE_BYTES + 1])
+async def test_a_short_file_is_read_once_and_every_size_reads_whole(
+    call: Caller, root: Path, monkeypatch: pytest.MonkeyPatch, size: int
+) -> None:
+    """The first read of a file shorter than the sample reached its end: no second read of the same bytes."""
+    body = ("abcdefg\n" * (size // 8 + 1))[:size]
+    (root / "f.txt").write_text(body, encoding="utf-8")
+    reads: list[int] = []
+    real_pread = os.pread
+
+    def counting(fd: int, n: int, offset: int) -> bytes:
+        reads.append(offset)
+        return real_pread(fd, n, offset)
+
+    monkeypatch.setattr(os, "pread", counting)
+    text = await call.ok("Read", {"file_path": "f.txt", "limit": 5000})
+    assert len(reads) == (1 if size < SAMPLE_BYTES else 3), reads
+    expected = body.count("\n") + (0 if body.endswith("\n") or not body else 1)
+    assert (f"{expected}\t" in text) if expected else "is empty" in text, text[-200:]
+
+
+async def test_line_endings_are_told_by_the_bytes(call: Caller, root: Path) -> None:
+    (root / "crlf.txt").write_bytes("é one\r\ntwo\r\nthree\n".encode())
+    (root / "latin.txt").write_bytes(b"\xe9\r\nb\r\n")
+    out = await call("Read", {"file_path": "crlf.txt"})
+    assert out.meta["newline"] == "crlf" and out.meta["encoding"] == "utf-8", out.meta
+    out = await call("Read", {"file_path": "latin.txt"})
+    assert out.meta["newline"] == "crlf" and out.meta["encoding"] == "latin-1", out.meta
+
+
+@pytest.mark.parametrize(("head", "kind"), [(b"\x7fELF\x02\x01", "ELF executable"), (b"\x1f\x8b\x08", "gzip archive")])
+async def test_a_known_binary_header_is_named(call: Caller, root: Path, head: bytes, kind: str) -> None:
+    (root / "notes.txt").write_bytes(head + b"text after the header\n" * 4)
+    out = await call.fails("Read", {"file_path": "notes.txt"})
+    assert out.meta["errorCode"] == "binary_file" and kind in out.text, out.text
