@@ -42,10 +42,14 @@ def project(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def plan_mode_doctor(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    """`doctor` with the defaults but MCP_CODETOOLS_PERMISSION_MODE=plan, which leaves the sandbox line alone."""
+    """`--config mine.toml doctor` (a relative path; a limit only) with MCP_CODETOOLS_PERMISSION_MODE=plan.
+
+    Neither the plan mode nor the limit changes the sandbox line.
+    """
     folder = tmp_path_factory.mktemp("plan") / "project"
     folder.mkdir()
-    return folder, run(["doctor"], folder, {"MCP_CODETOOLS_PERMISSION_MODE": "plan"})
+    (folder / "mine.toml").write_text("[limits]\nmax_concurrency = 3\n")
+    return folder, run(["--config", "mine.toml", "doctor"], folder, {"MCP_CODETOOLS_PERMISSION_MODE": "plan"})
 
 
 @pytest.fixture(scope="module")
@@ -142,12 +146,13 @@ def test_doctor_says_the_sandbox_was_turned_off_and_how(
     assert line.startswith("  sandbox      off (--no-sandbox flag); "), line
 
 
-def test_a_relative_config_file_reaches_the_scenarios_server_too(project: Path) -> None:
-    (project / "mine.toml").write_text("[limits]\nmax_concurrency = 3\n")
-    done = run(["--config", "mine.toml", "doctor"], project)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "config files read: mine.toml" in done.stdout
+def test_a_relative_config_file_reaches_the_scenarios_server_too(
+    plan_mode_doctor: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    project, done = plan_mode_doctor
+    assert "[ok] settings: " in done.stdout and "config files read: mine.toml" in done.stdout, done.stdout
     assert f" --config {project / 'mine.toml'} --root " in done.stdout
+    assert "[ok] started over stdio and completed the MCP handshake" in done.stdout, "the server took the file"
 
 
 def test_a_bad_user_config_fails_doctor_as_it_stops_the_server(project: Path) -> None:

@@ -66,11 +66,17 @@ def test_inspector_lists_the_tools_with_portable_schemas_and_calls_one_over_stdi
     result = inspector("--method", "tools/list", "--strict")
     assert result.returncode == 0, result.stderr  # --strict exits 6 on an error-severity schema problem
     assert [tool["name"] for tool in json.loads(result.stdout)["tools"]] == TOOL_NAMES
-    plain = inspector("--method", "tools/list")
-    assert plain.returncode == 0, plain.stderr
-    assert "Schema portability" not in plain.stderr, plain.stderr  # its one-line count of findings, warnings too
     code, payload, text = call(inspector, *CALLS[0][:2])
     assert (code, payload["isError"]) == (0, False) and CALLS[0][3] in text, "a call over stdio too"
+
+
+def test_inspector_finds_not_even_a_warning_in_the_schemas(http_project: tuple[Path, Any]) -> None:
+    """The listing is the same on both transports: asked of the shared HTTP server, not a stdio one of its own."""
+    _, inspector = http_project
+    plain = inspector("--method", "tools/list")
+    assert plain.returncode == 0, plain.stderr
+    assert [tool["name"] for tool in json.loads(plain.stdout)["tools"]] == TOOL_NAMES
+    assert "Schema portability" not in plain.stderr, plain.stderr  # its one-line count of findings, warnings too
 
 
 def call(inspector: Any, name: str, arguments: dict[str, Any]) -> tuple[int, dict[str, Any], str]:

@@ -134,7 +134,8 @@ async def run_pair(url: str, mode: str, root: Path, calls: int) -> list[str]:
     return observations
 
 
-@pytest.mark.parametrize(("mode", "calls"), [("auto", 1000), ("legacy", 200)])
+# 400 calls: 25 rounds of the 8-step cycle per client, each round the same checks; 1,000 cost 12 CPU-s (issue 38).
+@pytest.mark.parametrize(("mode", "calls"), [("auto", 400), ("legacy", 200)])
 async def test_two_http_clients_interleaving_never_observe_each_other(root: Path, mode: str, calls: int) -> None:
     """`auto` opens at 2026-07-28 (state through state_id handles); `legacy` at 2025-11-25 (a session each)."""
     with http_server(root, env=UNSANDBOXED) as running:

@@ -7,6 +7,7 @@ server) has never heard of its `Mcp-Session-Id`. Over real HTTP on loopback, wit
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import pytest
 from mcp import Client, MCPError
 
 from mcp_codetools.protocol.http import SESSION_LOST
-from tests.protocol.http_peer import ACCEPT, http_server, open_raw_session, raw_call
+from tests.protocol.http_peer import ACCEPT, HttpServer, http_server, open_raw_session, raw_call
 
 pytestmark = pytest.mark.anyio
 
@@ -28,10 +29,16 @@ def free_port() -> int:
         return port
 
 
-async def test_an_unknown_session_id_is_answered_session_lost(root: Path) -> None:
-    with http_server(root) as server:
-        async with httpx2.AsyncClient(timeout=30) as http:
-            answer = await raw_call(http, server.url, "0" * 32, "Bash", {"command": "true"})
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    """One server with the defaults for the tests that only ask it about sessions (a start costs ~1.5 CPU-s)."""
+    with http_server(tmp_path_factory.mktemp("ws").resolve()) as running:
+        yield running
+
+
+async def test_an_unknown_session_id_is_answered_session_lost(server: HttpServer) -> None:
+    async with httpx2.AsyncClient(timeout=30) as http:
+        answer = await raw_call(http, server.url, "0" * 32, "Bash", {"command": "true"})
     assert answer.status_code == 404
     assert answer.headers["content-type"] == "application/json"
     error = answer.json()["error"]
@@ -39,13 +46,12 @@ async def test_an_unknown_session_id_is_answered_session_lost(root: Path) -> Non
     assert "start a new session" in error["message"].lower()
 
 
-async def test_a_deleted_session_is_answered_session_lost(root: Path) -> None:
-    with http_server(root) as server:
-        async with httpx2.AsyncClient(timeout=30) as http:
-            key = await open_raw_session(http, server.url)
-            deleted = await http.delete(server.url, headers={**ACCEPT, "mcp-session-id": key})
-            assert deleted.status_code < 400, deleted.text
-            again = await raw_call(http, server.url, key, "Bash", {"command": "true"})
+async def test_a_deleted_session_is_answered_session_lost(server: HttpServer) -> None:
+    async with httpx2.AsyncClient(timeout=30) as http:
+        key = await open_raw_session(http, server.url)
+        deleted = await http.delete(server.url, headers={**ACCEPT, "mcp-session-id": key})
+        assert deleted.status_code < 400, deleted.text
+        again = await raw_call(http, server.url, key, "Bash", {"command": "true"})
     assert again.status_code == 404
     assert again.json()["error"]["message"] == SESSION_LOST
 

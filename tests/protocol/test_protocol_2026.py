@@ -315,6 +315,8 @@ async def connected(transport: str, mode: str, root: Path) -> AsyncIterator[Clie
 @pytest.mark.parametrize("transport", ["memory", "stdio", "http"])
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_each_era_over_each_transport(transport: str, mode: str, root: Path) -> None:
+    """At 2026-07-28 every request gets a fresh SDK connection; the session must still span the calls (stdio:
+    the process's one session; HTTP: the state its handles name)."""
     f = root / "app.ts"
     f.write_text("export const value = 1\n", encoding="utf-8")
     (root / "sub").mkdir()

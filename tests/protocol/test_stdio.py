@@ -88,24 +88,3 @@ def test_python_dash_m_entry_point_shows_help() -> None:
         [sys.executable, "-m", "mcp_codetools", "--help"], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0 and "--root" in done.stdout
-
-
-async def test_the_newest_protocol_over_stdio_keeps_one_session_for_the_process(root: Path) -> None:
-    """At 2026-07-28 every request gets a fresh SDK connection; the session must still span the calls."""
-    app = root / "app.ts"
-    app.write_text("export const value = 1\n", encoding="utf-8")
-    (root / "sub").mkdir()
-    command, *args = server_command()
-    params = StdioServerParameters(command=command, args=[*args, "--root", str(root)], cwd=str(root))
-    with anyio.fail_after(30):
-        async with Client(params) as client:
-            assert client.protocol_version == "2026-07-28"
-            assert not (await client.call_tool("Read", {"file_path": str(app)})).is_error
-            edit = await client.call_tool(
-                "Edit", {"file_path": "app.ts", "old_string": "value = 1", "new_string": "value = 2"}
-            )
-            assert not edit.is_error, edit.content
-            await client.call_tool("Bash", {"command": "cd sub"})
-            pwd = await client.call_tool("Bash", {"command": "pwd"})
-            assert pwd.content[0].text.strip() == str(root / "sub")  # type: ignore[union-attr]
-    assert app.read_text(encoding="utf-8") == "export const value = 2\n"

@@ -493,7 +493,7 @@ class _UniqueIds:
 
 
 @settings(
-    max_examples=150 * (10 if FIGURES.long_mode else 1),
+    max_examples=1500 if FIGURES.long_mode else 75,  # each run its own examples (150 cost 15 CPU-s)
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],

@@ -23,7 +23,7 @@ from tests.reliability.workspace import temp_leftovers
 
 pytestmark = pytest.mark.anyio
 
-TRIALS = 100 if FIGURES.long_mode else 8
+TRIALS = 100 if FIGURES.long_mode else 4  # a random seed each run; a trial is a server start (2 CPU-s)
 PAYLOAD = ("0123456789" * 7 + "\n") * 50_000  # 3.55 MB
 STATE_A = "MARK-A\n" + PAYLOAD
 STATE_B = "MARK-B\n" + PAYLOAD

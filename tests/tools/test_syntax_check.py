@@ -92,7 +92,7 @@ def test_the_shortcut_agrees_with_a_whole_parse_on_random_edits_of_real_files() 
             return False
         return True
 
-    for _ in range(400):
+    for _ in range(200):  # 400 cost 7.3 CPU-s; 200 still meet every snippet in many places (issue 38)
         text = rng.choice(files).read_text(encoding="utf-8")
         lines = text.split("\n")
         i = rng.randrange(len(lines))
