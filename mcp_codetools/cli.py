@@ -12,12 +12,14 @@ import logging
 import os
 import signal
 import sys
+import threading
+import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from mcp_codetools import __version__
 from mcp_codetools.protocol import fast_start
@@ -32,26 +34,40 @@ if TYPE_CHECKING:  # the settings (pydantic) and the SDK load in `main` (a start
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 PLUGINS_VAR = "PYDANTIC_DISABLE_PLUGINS"
+PLUGIN_LOADER = "pydantic.plugin._loader"
+T = TypeVar("T")
 
 
 @contextmanager
 def plugin_scan_skipped() -> Iterator[None]:
-    """pydantic's plugin lookup skipped while the start-up builds its models, unless the user set its variable.
+    """pydantic's plugin lookup left out while the start-up builds its models, unless the user set its variable.
 
-    At its first model pydantic looks for plugins: a scan of every installed distribution's entry points
-    (~20 ms, 4% of a start from the snapshot, on the way to the first result). The variable is set only for
-    the start-up's own models and removed before anything starts a process (the hooks copy the environment
-    when loaded), so commands see the user's environment; a model built later (the SDK's, in the loading
-    thread) runs the lookup then, and gets the user's plugins.
+    At its first validator pydantic imports its plugin loader, which imports `importlib.metadata` (~20 ms of
+    CPU, 7% of a start from the snapshot by its first result), then scans every installed distribution's entry
+    points (~20 ms). Meanwhile a stand-in for the loader that finds no plugins (what the loader answers under
+    `PYDANTIC_DISABLE_PLUGINS=__all__`) takes its place in `sys.modules`. The environment is left alone, so no
+    command, hook or probe sees a variable the user did not set; a model built later (the SDK's, in the loading
+    thread) imports the real loader, and gets the user's plugins.
     """
     if PLUGINS_VAR in os.environ:
         yield
         return
-    os.environ[PLUGINS_VAR] = "__all__"
+    before = sys.modules.get(PLUGIN_LOADER)
+    stand_in = types.ModuleType(PLUGIN_LOADER, "No pydantic plugins while the start-up builds its models.")
+    stand_in.get_plugins = _no_plugins  # type: ignore[attr-defined]
+    sys.modules[PLUGIN_LOADER] = stand_in
     try:
         yield
     finally:
-        os.environ.pop(PLUGINS_VAR, None)
+        if sys.modules.get(PLUGIN_LOADER) is stand_in:
+            if before is None:
+                del sys.modules[PLUGIN_LOADER]
+            else:
+                sys.modules[PLUGIN_LOADER] = before
+
+
+def _no_plugins() -> tuple[()]:
+    return ()
 
 
 def _log_level(raw: str) -> str:
@@ -171,32 +187,70 @@ class Startup:
     """Whether the sandbox went on by itself and why, when no setting named it (`serve` logs it once)."""
 
 
-def start_up(args: argparse.Namespace) -> Startup:
+def start_up(args: argparse.Namespace, meanwhile: Callable[[], object] | None = None) -> Startup:
     """The roots, every setting from every source, the sandbox probe and the permission policy, as `serve` loads them.
 
     Where no setting of the user's names the sandbox, it goes on where a backend that is on by default works
-    (`shell/sandbox_default.py`); `default_line` says what came of it.
+    (`shell/sandbox_default.py`); `default_line` says what came of it. The probe runs a confined `true` and
+    waits for it (~100 ms at load 3, most of it idle), so it runs in a thread while this one loads the policy
+    and runs `meanwhile` (the imports for serving).
 
     Raises:
         SandboxUnavailable: the sandbox was asked for and cannot work here (exit status 1).
         ValueError: a root, a setting or a permission source is refused; the message to show (exit status 2).
     """
-    from mcp_codetools.policy.loading import load_gate
     from mcp_codetools.shell.sandbox import prepared
     from mcp_codetools.shell.sandbox_default import answers_for_bash, applied
 
-    loaded, default_line = applied(_load(args))
+    def probed() -> tuple[LoadedSettings, StartLine | None, Sandbox | None]:
+        loaded, default_line = applied(settings_loaded)
+        return loaded, default_line, prepared(loaded.settings.sandbox)
+
+    def foreground() -> None:
+        import mcp_codetools.policy.loading  # noqa: F401
+
+        if meanwhile is not None:
+            meanwhile()
+
+    settings_loaded = _load(args)
+    loaded, default_line, sandbox = _alongside(probed, foreground)
     settings = loaded.settings
-    sandbox = prepared(settings.sandbox)
     if sandbox is not None and default_line is None:  # on by default: `serve` says so in its line
         logging.getLogger(__name__).info("Bash sandbox: %s", sandbox.describe())
     if sandbox is not None:
         for note in sandbox.notes:
             logging.getLogger(__name__).warning("Bash sandbox: %s", note)
+    from mcp_codetools.policy.loading import load_gate
+
     gate = load_gate(
         settings.roots, config_file=args.config, mode_flag=args.permission_mode, sandboxed_bash=answers_for_bash(loaded)
     )
     return Startup(loaded, gate, sandbox, default_line)
+
+
+def _alongside(background: Callable[[], T], foreground: Callable[[], object]) -> T:
+    """`background`'s result (or its exception), run in a thread of its own while this one runs `foreground`.
+
+    The thread is joined on every way out, so nothing of it outlives the call.
+    """
+    outcome: list[T] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(background())
+        except BaseException as exc:  # raised again in the calling thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=run, name="mcp-codetools-probe", daemon=True)
+    thread.start()
+    try:
+        foreground()
+    finally:
+        thread.join()
+    if failure:
+        raise failure[0]
+    return outcome[0]
 
 
 def server_flags(args: argparse.Namespace) -> list[str]:
@@ -302,7 +356,7 @@ def _prepare(argv: list[str], sdk: bool = True) -> int | tuple[argparse.Namespac
     from mcp_codetools.shell.sandbox import SandboxUnavailable
 
     try:
-        startup = start_up(args)
+        startup = start_up(args, meanwhile=lambda: _import_for_serving(sdk))
     except SandboxUnavailable as exc:
         print(f"mcp-codetools: {exc}", file=sys.stderr)
         return 1
@@ -311,15 +365,19 @@ def _prepare(argv: list[str], sdk: bool = True) -> int | tuple[argparse.Namespac
         return 2
     if startup.default_line is not None:  # said once, here: `doctor` has a line of its own
         logging.getLogger(__name__).log(startup.default_line.level, "%s", startup.default_line.text)
+    return args, startup
+
+
+def _import_for_serving(sdk: bool) -> None:
+    """The server's modules (`sdk`), else (a start from the snapshot) only what the early calls run."""
     with plugin_scan_skipped():
         if sdk:
             _load_sdk()
-        else:  # imported here, while the snapshot answers the handshake: only what the early calls run
+        else:
             from mcp_codetools.protocol.early_calls import EARLY_TOOLS
             from mcp_codetools.tools import tools_named
 
             tools_named(EARLY_TOOLS)
-    return args, startup
 
 
 def _load_sdk() -> None:

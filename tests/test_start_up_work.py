@@ -1,9 +1,12 @@
-"""Work the start-up leaves out (issue 38): pydantic's plugin lookup, and garbage collections that free nothing.
+"""Work the start-up leaves out (issue 38): pydantic's plugin lookup, garbage collections that free nothing, and
+the wait for the sandbox probe.
 
-The lookup scans every installed distribution's entry points at the first model pydantic builds; the
-start-up sets `PYDANTIC_DISABLE_PLUGINS` only while it builds its own models, and only when the user
-has not set it, so no command, hook or language server sees a variable the user did not set. The cyclic
-collector is off until the start-up is done, then on again with the start-up's objects frozen.
+The lookup imports `importlib.metadata` and scans every installed distribution's entry points at the first
+model pydantic builds; while the start-up builds its own models a stand-in for pydantic's plugin loader
+finds none, unless the user set `PYDANTIC_DISABLE_PLUGINS`, and the environment is left alone, so no
+command, hook or language server sees a variable the user did not set. The cyclic collector is off until
+the start-up is done, then on again with the start-up's objects frozen. The sandbox probe waits for a
+confined `true` in a thread while the start-up imports what it serves with.
 """
 
 from __future__ import annotations
@@ -13,20 +16,25 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mcp_codetools.cli import PLUGINS_VAR, plugin_scan_skipped
+from mcp_codetools import cli
+from mcp_codetools.cli import PLUGIN_LOADER, PLUGINS_VAR, plugin_scan_skipped
+from mcp_codetools.shell import sandbox_default
 
 _PROBE = """
 import json, os, sys
 from mcp_codetools import cli
 prepared = cli._prepare(sys.argv[2:], sdk=sys.argv[1] == "sdk")
 assert not isinstance(prepared, int), prepared
+metadata = "importlib.metadata" in sys.modules
 import pydantic.plugin._loader as loader
 print(json.dumps({
+    "metadata": metadata,
     "scanned": loader._plugins is not None,
     "variable": os.environ.get(cli.PLUGINS_VAR),
     "hooks_see_it": cli.PLUGINS_VAR in prepared[1].gate.hooks._env,
@@ -53,23 +61,104 @@ def _start_up(root: Path, mode: str, **env: str) -> dict[str, object]:
 def test_the_start_up_builds_its_models_without_the_plugin_scan_and_leaves_no_variable(
     tmp_path: Path, mode: str
 ) -> None:
-    assert _start_up(tmp_path, mode) == {"scanned": False, "variable": None, "hooks_see_it": False}
+    found = _start_up(tmp_path, mode)
+    if mode == "sdk":  # the SDK imports it for itself
+        found.pop("metadata")
+    assert found == {"scanned": False, "variable": None, "hooks_see_it": False} | (
+        {"metadata": False} if mode == "early" else {}
+    )
 
 
 def test_a_plugin_variable_the_user_set_is_kept_as_set(tmp_path: Path) -> None:
     found = _start_up(tmp_path, "early", **{PLUGINS_VAR: "someplugin"})
-    assert found == {"scanned": True, "variable": "someplugin", "hooks_see_it": True}
+    assert found == {"metadata": True, "scanned": True, "variable": "someplugin", "hooks_see_it": True}
 
 
-def test_the_variable_is_set_only_inside_and_only_when_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_stand_in_finds_no_plugins_only_inside_and_leaves_the_environment_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pydantic.plugin._loader as real
+
     monkeypatch.delenv(PLUGINS_VAR, raising=False)
     with plugin_scan_skipped():
-        assert os.environ[PLUGINS_VAR] == "__all__"
-    assert PLUGINS_VAR not in os.environ
+        from pydantic.plugin._loader import get_plugins
+
+        assert sys.modules[PLUGIN_LOADER] is not real and tuple(get_plugins()) == ()
+        assert PLUGINS_VAR not in os.environ
+    assert sys.modules[PLUGIN_LOADER] is real
     monkeypatch.setenv(PLUGINS_VAR, "")
     with plugin_scan_skipped():
-        assert os.environ[PLUGINS_VAR] == ""
+        assert sys.modules[PLUGIN_LOADER] is real and os.environ[PLUGINS_VAR] == ""
     assert os.environ[PLUGINS_VAR] == ""
+
+
+def test_a_loader_not_imported_before_is_imported_for_real_after(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(PLUGINS_VAR, raising=False)
+    monkeypatch.delitem(sys.modules, PLUGIN_LOADER, raising=False)
+    with plugin_scan_skipped():
+        assert PLUGIN_LOADER in sys.modules
+    assert PLUGIN_LOADER not in sys.modules
+
+
+WAIT_S = 30.0
+"""Bound on each wait for the other thread; the two meet in milliseconds."""
+
+
+def test_the_sandbox_probe_runs_while_the_start_up_imports_what_it_serves_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probing, imported = threading.Event(), threading.Event()
+    applied = sandbox_default.applied
+
+    def probe_waiting_for_the_imports(loaded: Any) -> Any:
+        probing.set()
+        assert imported.wait(WAIT_S), "the imports did not run while the probe waited"
+        return applied(loaded)
+
+    def imports(sdk: bool) -> None:
+        assert probing.wait(WAIT_S), "the probe did not run while the start-up imported"
+        imported.set()
+
+    monkeypatch.setattr(sandbox_default, "applied", probe_waiting_for_the_imports)
+    monkeypatch.setattr(cli, "_import_for_serving", imports)
+    monkeypatch.setenv("MCP_CODETOOLS_SANDBOX", "0")
+    prepared = cli._prepare(["--root", str(tmp_path)], sdk=False)
+    assert not isinstance(prepared, int) and probing.is_set() and imported.is_set()
+    assert prepared[1].sandbox is None
+
+
+def test_a_failed_probe_ends_the_start_up_after_the_imports_and_leaves_no_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mcp_codetools.shell.sandbox import SandboxUnavailable
+
+    def refused(loaded: Any) -> Any:
+        raise SandboxUnavailable("no sandbox backend can run here: test")
+
+    monkeypatch.setattr(sandbox_default, "applied", refused)
+    assert cli._prepare(["--root", str(tmp_path)], sdk=False) == 1
+    assert "no sandbox backend can run here: test" in capsys.readouterr().err
+    assert not [t for t in threading.enumerate() if t.name == "mcp-codetools-probe"]
+
+
+def test_imports_that_fail_still_wait_for_the_probe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    finished = threading.Event()
+    applied = sandbox_default.applied
+
+    def probe(loaded: Any) -> Any:
+        found = applied(loaded)
+        finished.set()
+        return found
+
+    def broken(sdk: bool) -> None:
+        raise ImportError("a module is missing")
+
+    monkeypatch.setattr(sandbox_default, "applied", probe)
+    monkeypatch.setattr(cli, "_import_for_serving", broken)
+    monkeypatch.setenv("MCP_CODETOOLS_SANDBOX", "0")
+    with pytest.raises(ImportError, match="a module is missing"):
+        cli._prepare(["--root", str(tmp_path)], sdk=False)
+    assert finished.is_set()
 
 
 _GC_PROBE = """
