@@ -370,6 +370,8 @@ def _prepare(argv: list[str], sdk: bool = True) -> int | tuple[argparse.Namespac
 
 def _import_for_serving(sdk: bool) -> None:
     """The server's modules (`sdk`), else (a start from the snapshot) only what the early calls run."""
+    import mcp_codetools.shell.hardening  # noqa: F401  # `main` runs it next: its import (ctypes) overlaps the probe too
+
     with plugin_scan_skipped():
         if sdk:
             _load_sdk()
