@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import logging
 import os
 import signal
@@ -55,6 +56,7 @@ def plugin_scan_skipped() -> Iterator[None]:
     before = sys.modules.get(PLUGIN_LOADER)
     stand_in = types.ModuleType(PLUGIN_LOADER, "No pydantic plugins while the start-up builds its models.")
     stand_in.get_plugins = _no_plugins  # type: ignore[attr-defined]
+    stand_in.__getattr__ = lambda name: _loader_attribute(before, name)  # type: ignore[method-assign]
     sys.modules[PLUGIN_LOADER] = stand_in
     try:
         yield
@@ -68,6 +70,25 @@ def plugin_scan_skipped() -> Iterator[None]:
 
 def _no_plugins() -> tuple[()]:
     return ()
+
+
+def _loader_attribute(before: types.ModuleType | None, name: str) -> Any:
+    """Any other name asked of the stand-in, from the real loader (not the import system's dunder probes).
+
+    A pydantic release whose loader changed must start as before, not fail on the stand-in.
+    """
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return getattr(before or _real_loader(), name)
+
+
+def _real_loader() -> types.ModuleType:
+    stand_in = sys.modules.pop(PLUGIN_LOADER, None)
+    try:
+        return importlib.import_module(PLUGIN_LOADER)
+    finally:
+        if stand_in is not None:
+            sys.modules[PLUGIN_LOADER] = stand_in
 
 
 def _log_level(raw: str) -> str:

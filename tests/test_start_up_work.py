@@ -92,6 +92,19 @@ def test_the_stand_in_finds_no_plugins_only_inside_and_leaves_the_environment_al
     assert os.environ[PLUGINS_VAR] == ""
 
 
+def test_a_name_the_stand_in_lacks_comes_from_the_real_loader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pydantic whose loader gained or renamed a function still starts: the stand-in hands it the real one."""
+    import pydantic.plugin._loader as real
+
+    monkeypatch.delenv(PLUGINS_VAR, raising=False)
+    monkeypatch.setattr(real, "a_later_release_helper", lambda: "real", raising=False)
+    with plugin_scan_skipped():
+        from pydantic.plugin._loader import a_later_release_helper  # type: ignore[attr-defined]
+
+        assert a_later_release_helper() == "real" and sys.modules[PLUGIN_LOADER] is not real
+    assert sys.modules[PLUGIN_LOADER] is real
+
+
 def test_a_loader_not_imported_before_is_imported_for_real_after(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(PLUGINS_VAR, raising=False)
     monkeypatch.delitem(sys.modules, PLUGIN_LOADER, raising=False)
