@@ -7,6 +7,7 @@ Each attack runs a real command under `Sandbox.wrap` in a root where `.envrc`, `
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import secrets
 import signal
@@ -446,3 +447,22 @@ def test_an_install_the_user_cannot_write_still_probes(monkeypatch: pytest.Monke
 
     monkeypatch.setattr(sandbox_module.py_compile, "compile", refuse)
     sandbox_module.compiled_launcher()
+
+
+def test_the_compiled_form_is_written_only_when_missing_or_stale(tmp_path: Path) -> None:
+    """A start does not compile the supervisor again when its compiled form is current (~16 ms of the probe)."""
+    for name in ("supervisor.py", "landlock_guard.py"):
+        (tmp_path / name).write_text("VALUE = 1\n", encoding="utf-8")
+    sandbox_module.compiled_launcher(tmp_path)
+    cfile = Path(importlib.util.cache_from_source(str(tmp_path / "supervisor.py")))
+    first = cfile.stat().st_mtime_ns
+    os.utime(cfile, ns=(first - 10**9, first - 10**9))  # so that a rewrite would show
+    sandbox_module.compiled_launcher(tmp_path)
+    assert cfile.stat().st_mtime_ns == first - 10**9, "a current compiled form was written again"
+    source = tmp_path / "supervisor.py"
+    source.write_text("VALUE = 22\n", encoding="utf-8")
+    later = source.stat().st_mtime_ns + 2 * 10**9
+    os.utime(source, ns=(later, later))
+    sandbox_module.compiled_launcher(tmp_path)
+    assert cfile.stat().st_mtime_ns != first - 10**9, "a stale compiled form was kept"
+    assert b"VALUE" in cfile.read_bytes()
