@@ -27,6 +27,17 @@ from mcp_codetools.files.text import clip_line
 PYTHON_SUFFIXES = frozenset({".py", ".pyi", ".pyw"})
 MAX_CHECK_CHARS = 2 * 1024 * 1024
 """Larger files are not checked: a whole parse would cost more than the answer is worth."""
+
+
+def surely_too_large(body: str | bytes | bytearray) -> bool:
+    """Whether `body` is over `MAX_CHECK_CHARS` characters for sure, told without decoding it.
+
+    A character takes at most 4 bytes in any encoding a file is read in, so only bytes beyond 4x the limit
+    are sure; between, the checks decode and count as before.
+    """
+    return len(body) > (MAX_CHECK_CHARS if isinstance(body, str) else 4 * MAX_CHECK_CHARS)
+
+
 _BLOCK = re.compile(r"(?:async[ \t]+def|def|class)[ \t]|@")
 _WINDOW = 2 * 1024
 """Characters read on each side of the change at first; grown fourfold until the block fits."""

@@ -94,7 +94,7 @@ class EditTool(Tool[EditInput, Replacement | None]):
         body = loaded.body
         new_body = planned.body  # bytes or text: a plan of one builds no buffer
         matches, new_len = planned.first_matches, planned.first_new_len
-        checked = edit_checks.applies(session, path)
+        checked = edit_checks.applies(session, path, new_body)
         new_text = loaded.to_display(new_body) if checked else ""
         problem = None
         if checked:

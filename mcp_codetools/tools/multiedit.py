@@ -101,7 +101,7 @@ class MultiEditTool(Tool[MultiEditInput, _Prepared]):
             + hard_link_note(loaded.st)
             + "".join(f"\nedits[{i}]: {recovery_notes.applied_note(r)}" for i, r in planned.recovered.items())
         )
-        checked = edit_checks.applies(session, path)
+        checked = edit_checks.applies(session, path, body)
         new_text = _display(loaded)(body) if checked else ""
         problem = None
         if checked:

@@ -69,7 +69,7 @@ class WriteTool(Tool[WriteInput, Loaded | None]):
         content = (
             matching.adapt_newlines(args.content, loaded.fmt.newline) if "\r" not in args.content else args.content
         )
-        checked = edit_checks.applies(session, path)
+        checked = edit_checks.applies(session, path, content)
         problem = edit_checks.syntax_check(session.settings, path, loaded.text, content) if checked else None
         data = loaded.to_file(content)
         await commit_write(
