@@ -11,8 +11,10 @@ call's handler takes its number up by the request id (`Dispatcher.reserve`/`clai
 rule (reads side by side, writes and Bash alone) holds by line arrival, whichever path is quicker. Bash
 is here for the same reason (the SDK's path was ~1.1 ms of an `echo hi`'s ~2.8 ms of server CPU); its
 timeout, background jobs and process-group cleanup are the tool's own, so they are the same on either path. Each
-answer of either path is written whole by one write to the same writer, so lines never interleave; the
-lane's answers that end in the same turn of the event loop share a write (each write wakes the client).
+answer of either path is written whole by one write to the same writer, so lines never interleave. The
+lane answers its calls in line order: an answer waits for those of the calls taken before it (not for the
+SDK's). Answers ready together share a write (each write wakes the client), bounded in time so that a burst
+streams (`STREAM_AFTER_S`).
 
 Fail closed: a line is taken only when it is fully understood (no `_meta`: a progress token or the
 2026-07-28 envelope goes to the SDK), and only while
@@ -31,12 +33,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import anyio
-import anyio.lowlevel
 import mcp_types as types
 from mcp.shared.dispatcher import coerce_request_id
 
@@ -57,10 +60,14 @@ would pay for a second parse."""
 LANE_TOOLS = EARLY_TOOLS | {"Bash"}
 """What the lane runs: the early calls' tools, and Bash (a progress token, `_meta`, goes to the SDK, which reports)."""
 
+STREAM_AFTER_S = 0.001
+"""How long a ready answer may wait for others to join its write. A burst's calls run in one turn of the loop;
+without a bound its answers all went out at the end, and the client, idle meanwhile, parsed them only then."""
+
 CLOSE_BOUND_S = 5.0
 """How long the calls cancelled at the end may take to unwind (a Grep ends its rg) before they are left."""
 
-State = Literal["running", "answered", "cancelled", "handed"]
+State = Literal["running", "answered", "cancelled", "handed", "dropped"]
 RequestId = str | int
 
 
@@ -73,6 +80,7 @@ class _Call:
     ticket: Ticket
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     state: State = "running"
+    answer: bytes | None = None
 
 
 @dataclass
@@ -123,7 +131,11 @@ class FastLane:
         """A second `initialize` came: the lane stays closed (the SDK decides what the connection is)."""
         self._calls: dict[RequestId, _Call] = {}
         self._reserved: set[RequestId] = set()
-        self._batch: list[bytes] = []
+        self._order: deque[_Call] = deque()
+        """The calls taken, in line order, until their answers are written (or they end unanswered)."""
+        self._group: list[_Call] = []
+        self._group_since = 0.0
+        self._flusher = False
         self._tasks: set[asyncio.Task[None]] = set()
         self.answered = 0
         self.handed = 0
@@ -150,6 +162,7 @@ class FastLane:
         key = coerce_request_id(request_id)
         ticket = self._app.stdio_session().dispatcher.admit(name)
         call = self._calls[key] = _Call(line, request_id, key, ticket)
+        self._order.append(call)
         # A plain asyncio task: a task group's start_soon costs ~10x as much, a tenth of a small Read's server time.
         task = asyncio.get_running_loop().create_task(self._run(call, name, arguments))
         self._tasks.add(task)
@@ -243,19 +256,48 @@ class FastLane:
 
         return ask
 
-    async def _answer(self, data: bytes) -> None:
-        """Write an answer; those that end in the same turn of the loop go in one write (one wake-up of the client).
+    async def _answer(self) -> None:
+        """Write the answers ready at the head of the line order: each waits for those of calls taken before it.
 
-        Each pipe write wakes the client, and in a burst of reads those writes were a fifth of the server's time.
+        Each pipe write wakes the client, so answers ready together share one write: the task that finds
+        the group empty lets the calls ending in the same turn of the loop join it. But a burst's calls all
+        run in one turn, so a group is also written as soon as its first answer has waited `STREAM_AFTER_S`:
+        the client parses those while the server runs the rest.
         """
-        self._batch.append(data)
-        if len(self._batch) > 1:
-            return  # the task of the batch's first answer writes it
-        if len(self._calls) > 1:  # others may end in this turn: let them join (alone, it is written at once)
-            await anyio.lowlevel.cancel_shielded_checkpoint()
-        data = b"".join(self._batch)
-        self._batch.clear()
-        await self._wiring.say(data)
+        ready = self._ready()
+        if not ready:
+            return
+        if not self._group:
+            self._group_since = time.perf_counter()
+        self._group.extend(ready)
+        if self._flusher and time.perf_counter() - self._group_since < STREAM_AFTER_S:
+            return  # the group's flusher writes it at the end of this turn
+        if not self._flusher and self._calls:  # others may end in this turn: let them join
+            self._flusher = True
+            try:
+                await asyncio.sleep(0)
+            finally:
+                self._flusher = False
+        await self._write()
+
+    def _ready(self) -> list[_Call]:
+        ready = []
+        while self._order and self._order[0].state != "running":
+            call = self._order.popleft()
+            if call.answer is not None:
+                ready.append(call)
+        return ready
+
+    async def _write(self) -> None:
+        group, self._group = self._group, []
+        if not group:
+            return
+        data = b"".join(call.answer or b"" for call in group)
+        try:
+            await self._wiring.say(data)
+        finally:
+            for call in group:
+                self._wiring.end(call.request_id)
 
     async def _run(self, call: _Call, name: str, arguments: dict[str, Any]) -> None:
         session = self._app.stdio_session()
@@ -269,19 +311,20 @@ class FastLane:
                     call.state = "handed"
                 else:
                     try:
-                        data = answer_line(call.request_id, output)
+                        call.answer = answer_line(call.request_id, output)
                     except Exception:
                         logger.exception("the answer of %s could not be written", name)
                         message = f"{name} ran, but its result could not be written; the details are in the server log."
-                        data = answer_line(call.request_id, error_output("internal_error", message))
+                        call.answer = answer_line(call.request_id, error_output("internal_error", message))
                     call.state = "answered"
                     self.answered += 1
-                    await self._answer(data)
         finally:
             if self._calls.get(call.key) is call:
                 del self._calls[call.key]
-            if call.state in ("running", "answered"):
+            if call.state == "running":  # it failed or was stopped unanswered: the answers behind it go on
+                call.state = "dropped"
                 self._wiring.end(call.request_id)
+        await self._answer()
         if call.state == "handed":
             self.handed += 1
             await self._wiring.hand_over(call.line)

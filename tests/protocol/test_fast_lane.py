@@ -22,6 +22,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_codetools.policy.gate import PermissionGate
 from mcp_codetools.policy.loading import load_gate, load_policy_config
+from mcp_codetools.protocol import fast_lane
 from mcp_codetools.protocol.server import CodeToolsServer
 from mcp_codetools.protocol.stdio import serve_stream
 from mcp_codetools.protocol.wire import MAX_LINE_BYTES, WireStream
@@ -299,8 +300,11 @@ async def test_a_client_with_roots_is_served_by_the_lane_once_the_session_has_th
     assert _lane(caplog)[0] == 1, "only the Read between the two lists of roots"
 
 
-async def test_answers_that_end_together_go_out_in_one_write(root: Path, gates: Gates) -> None:
+async def test_answers_that_end_together_go_out_in_one_write(
+    root: Path, gates: Gates, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Each write wakes the client: reads that end in the same turn of the loop share one."""
+    monkeypatch.setattr(fast_lane, "STREAM_AFTER_S", 3600.0)  # however slow the machine, within the bound
     app = CodeToolsServer(Settings(roots=(root,)), [*default_tools(), gates.tool("Read", safe=True)])
     gates.open("first")
     keys = ["x", "y", "z"]
@@ -336,3 +340,48 @@ async def test_pre_tool_use_hooks_run_once_a_call_on_either_path(
     assert _text(found[4]).startswith("1\tone")
     assert log.read_text(encoding="utf-8").splitlines() == ["ran", "ran"], "once for each of the two Reads"
     assert _lane(caplog)[0] == (0 if can_ask else 1)
+
+
+async def test_a_burst_streams_its_answers_once_the_first_has_waited_its_bound(
+    root: Path, gates: Gates, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A burst's calls end in one turn of the loop: past the bound its answers go out while the rest run."""
+    monkeypatch.setattr(fast_lane, "STREAM_AFTER_S", 0.0)
+    app = CodeToolsServer(Settings(roots=(root,)), [*default_tools(), gates.tool("Read", safe=True)])
+    gates.open("first")
+    keys = ["x", "y", "z"]
+    async with serving(app) as peer:
+        peer.send(*handshake(VERSION), _call(3, "Read", key="first"))
+        await peer.answers(1, 2, 3)
+        before = len(peer.writes)
+        peer.send(*(_call(4 + i, "Read", key=key) for i, key in enumerate(keys)))
+        with anyio.fail_after(10):
+            await gates.until(lambda: set(keys) <= set(gates.started))
+        for key in keys:
+            gates.open(key)
+        await peer.answers(4, 5, 6)
+    sizes = [write.count(b"\n") for write in peer.writes[before:]]
+    assert sum(sizes) == 3 and len(sizes) > 1, f"the first answer went out before the last was made: {sizes}"
+
+
+async def test_answers_go_out_in_line_order_behind_a_slow_first_call(root: Path, gates: Gates) -> None:
+    """The calls behind a slow one end first; their answers wait for its answer, then all go out in line order."""
+    app = CodeToolsServer(Settings(roots=(root,)), [*default_tools(), gates.tool("Read", safe=True)])
+    gates.open("first")
+    keys = ["slow", "b", "c", "d"]
+    async with serving(app) as peer:
+        peer.send(*handshake(VERSION), _call(3, "Read", key="first"))
+        await peer.answers(1, 2, 3)
+        before = len(peer.writes)
+        peer.send(*(_call(4 + i, "Read", key=key) for i, key in enumerate(keys)))
+        with anyio.fail_after(10):
+            await gates.until(lambda: set(keys) <= set(gates.started))
+        for key in keys[1:]:
+            gates.open(key)
+        with anyio.fail_after(10):
+            await gates.until(lambda: set(keys[1:]) <= set(gates.finished))
+            await anyio.wait_all_tasks_blocked()  # the three answers are made (and, before, were written)
+        assert len(peer.writes) == before, "nothing goes out ahead of the slow call's answer"
+        gates.open("slow")
+        order = [(await peer.receive())["id"] for _ in keys]
+    assert order == [4, 5, 6, 7]
