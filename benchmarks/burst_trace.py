@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import atexit
+import contextlib
 import json
 import os
 import sys
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 TRACE_ENV = "MCP_CODETOOLS_BURST_TRACE"
+BOUND_ENV = "MCP_CODETOOLS_BURST_BOUND"
 
 
 def _serve_traced(out: str) -> int:
@@ -62,6 +64,7 @@ def _serve_traced(out: str) -> int:
 
     fast_lane.FastLane.__init__ = init  # type: ignore[method-assign]
     fast_lane.FastLane.take = traced_take  # type: ignore[method-assign]
+    fast_lane.STREAM_AFTER_S = float(os.environ.get(BOUND_ENV, fast_lane.STREAM_AFTER_S))
 
     def dump() -> None:
         Path(out).write_text(json.dumps({"events": events, "cpu": time.process_time()}))
@@ -92,35 +95,60 @@ def _summary(events: list[tuple[float, str, Any]], sent: float, done: float) -> 
     return "\n".join(out)
 
 
-async def _client(out: str, rounds: int, burst: int, n_lines: int) -> None:
+async def _client(out: str, rounds: int, burst: int, n_lines: int, bounds: list[str], show: bool) -> None:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     from benchmarks import fixtures
+    from benchmarks.stats import median
 
     with tempfile.TemporaryDirectory() as scratch:
-        root = Path(scratch)
-        sets = [fixtures.many_files(root / f"r{r}", burst, n_lines, seed=90 + r) for r in range(rounds)]
-        env = {**os.environ, TRACE_ENV: out, "MCP_CODETOOLS_START_SNAPSHOT": "0", "MCP_CODETOOLS_SANDBOX": "0"}
-        params = StdioServerParameters(
-            command=sys.executable, args=["-m", "benchmarks.burst_trace", "--serve", "--root", str(root)], env=env
+        async with contextlib.AsyncExitStack() as stack:
+            root = Path(scratch)
+            sets = [
+                (
+                    fixtures.many_files(root / f"s{r}", burst, n_lines, seed=40 + r),
+                    fixtures.many_files(root / f"r{r}", burst, n_lines, seed=90 + r),
+                )
+                for r in range(rounds)
+            ]
+            clients = {}
+            for bound in bounds:
+                env = {**os.environ, TRACE_ENV: f"{out}.{bound}", BOUND_ENV: bound}
+                env |= {"MCP_CODETOOLS_START_SNAPSHOT": "0", "MCP_CODETOOLS_SANDBOX": "0"}
+                args = ["-m", "benchmarks.burst_trace", "--serve", "--root", str(root)]
+                params = StdioServerParameters(command=sys.executable, args=args, env=env)
+                clients[bound] = await stack.enter_async_context(
+                    Client(stdio_client(params), mode="legacy", cache=None)
+                )
+                await clients[bound].list_tools()
+            marks: dict[str, list[tuple[float, float]]] = {bound: [] for bound in bounds}
+            speedups: dict[str, list[float]] = {bound: [] for bound in bounds}
+            for seq_files, files in sets:
+                for bound, client in clients.items():  # round by round, so a busy moment falls on every setting
+                    start = time.perf_counter()
+                    for path in seq_files:
+                        await client.call_tool("Read", {"file_path": str(path)})
+                    sent = time.perf_counter()
+                    await asyncio.gather(*(client.call_tool("Read", {"file_path": str(p)}) for p in files))
+                    done = time.perf_counter()
+                    marks[bound].append((sent, done))
+                    speedups[bound].append((sent - start) / (done - sent))
+        traces = {bound: json.loads(Path(f"{out}.{bound}").read_text()) for bound in bounds}
+        for bound in bounds:
+            Path(f"{out}.{bound}").unlink()
+    for bound in bounds:
+        walls = [(done - sent) * 1000 for sent, done in marks[bound]]
+        print(
+            f"STREAM_AFTER_S={bound}: speedup median x{median(speedups[bound]):.2f} "
+            f"({', '.join(f'{x:.2f}' for x in speedups[bound])}), burst median {median(walls):.1f} ms"
         )
-        marks: list[tuple[float, float]] = []
-        async with Client(stdio_client(params), mode="legacy", cache=None) as client:
-            await client.list_tools()
-            for files in sets:
-                for path in files[:4]:  # warm the path
-                    await client.call_tool("Read", {"file_path": str(path)})
-                sent = time.perf_counter()
-                await asyncio.gather(*(client.call_tool("Read", {"file_path": str(p)}) for p in files))
-                marks.append((sent, time.perf_counter()))
-        data = json.loads(Path(out).read_text())
-    events = data["events"]
-    # perf_counter is the system's monotonic clock on Linux and macOS: one time base for both processes.
-    per_round = [[e for e in events if sent <= e[0] <= done] for sent, done in marks]
-    for number, (round_events, (sent, done)) in enumerate(zip(per_round, marks, strict=True)):
-        print(f"--- round {number}")
-        print(_summary(round_events, sent, done))
+        if show:
+            events = traces[bound]["events"]
+            # perf_counter is the system's monotonic clock on Linux and macOS: one time base for both processes.
+            for number, (sent, done) in enumerate(marks[bound]):
+                print(f"--- round {number}")
+                print(_summary([e for e in events if sent <= e[0] <= done], sent, done))
 
 
 def main() -> None:
@@ -132,11 +160,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--burst", type=int, default=64)
     parser.add_argument("--lines", type=int, default=200)
+    parser.add_argument("--bounds", default="0.001", help="comma-separated STREAM_AFTER_S values, one server each")
+    parser.add_argument("--trace", action="store_true", help="print each burst's server events")
     args = parser.parse_args()
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as handle:
         out = handle.name
     try:
-        asyncio.run(_client(out, args.rounds, args.burst, args.lines))
+        asyncio.run(_client(out, args.rounds, args.burst, args.lines, args.bounds.split(","), args.trace))
     finally:
         Path(out).unlink(missing_ok=True)
 

@@ -216,7 +216,10 @@ class PermissionGate:
         Raises:
             PermissionDeniedError: a rule, the mode, a hook or the user refused; the message says which.
         """
-        decision = self.policy_for(roots).decide(facts)
+        policy = self.policy_for(roots)
+        if _only_reads(facts) and not (policy.deny or policy.ask or self.hooks):
+            return  # nothing could refuse it or ask about it: `decide` would allow it (~15 µs a Read saved)
+        decision = policy.decide(facts)
         if decision.behaviour == "deny":
             raise PermissionDeniedError(_refusal(facts.tool, decision.reason))
         # Only a command no rule allows: a protected path or an ask rule stays a question (the sandbox keeps
@@ -284,6 +287,11 @@ class PermissionGate:
         if outcome.blocked:
             notes.append(f"A PostToolUse hook objected to this result: {outcome.message}")
         return notes
+
+
+def _only_reads(facts: CallFacts) -> bool:
+    """A call that writes nothing and runs no command: with no deny or ask rule, every mode lets it go."""
+    return facts.read_only and facts.command is None and not facts.write_paths
 
 
 def _deny_rule_may_hold(decision: Decision) -> bool:
