@@ -385,3 +385,21 @@ async def test_answers_go_out_in_line_order_behind_a_slow_first_call(root: Path,
         gates.open("slow")
         order = [(await peer.receive())["id"] for _ in keys]
     assert order == [4, 5, 6, 7]
+
+
+async def test_answers_held_behind_a_call_go_out_when_it_is_cancelled(root: Path, gates: Gates) -> None:
+    """A cancelled call has no answer: the ones held for it go out then, not never."""
+    app = CodeToolsServer(Settings(roots=(root,)), [*default_tools(), gates.tool("Read", safe=True)])
+    gates.open("first")
+    async with serving(app) as peer:
+        peer.send(*handshake(VERSION), _call(3, "Read", key="first"))
+        await peer.answers(1, 2, 3)
+        peer.send(_call(4, "Read", key="slow"), _call(5, "Read", key="b"))
+        with anyio.fail_after(10):
+            await gates.until(lambda: {"slow", "b"} <= set(gates.started))
+        gates.open("b")
+        with anyio.fail_after(10):
+            await gates.until(lambda: "b" in gates.finished)
+        peer.send(_cancel(4))
+        answer = await peer.receive()
+    assert answer["id"] == 5 and _text(answer) == "done b"
