@@ -259,8 +259,8 @@ class FastLane:
     async def _answer(self) -> None:
         """Write the answers ready at the head of the line order: each waits for those of calls taken before it.
 
-        Each pipe write wakes the client, so answers ready together share one write: the task that finds
-        the group empty lets the calls ending in the same turn of the loop join it. But a burst's calls all
+        Each pipe write wakes the client, so answers ready together share one write: the first task to find
+        no flusher waits one turn for the calls ending in the same turn of the loop to join. But a burst's calls all
         run in one turn, so a group is also written as soon as its first answer has waited `STREAM_AFTER_S`:
         the client parses those while the server runs the rest.
         """
