@@ -3,8 +3,9 @@
 Starting bash (vfork, exec, the dynamic loader, bash's own start-up) is most of an `echo hi`: about 1.5 ms
 of a `bash -c` on a quiet machine, and several times that under load. When calls come back to back (the
 call came within `BACK_TO_BACK_S` of the last one's end), the next bash is started while a foreground command
-runs (`WarmSlot.prepare_during`: the loop's next turn, once the command has its own bash), so it has finished
-starting by the time the next request comes; started after the answer instead, it was still starting then.
+runs (`WarmSlot.prepare_during`: the loop's next turn, once the command has its own bash, in a thread so that
+the loop serves the command's end while the vforked bash waits for a CPU), so it has finished starting by the
+time the next request comes; started after the answer instead, it was still starting then.
 When calls come with pauses between them (an agent thinking), it is started after the answer only
 (`WarmSlot.prepare_soon`): the spawn (`fork_exec` holds the GIL, and under load waits for the vforked child to
 get a CPU) then stays off the call's path (issue 38: p50 0.58x at load 9 with 20 ms pauses, while back to back
@@ -272,11 +273,17 @@ class WarmSlot:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # a direct caller: started here
+            loop = None
+        if loop is None or after_call:
+            # After the answer the loop has nothing to wait for: started here, without the thread's hand-overs
+            # (two threads taking turns with the GIL cost ~0.45 ms of CPU a start at load 8).
+            self._starting = self._starting_for = None  # one still in flight elsewhere is stopped when it lands
+            self._settled.set()
             self._install(_start_or_none(cwd, env))
             return
-        # Started in a thread: `fork_exec` lets go of the GIL while the vforked child gets a CPU and execs,
-        # which under load took milliseconds (3.3 ms a start at load 8), all of it on the loop before; a
-        # command that ended meanwhile waited for it. One in flight at a time; a later one replaces it.
+        # During a command, started in a thread: `fork_exec` lets go of the GIL while the vforked child gets a CPU
+        # and execs, which under load took milliseconds (3.3 ms a start at load 8), all of it on the loop before:
+        # a command that ended meanwhile waited for it. One in flight at a time; a later one replaces it.
         token = self._starting = object()
         self._starting_for = (cwd, env)
         self._settled = asyncio.Event()

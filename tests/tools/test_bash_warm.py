@@ -302,14 +302,24 @@ class HeldStart:
         return self.started[-1]
 
 
-async def test_the_next_bash_is_started_off_the_event_loop(
+async def held_during_a_command(call: Caller, session: CodeSession, monkeypatch: pytest.MonkeyPatch) -> HeldStart:
+    """Calls back to back, and the bash started during the last one held in its thread until `go`."""
+    monkeypatch.setattr(warm, "BACK_TO_BACK_S", 60.0)  # back to back however loaded the machine
+    await call.ok("Bash", {"command": "true"})
+    await waiting(session)
+    held = HeldStart()
+    monkeypatch.setattr(warm, "start", held)
+    await call.ok("Bash", {"command": "true"})  # its next bash starts during it, and is held
+    return held
+
+
+async def test_during_a_command_the_next_bash_is_started_off_the_event_loop(
     call: Caller, session: CodeSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # `fork_exec` waits for the vforked child to exec (milliseconds under load): the loop serves meanwhile.
-    held = HeldStart()
+    held = await held_during_a_command(call, session, monkeypatch)
+    assert session.warm_shell._shell is None  # still starting: the call was answered without waiting for it
     held.go.set()
-    monkeypatch.setattr(warm, "start", held)
-    await call.ok("Bash", {"command": "true"})
     pid = await waiting_pid(session)
     assert [shell.proc.pid for shell in held.started] == [pid]
     assert held.threads and threading.get_ident() not in held.threads
@@ -318,32 +328,27 @@ async def test_the_next_bash_is_started_off_the_event_loop(
 async def test_a_call_takes_the_bash_still_starting_for_it_rather_than_a_second_one(
     call: Caller, session: CodeSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    held = HeldStart()
-    monkeypatch.setattr(warm, "start", held)
-    await call.ok("Bash", {"command": "true"})  # in a bash of its own; the next one is held while starting
-    assert session.warm_shell._shell is None
+    held = await held_during_a_command(call, session, monkeypatch)
+    outputs: list[str] = []
+
+    async def next_call() -> None:
+        outputs.append(await call.ok("Bash", {"command": "echo $$"}))
+
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
-            outputs: list[str] = []
-
-            async def second() -> None:
-                outputs.append(await call.ok("Bash", {"command": "echo $$"}))
-
-            tg.start_soon(second)
+            tg.start_soon(next_call)
             for _ in range(20):  # the call reaches its wait for the bash
                 await anyio.lowlevel.checkpoint()
             held.go.set()
     assert outputs == [str(held.started[0].proc.pid)]
-    await waiting(session)  # the one started for the call after it
-    assert len(held.started) == 2
+    await waiting(session)
+    assert len(held.started) == 2  # and the one started during it for the next call: never two for one call
 
 
 async def test_a_bash_still_starting_when_the_session_ends_is_stopped(
     call: Caller, session: CodeSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    held = HeldStart()
-    monkeypatch.setattr(warm, "start", held)
-    await call.ok("Bash", {"command": "true"})
+    held = await held_during_a_command(call, session, monkeypatch)
     session.warm_shell.close()
     held.go.set()
     with anyio.fail_after(10):
