@@ -30,4 +30,5 @@ def starts_no_process(command: str, env: Mapping[str, str]) -> bool:
     """Whether running `command` in a fresh bash with `env` surely forks nothing (see the module docstring)."""
     if _BUILTIN_LINE.fullmatch(command) is None:
         return False
-    return not any(name in _CODE_VARIABLES or name.startswith("BASH_FUNC_") for name in env)
+    # One join and two C-level tests: a name holding `BASH_FUNC_` anywhere only costs the scan, never skips it.
+    return _CODE_VARIABLES.isdisjoint(env) and "BASH_FUNC_" not in "\0".join(env)
