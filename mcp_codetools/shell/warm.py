@@ -89,6 +89,8 @@ class WarmShell:
     cwd: Path
     folder: tuple[int, int]
     env: dict[str, str]
+    read_only_env: dict[str, str]
+    """`env` with the variables `git_env` adds for a read-only command: built at the start, off the call's path."""
 
     def fits(self, cwd: Path, env: Mapping[str, str]) -> bool | None:
         """None when it cannot run this call; else whether the wrapper must export the read-only git variables."""
@@ -102,7 +104,7 @@ class WarmShell:
             return None
         if self.env == env:
             return False
-        if env == {**self.env, **read_only_git(self.env)}:
+        if env == self.read_only_env:
             return True
         return None
 
@@ -152,6 +154,7 @@ def start(cwd: Path, env: Mapping[str, str]) -> WarmShell:
         OSError: as a spawn does (the cwd is gone, bash is missing).
     """
     marker = Marker.new(CALL_VAR)
+    git = read_only_git(env)
     out_r, out_w = os.pipe()
     cwd_r, cwd_w = os.pipe()
     cmd_r, cmd_w = os.pipe()
@@ -161,7 +164,7 @@ def start(cwd: Path, env: Mapping[str, str]) -> WarmShell:
         # cannot read the count, no count here means the whole table is read: never a narrower window).
         forks = procs.fork_count() if env.get("BASH_ENV") else None
         proc = subprocess.Popen(
-            [BASH, "-c", _WRAPPER.format(c=cmd_r, fd=cwd_w, read_only=_exports(read_only_git(env))), "bash"],
+            [BASH, "-c", _WRAPPER.format(c=cmd_r, fd=cwd_w, read_only=_exports(git)), "bash"],
             stdin=subprocess.DEVNULL,
             stdout=out_w,
             stderr=out_w,
@@ -188,6 +191,7 @@ def start(cwd: Path, env: Mapping[str, str]) -> WarmShell:
         cwd,
         (folder.st_dev, folder.st_ino),
         dict(env),
+        {**env, **git},
     )
 
 

@@ -193,8 +193,12 @@ class BashTool(Tool[BashInput]):
         warm = session.warm_shell if confinement is None and len(args.command) <= WARM_MAX_CHARS else None
         taken = None
         if warm is not None:
-            next_env = spawning.command_env(
-                read_only=False, session_marker=session.process_marker, exclude=settings.bash_env_exclude
+            next_env = (  # a bash waits for any command with the environment of one that is not read-only
+                env
+                if not read_only
+                else spawning.command_env(
+                    read_only=False, session_marker=session.process_marker, exclude=settings.bash_env_exclude
+                )
             )
             await warm.settled()  # a bash still starting for this call (in a thread) is waited for, not doubled
             taken = warm.take(cwd, env)
