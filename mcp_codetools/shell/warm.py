@@ -7,8 +7,8 @@ runs (`WarmSlot.prepare_during`: the loop's next turn, once the command has its 
 the loop serves the command's end while the vforked bash waits for a CPU), so it has finished starting by the
 time the next request comes; started after the answer instead, it was still starting then.
 When calls come with pauses between them (an agent thinking), it is started after the answer only
-(`WarmSlot.prepare_soon`): the spawn (`fork_exec` holds the GIL, and under load waits for the vforked child to
-get a CPU) then stays off the call's path (issue 38: p50 0.58x at load 9 with 20 ms pauses, while back to back
+(`WarmSlot.prepare_soon`): the spawn (`Popen`'s Python, and under load the wait for the vforked child to get
+a CPU) then stays off the call's path (issue 38: p50 0.58x at load 9 with 20 ms pauses, while back to back
 it was 1.05-1.14x the start during the command). After the call the waiting bash is kept if it waits in the
 folder the command left (its idle time counts from then), else replaced there.
 
@@ -364,8 +364,8 @@ class WarmSlot:
         """`close`, as a session closer; waits (at most `SETTLE_S`) until the thread has stopped what it started."""
         self.close()
         with anyio.move_on_after(SETTLE_S):
-            while self._work:
-                await asyncio.shield(asyncio.wrap_future(next(iter(self._work))))
+            while pending := list(self._work):  # a copy: the thread removes what it has done
+                await asyncio.shield(asyncio.wrap_future(pending[0]))
                 await anyio.lowlevel.checkpoint()  # a start's hand-over, queued on the loop before, runs first
 
 
