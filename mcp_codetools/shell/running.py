@@ -91,6 +91,7 @@ async def run(
     return_after_s: float | None = None,
     detach: Callable[[Detached], None] | None = None,
     warm: tuple[WarmShell, bool] | None = None,
+    forks: bool = True,
 ) -> RunResult:
     """Run `command` to its end or its timeout, capturing output; never leaves a process running.
 
@@ -98,10 +99,12 @@ async def run(
     handed to `detach` instead (synchronously, so nothing can come between), and the result says so.
     `warm`: a bash already started for this call (`warm.WarmSlot.take`), and whether it is to export the
     read-only git variables; it gets the command instead of a new bash being started.
+    `forks=False` (`forkless.starts_no_process`, unconfined only): nothing can have left the group, so after
+    the exit only the group is checked, not the process table for the marker.
     """
     if warm is not None:
         try:
-            warm[0].send(command, warm[1])
+            warm[0].send(command, warm[1], window=forks)
         except Exception:  # it ran nothing (gone, or the command cannot be encoded): start one as before
             warm[0].discard()
             warm = None
@@ -130,6 +133,7 @@ async def run(
                 namespace,
                 return_at,
                 confinement=confinement,
+                forks=forks,
             )
             if return_at is not None and not timed_out and proc.returncode is None and detach is not None:
                 detach(
@@ -201,6 +205,7 @@ async def _supervise(
     return_at: float | None = None,
     *,
     confinement: Confinement | None = None,
+    forks: bool = True,
 ) -> tuple[bool, bool]:
     """Wait for exit or timeout while pumping output; returns (timed_out, leftovers_stopped).
 
@@ -223,6 +228,7 @@ async def _supervise(
                 namespace,
                 return_at,
                 confinement,
+                forks,
             )
         finally:
             together.close()
@@ -239,7 +245,7 @@ async def _supervise(
             proc.poll()
             if namespace:
                 await namespace_teardown(proc.pid, marker)
-            remaining = await Leftovers.find(proc.pid, marker)
+            remaining = await Leftovers.find(proc.pid, marker if forks else None)
             if remaining:
                 # Leftovers keep the pipe open, so end of file will not come: give what they are about to
                 # print (`echo A && sleep 300 &` prints A a moment after bash exits) the drain bound, then
@@ -272,6 +278,7 @@ async def _supervise_together(
     namespace: bool,
     return_at: float | None,
     confinement: Confinement | None,
+    forks: bool = True,
 ) -> tuple[bool, bool]:
     """`_supervise` with one wait for output and exit: the same steps, without a pump task."""
     deadline = started + timeout_s
@@ -301,7 +308,7 @@ async def _supervise_together(
     if namespace:
         await namespace_teardown(proc.pid, marker)
     leftovers = False
-    remaining = await Leftovers.find(proc.pid, marker)
+    remaining = await Leftovers.find(proc.pid, marker if forks else None)
     if remaining:
         # As in `_supervise`: what they are about to print gets the drain bound, then they are stopped.
         if not eof:

@@ -3,11 +3,12 @@
 Starting bash (vfork, exec, the dynamic loader, bash's own start-up) is most of an `echo hi`: about 1.5 ms
 of a `bash -c` on a quiet machine, and several times that under load. When calls come back to back (the
 call came within `BACK_TO_BACK_S` of the last one's end), the next bash is started while a foreground command
-runs (`WarmSlot.prepare_during`: the loop's next turn, once the command has its own bash), so it has finished
-starting by the time the next request comes; started after the answer instead, it was still starting then.
+runs (`WarmSlot.prepare_during`: the loop's next turn, once the command has its own bash, in a thread so that
+the loop serves the command's end while the vforked bash waits for a CPU), so it has finished starting by the
+time the next request comes; started after the answer instead, it was still starting then.
 When calls come with pauses between them (an agent thinking), it is started after the answer only
-(`WarmSlot.prepare_soon`): the spawn (`fork_exec` holds the GIL, and under load waits for the vforked child to
-get a CPU) then stays off the call's path (issue 38: p50 0.58x at load 9 with 20 ms pauses, while back to back
+(`WarmSlot.prepare_soon`): the spawn (`Popen`'s Python, and under load the wait for the vforked child to get
+a CPU) then stays off the call's path (issue 38: p50 0.58x at load 9 with 20 ms pauses, while back to back
 it was 1.05-1.14x the start during the command). After the call the waiting bash is kept if it waits in the
 folder the command left (its idle time counts from then), else replaced there.
 
@@ -26,6 +27,7 @@ command is sent (bash forks nothing while it waits), so a long wait does not wid
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import logging
 import os
@@ -36,6 +38,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.lowlevel
 
 from mcp_codetools.shell import procs
 from mcp_codetools.shell.git_env import read_only_git
@@ -51,6 +57,9 @@ AFTER_ANSWER_S = 0.0005
 BACK_TO_BACK_S = 0.01
 """A call that comes within this long of the last one's end is taken as one of a quick series (a script, not
 a model thinking): the next bash starts during it."""
+SETTLE_S = 2.0
+"""How long a call waits for a bash still starting for it before it starts its own (a start takes milliseconds;
+the bound only matters if the starting thread is stuck)."""
 IDLE_S = 5.0
 """A bash not taken within this long is stopped: an agent that pauses longer pays one spawn, and an idle
 session keeps no process or pipe of its own (so a check for leftovers after a pause finds none)."""
@@ -80,6 +89,8 @@ class WarmShell:
     cwd: Path
     folder: tuple[int, int]
     env: dict[str, str]
+    read_only_env: dict[str, str]
+    """`env` with the variables `git_env` adds for a read-only command: built at the start, off the call's path."""
 
     def fits(self, cwd: Path, env: Mapping[str, str]) -> bool | None:
         """None when it cannot run this call; else whether the wrapper must export the read-only git variables."""
@@ -93,12 +104,15 @@ class WarmShell:
             return None
         if self.env == env:
             return False
-        if env == {**self.env, **read_only_git(self.env)}:
+        if env == self.read_only_env:
             return True
         return None
 
-    def send(self, command: str, read_only: bool) -> None:
-        """Hand bash its command; the pipe is then closed. Raises OSError when bash is gone (it ran nothing)."""
+    def send(self, command: str, read_only: bool, *, window: bool = True) -> None:
+        """Hand bash its command; the pipe is then closed. Raises OSError when bash is gone (it ran nothing).
+
+        `window=False` for a command that forks nothing (`forkless`): no scan will need the pid window.
+        """
         data = os.fsencode(command)  # as a spawn encodes its arguments, errors included
         message = b"%d %d\n" % (int(read_only), len(data)) + data
         fd, self.command_w = self.command_w, None
@@ -106,7 +120,7 @@ class WarmShell:
         # Bash has forked nothing while it waited, so whatever carries the marker is forked after this point:
         # the pid window for leftovers starts here, not at its start (however long it waited). Not so when
         # BASH_ENV had it run a file at its start: what that started is found from its start, as before.
-        forks, last = procs.fork_count(), procs.last_pid()
+        forks, last = (procs.fork_count(), procs.last_pid()) if window else (None, None)
         if forks is not None and last is not None and not self.env.get("BASH_ENV"):
             self.marker = dataclasses.replace(self.marker, since=procs.Since(last, forks))
         try:
@@ -140,6 +154,7 @@ def start(cwd: Path, env: Mapping[str, str]) -> WarmShell:
         OSError: as a spawn does (the cwd is gone, bash is missing).
     """
     marker = Marker.new(CALL_VAR)
+    git = read_only_git(env)
     out_r, out_w = os.pipe()
     cwd_r, cwd_w = os.pipe()
     cmd_r, cmd_w = os.pipe()
@@ -149,7 +164,7 @@ def start(cwd: Path, env: Mapping[str, str]) -> WarmShell:
         # cannot read the count, no count here means the whole table is read: never a narrower window).
         forks = procs.fork_count() if env.get("BASH_ENV") else None
         proc = subprocess.Popen(
-            [BASH, "-c", _WRAPPER.format(c=cmd_r, fd=cwd_w, read_only=_exports(read_only_git(env))), "bash"],
+            [BASH, "-c", _WRAPPER.format(c=cmd_r, fd=cwd_w, read_only=_exports(git)), "bash"],
             stdin=subprocess.DEVNULL,
             stdout=out_w,
             stderr=out_w,
@@ -176,6 +191,7 @@ def start(cwd: Path, env: Mapping[str, str]) -> WarmShell:
         cwd,
         (folder.st_dev, folder.st_ino),
         dict(env),
+        {**env, **git},
     )
 
 
@@ -192,6 +208,12 @@ class WarmSlot:
         self._expiry: asyncio.TimerHandle | None = None
         self._ended_at: float | None = None
         """`time.monotonic()` when the last call's next bash was prepared (`prepare_soon`): the end of that call."""
+        self._starting: object | None = None
+        """The token of the start in flight in the thread; `_landed` keeps only the bash of the current one."""
+        self._starting_for: tuple[Path, dict[str, str]] | None = None
+        self._work: set[concurrent.futures.Future[Any]] = set()
+        """What the thread is to do for this slot (starts, stops): `aclose` waits for it."""
+        self._settled = asyncio.Event()
 
     def take(self, cwd: Path, env: Mapping[str, str]) -> tuple[WarmShell, bool] | None:
         """The warm bash for a call in `cwd` with `env`, and whether it is to export the read-only git variables.
@@ -249,13 +271,67 @@ class WarmSlot:
                 self._arm(shell)  # idle from now: a long command does not use up its wait
                 return
             self._shell = None  # the command moved the cwd (or the server's environment changed)
-            shell.discard()
+            self._discard_off_loop(shell)
+        if self._starting is not None and self._starting_for == (cwd, env):
+            return  # the one in flight is wanted; it is armed when it lands
         try:
-            self._shell = start(cwd, env)
-        except OSError as exc:  # the cwd went away meanwhile, or bash is missing: the call will say so
-            logger.debug("no warm bash: %s", exc)
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # a direct caller: started here
+            loop = None
+        if loop is None or after_call:
+            # After the answer the loop has nothing to wait for: started here, without the thread's hand-overs
+            # (two threads taking turns with the GIL cost ~0.45 ms of CPU a start at load 8).
+            self._starting = self._starting_for = None  # one still in flight elsewhere is stopped when it lands
+            self._settled.set()
+            self._install(_start_or_none(cwd, env))
             return
-        self._arm(self._shell)
+        # During a command, started in a thread: `fork_exec` lets go of the GIL while the vforked child gets a CPU
+        # and execs, which under load took milliseconds (3.3 ms a start at load 8), all of it on the loop before:
+        # a command that ended meanwhile waited for it. One in flight at a time; a later one replaces it.
+        token = self._starting = object()
+        self._starting_for = (cwd, env)
+        self._settled = asyncio.Event()
+        future = _spawner().submit(_start_or_none, cwd, env)
+        future.add_done_callback(lambda done: _land(loop, self, token, done))
+        self._track(future)
+
+    def _discard_off_loop(self, shell: WarmShell) -> None:
+        """Stop an unused bash in the thread: its reaping is not waited for on the loop."""
+        try:
+            self._track(_spawner().submit(shell.discard))
+        except RuntimeError:  # the interpreter is shutting down: stopped here
+            shell.discard()
+
+    def _track(self, future: concurrent.futures.Future[Any]) -> None:
+        self._work.add(future)
+        future.add_done_callback(self._work.discard)
+
+    def _landed(self, token: object, shell: WarmShell | None) -> None:
+        """On the loop: a bash started in the thread; kept if it is still the one wanted, else stopped."""
+        if self._starting is not token:  # replaced by a later start, or the slot was closed
+            if shell is not None and self._closed:  # here, so that `aclose` leaves no process behind
+                shell.discard()
+            elif shell is not None:
+                self._discard_off_loop(shell)
+            return
+        self._starting = self._starting_for = None
+        self._settled.set()
+        self._install(shell)
+
+    def _install(self, shell: WarmShell | None) -> None:
+        if shell is None:
+            return
+        if self._shell is not None:  # pragma: no cover - `_prepare` empties the slot before a start
+            self._discard_off_loop(self._shell)
+        self._shell = shell
+        self._arm(shell)
+
+    async def settled(self) -> None:
+        """Wait (at most `SETTLE_S`) for a bash starting in the thread, so that `take` sees it."""
+        if self._starting is None:
+            return
+        with anyio.move_on_after(SETTLE_S):
+            await self._settled.wait()
 
     def _arm(self, shell: WarmShell) -> None:
         try:
@@ -277,14 +353,52 @@ class WarmSlot:
     def close(self) -> None:
         """Stop the waiting bash, and start no more (the session is ending)."""
         self._closed = True
+        self._starting = self._starting_for = None  # what is still starting is stopped when it lands
+        self._settled.set()
         self._cancel_expiry()
         shell, self._shell = self._shell, None
         if shell is not None:
             shell.discard()
 
     async def aclose(self) -> None:
-        """`close`, as a session closer."""
+        """`close`, as a session closer; waits (at most `SETTLE_S`) until the thread has stopped what it started."""
         self.close()
+        with anyio.move_on_after(SETTLE_S):
+            while pending := list(self._work):  # a copy: the thread removes what it has done
+                await asyncio.shield(asyncio.wrap_future(pending[0]))
+                await anyio.lowlevel.checkpoint()  # a start's hand-over, queued on the loop before, runs first
+
+
+_executor: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _spawner() -> concurrent.futures.ThreadPoolExecutor:
+    """The one thread that starts (and stops) waiting bashes for every session: starts come one at a time."""
+    global _executor
+    if _executor is None:
+        _executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-warm-bash")
+    return _executor
+
+
+def _start_or_none(cwd: Path, env: Mapping[str, str]) -> WarmShell | None:
+    try:
+        return start(cwd, env)
+    except OSError as exc:  # the cwd went away meanwhile, or bash is missing: the call will say so
+        logger.debug("no warm bash: %s", exc)
+        return None
+
+
+def _land(loop: asyncio.AbstractEventLoop, slot: WarmSlot, token: object, done: concurrent.futures.Future[Any]) -> None:
+    """In the thread: hand the started bash to the loop, or stop it here when the slot has closed or the loop ended."""
+    shell: WarmShell | None = None if done.cancelled() or done.exception() is not None else done.result()
+    if shell is not None and slot._closed:
+        shell.discard()
+        return
+    try:
+        loop.call_soon_threadsafe(slot._landed, token, shell)
+    except RuntimeError:  # the loop has closed (the server is ending): nobody will take it
+        if shell is not None:
+            shell.discard()
 
 
 _bash_ok: bool | None = None

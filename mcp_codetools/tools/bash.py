@@ -36,7 +36,7 @@ from mcp_codetools.policy.engine import CallFacts, Policy
 from mcp_codetools.policy.sandboxing import SandboxPaths, SandboxPathsUnknown, remove_appeared, sandbox_paths
 from mcp_codetools.session import CodeSession
 from mcp_codetools.shell import capture as capture_limits
-from mcp_codetools.shell import reaping, running, spawning
+from mcp_codetools.shell import forkless, reaping, running, spawning
 from mcp_codetools.shell import warm as warm_shells
 from mcp_codetools.shell.background import Job
 from mcp_codetools.shell.capture import OutputCapture
@@ -193,9 +193,14 @@ class BashTool(Tool[BashInput]):
         warm = session.warm_shell if confinement is None and len(args.command) <= WARM_MAX_CHARS else None
         taken = None
         if warm is not None:
-            next_env = spawning.command_env(
-                read_only=False, session_marker=session.process_marker, exclude=settings.bash_env_exclude
+            next_env = (  # a bash waits for any command with the environment of one that is not read-only
+                env
+                if not read_only
+                else spawning.command_env(
+                    read_only=False, session_marker=session.process_marker, exclude=settings.bash_env_exclude
+                )
             )
+            await warm.settled()  # a bash still starting for this call (in a thread) is waited for, not doubled
             taken = warm.take(cwd, env)
             warm.prepare_during(cwd, next_env)  # runs once `run` waits on the command
         try:
@@ -210,6 +215,7 @@ class BashTool(Tool[BashInput]):
                 return_after_s=settings.bash_return_after_s,
                 detach=to_background,
                 warm=taken,
+                forks=confinement is not None or not forkless.starts_no_process(args.command, env),
             )
         except OSError as exc:
             raise _not_started(exc, args.command) from exc

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
+import threading
 from collections import defaultdict
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from mcp_codetools.session import CodeSession
@@ -28,15 +31,22 @@ def prepared_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
         pytest.skip("this bash has no `read -N` (before 4.1): commands start their own bash")
 
 
-def waiting_pid(session: CodeSession) -> int:
+async def waiting(session: CodeSession) -> warm.WarmShell:
+    """The bash waiting for the next command, once the thread that starts it has handed it over."""
+    with anyio.fail_after(10):
+        await session.warm_shell.settled()
     shell = session.warm_shell._shell
     assert shell is not None, "no bash is waiting for the next command"
-    return shell.proc.pid
+    return shell
+
+
+async def waiting_pid(session: CodeSession) -> int:
+    return (await waiting(session)).proc.pid
 
 
 async def test_the_next_command_runs_in_the_bash_started_for_it(call: Caller, session: CodeSession) -> None:
     await call.ok("Bash", {"command": "true"})
-    pid = waiting_pid(session)
+    pid = await waiting_pid(session)
     out = await call("Bash", {"command": "echo $$ $0 $# $SECONDS; exit 3"})
     assert out.text.split("\n")[1] == f"{pid} bash 0 0"
     assert out.meta["exitCode"] == 3 and out.is_error
@@ -50,14 +60,15 @@ async def test_the_next_bash_starts_while_the_command_runs(
     started: list[warm.WarmShell] = []
     one_started = anyio.Event()
     real_start = warm.start
+    loop = asyncio.get_running_loop()
 
-    def start(cwd: Path, env: dict[str, str]) -> warm.WarmShell:
+    def start(cwd: Path, env: dict[str, str]) -> warm.WarmShell:  # in the thread that starts them
         started.append(real_start(cwd, env))
-        one_started.set()
+        loop.call_soon_threadsafe(one_started.set)
         return started[-1]
 
     await call.ok("Bash", {"command": "true"})
-    first = waiting_pid(session)
+    first = await waiting_pid(session)
     monkeypatch.setattr(warm, "start", start)
     gate = tmp_path / "gate"
     os.mkfifo(gate)
@@ -70,7 +81,8 @@ async def test_the_next_bash_starts_while_the_command_runs(
                 os.write(fd, b"go\n")
     finally:
         os.close(fd)
-    assert [shell.proc.pid for shell in started] == [waiting_pid(session)] != [first]
+    after = await waiting_pid(session)
+    assert [shell.proc.pid for shell in started] == [after] != [first]
     assert await call.ok("Bash", {"command": "echo $$"}) == str(started[0].proc.pid)
 
 
@@ -80,7 +92,7 @@ async def test_after_a_pause_the_next_bash_starts_after_the_command_not_during_i
     # The spawn (`fork_exec` holds the GIL; under load it waits for the vforked child) stays off the call's path.
     monkeypatch.setattr(warm, "BACK_TO_BACK_S", 0.0)  # every call comes after a pause
     await call.ok("Bash", {"command": "true"})
-    first = waiting_pid(session)
+    first = await waiting_pid(session)
     starts: list[warm.WarmShell] = []
     real_start = warm.start
 
@@ -105,7 +117,8 @@ async def test_after_a_pause_the_next_bash_starts_after_the_command_not_during_i
     finally:
         os.close(fd)
     assert during == [], "nothing started while the command ran"
-    assert [shell.proc.pid for shell in starts] == [waiting_pid(session)] != [first], "one started after it"
+    after = await waiting_pid(session)
+    assert [shell.proc.pid for shell in starts] == [after] != [first], "one started after it"
 
 
 @pytest.mark.parametrize(
@@ -122,7 +135,7 @@ async def test_after_a_pause_the_next_bash_starts_after_the_command_not_during_i
 async def test_the_command_arrives_byte_for_byte(call: Caller, session: CodeSession, command: str) -> None:
     expected = await call("Bash", {"command": command})  # a bash started for the call
     await call.ok("Bash", {"command": "true"})
-    waiting_pid(session)
+    await waiting_pid(session)
     again = await call("Bash", {"command": command})
     assert (again.text, again.meta["exitCode"]) == (expected.text, expected.meta["exitCode"])
 
@@ -135,14 +148,13 @@ async def test_a_read_only_command_gets_no_optional_git_locks_and_another_does_n
     monkeypatch.setenv("GIT_CONFIG_KEY_0", "user.name")
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", "it's me")
     await call.ok("Bash", {"command": "true"})
-    waiting = session.warm_shell._shell
-    assert waiting is not None
+    shell = await waiting(session)
     shown = "printenv GIT_OPTIONAL_LOCKS GIT_CONFIG_COUNT GIT_CONFIG_VALUE_0 GIT_CONFIG_KEY_1 GIT_CONFIG_VALUE_1"
     out = await call("Bash", {"command": shown})
     assert out.meta["readOnly"] is True
     assert out.text == "0\n2\nit's me\ndiff.autoRefreshIndex\nfalse"
-    assert waiting.proc.returncode == 0  # it ran the command (one not used is killed)
-    waiting_pid(session)
+    assert shell.proc.returncode == 0  # it ran the command (one not used is killed)
+    await waiting_pid(session)
     out = await call("Bash", {"command": "touch made && printenv GIT_OPTIONAL_LOCKS"})
     assert out.meta["readOnly"] is False and out.meta["exitCode"] == 1 and (root / "made").exists()
 
@@ -150,7 +162,7 @@ async def test_a_read_only_command_gets_no_optional_git_locks_and_another_does_n
 async def test_after_a_cd_the_next_bash_waits_in_the_new_folder(call: Caller, session: CodeSession, root: Path) -> None:
     (root / "sub").mkdir()
     await call.ok("Bash", {"command": "cd sub"})
-    pid = waiting_pid(session)
+    pid = await waiting_pid(session)
     assert await call.ok("Bash", {"command": "echo $$; pwd"}) == f"{pid}\n{root / 'sub'}"
 
 
@@ -159,7 +171,7 @@ async def test_a_folder_replaced_under_the_same_name_is_not_used_through_the_old
 ) -> None:
     (root / "sub").mkdir()
     await call.ok("Bash", {"command": "cd sub"})
-    pid = waiting_pid(session)
+    pid = await waiting_pid(session)
     shutil.rmtree(root / "sub")
     (root / "sub").mkdir()
     (root / "sub" / "new.txt").write_text("new\n", encoding="utf-8")
@@ -171,7 +183,7 @@ async def test_a_changed_server_environment_starts_a_new_bash(
     call: Caller, session: CodeSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await call.ok("Bash", {"command": "true"})
-    pid = waiting_pid(session)
+    pid = await waiting_pid(session)
     monkeypatch.setenv("ADDED_LATER", "yes")
     assert await call.ok("Bash", {"command": "echo $$ $ADDED_LATER"}) != f"{pid} yes"
     assert (await call.ok("Bash", {"command": "echo $ADDED_LATER"})) == "yes"
@@ -179,8 +191,7 @@ async def test_a_changed_server_environment_starts_a_new_bash(
 
 async def test_a_waiting_bash_that_died_is_replaced_and_the_command_runs(call: Caller, session: CodeSession) -> None:
     await call.ok("Bash", {"command": "true"})
-    shell = session.warm_shell._shell
-    assert shell is not None
+    shell = await waiting(session)
     os.killpg(shell.proc.pid, 9)
     shell.proc.wait()
     assert await call.ok("Bash", {"command": "echo ran"}) == "ran"
@@ -188,8 +199,7 @@ async def test_a_waiting_bash_that_died_is_replaced_and_the_command_runs(call: C
 
 async def test_the_waiting_bash_ends_with_the_session(call: Caller, session: CodeSession) -> None:
     await call.ok("Bash", {"command": "true"})
-    shell = session.warm_shell._shell
-    assert shell is not None
+    shell = await waiting(session)
     await session.aclose()
     assert shell.proc.returncode is not None
     session.warm_shell.prepare_soon(session.cwd, {})  # a closed session starts no more
@@ -209,8 +219,7 @@ async def test_a_bash_not_taken_in_time_is_stopped_and_the_next_command_starts_i
     monkeypatch.setattr(warm, "IDLE_S", 0.0)
     monkeypatch.setattr(warm.WarmSlot, "_expire", expire)
     await call.ok("Bash", {"command": "true"})
-    shell = session.warm_shell._shell
-    assert shell is not None
+    shell = await waiting(session)
     with anyio.fail_after(10):
         await expired[shell].wait()  # the loop's timer
     assert shell.proc.returncode is not None  # stopped and reaped
@@ -234,7 +243,7 @@ async def test_what_a_command_in_it_leaves_running_is_found_from_when_it_was_sen
     call: Caller, session: CodeSession
 ) -> None:
     await call.ok("Bash", {"command": "true"})
-    pid = waiting_pid(session)
+    pid = await waiting_pid(session)
     for _ in range(3):  # forks after its start and before the call: outside the call's pid window
         await anyio.run_process(["true"])
     # `read` returns once the child has said "up", after setsid: a scan before that found it still in the
@@ -266,7 +275,7 @@ async def test_what_bash_env_started_while_it_waited_is_still_found(
     try:
         with anyio.fail_after(20):
             await call.ok("Bash", {"command": "true"})  # its bash runs the file; its leftover is stopped
-            pid = waiting_pid(session)
+            pid = await waiting_pid(session)
             await ran_the_file(pid)  # the waiting bash ran it before its command was sent
             for _ in range(3):  # pids handed out after that leftover's and before the command
                 await anyio.run_process(["true"])
@@ -275,3 +284,74 @@ async def test_what_bash_env_started_while_it_waited_is_still_found(
         os.close(fd)
     assert out.text.startswith(str(pid))
     assert "were stopped" in out.text
+
+
+class HeldStart:
+    """`warm.start` held in its thread until `go` (bounded), recording what it started and on which thread."""
+
+    def __init__(self) -> None:
+        self.go = threading.Event()
+        self.started: list[warm.WarmShell] = []
+        self.threads: list[int] = []
+        self._real = warm.start
+
+    def __call__(self, cwd: Path, env: dict[str, str]) -> warm.WarmShell:
+        self.threads.append(threading.get_ident())
+        self.go.wait(10)
+        self.started.append(self._real(cwd, env))
+        return self.started[-1]
+
+
+async def held_during_a_command(call: Caller, session: CodeSession, monkeypatch: pytest.MonkeyPatch) -> HeldStart:
+    """Calls back to back, and the bash started during the last one held in its thread until `go`."""
+    monkeypatch.setattr(warm, "BACK_TO_BACK_S", 60.0)  # back to back however loaded the machine
+    await call.ok("Bash", {"command": "true"})
+    await waiting(session)
+    held = HeldStart()
+    monkeypatch.setattr(warm, "start", held)
+    await call.ok("Bash", {"command": "true"})  # its next bash starts during it, and is held
+    return held
+
+
+async def test_during_a_command_the_next_bash_is_started_off_the_event_loop(
+    call: Caller, session: CodeSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `fork_exec` waits for the vforked child to exec (milliseconds under load): the loop serves meanwhile.
+    held = await held_during_a_command(call, session, monkeypatch)
+    assert session.warm_shell._shell is None  # still starting: the call was answered without waiting for it
+    held.go.set()
+    pid = await waiting_pid(session)
+    assert [shell.proc.pid for shell in held.started] == [pid]
+    assert held.threads and threading.get_ident() not in held.threads
+
+
+async def test_a_call_takes_the_bash_still_starting_for_it_rather_than_a_second_one(
+    call: Caller, session: CodeSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    held = await held_during_a_command(call, session, monkeypatch)
+    outputs: list[str] = []
+
+    async def next_call() -> None:
+        outputs.append(await call.ok("Bash", {"command": "echo $$"}))
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(next_call)
+            for _ in range(20):  # the call reaches its wait for the bash
+                await anyio.lowlevel.checkpoint()
+            held.go.set()
+    assert outputs == [str(held.started[0].proc.pid)]
+    await waiting(session)
+    assert len(held.started) == 2  # and the one started during it for the next call: never two for one call
+
+
+async def test_a_bash_still_starting_when_the_session_ends_is_stopped(
+    call: Caller, session: CodeSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    held = await held_during_a_command(call, session, monkeypatch)
+    session.warm_shell.close()
+    held.go.set()
+    with anyio.fail_after(10):
+        await session.warm_shell.aclose()
+    assert [shell.proc.returncode is not None for shell in held.started] == [True]
+    assert session.warm_shell._shell is None
