@@ -4,7 +4,9 @@ The start snapshot answers the handshake before anything is imported (`fast_star
 calls at once then waited for the SDK's import (~0.6 s, a Node server's whole start). At a start from the
 snapshot the SDK now imports in a worker thread while the event loop serves the wire: the snapshot's
 answers as before, and `tools/call` for the read-only tools through the same `Pipeline`, session,
-dispatcher and permission gate the SDK's handler uses (only the JSON around the call is done here). When
+dispatcher and permission gate the SDK's handler uses (only the JSON around the call is done here). The
+import starts when a line needs the SDK, when the input ends, or once the wire has been quiet a moment
+(`SDK_IDLE_START_S`): the calls sent with the handshake do not share the interpreter with it. When
 the import is done and no early call runs, the SDK session takes the same stream over, reading first
 every line it has to see, in order (`WireStream.held`); the session goes on as the process's session.
 
@@ -44,6 +46,12 @@ EARLY_TOOLS = frozenset({"Read", "Glob", "Grep"})
 """Read-only, always concurrency-safe, and needing nothing from the client but their arguments."""
 EOF_GRACE_S = 1.0
 """As `stdio.EOF_GRACE_S`: after the input ends, how long early calls may run on before they are cancelled."""
+SDK_IDLE_START_S = 0.025
+"""How long the wire stays quiet, no call running, before the SDK's import starts without a line needing it.
+
+The import holds the interpreter for ~0.6 s of CPU (pydantic building the SDK's models, in stretches the
+event loop cannot cut into), so a call that comes while it runs waits for its turns; a client that calls
+right after `tools/list` sends within a few milliseconds."""
 
 State = Literal["running", "answered", "cancelled", "deferred"]
 
@@ -95,7 +103,14 @@ def _cancelled_id(message: dict[str, Any]) -> str | int | None:
 class EarlyCalls:
     """Reads the wire until the SDK is ready, answering what it can; the rest is kept, in order, for the SDK."""
 
-    def __init__(self, early: EarlyStart, pipeline: Pipeline, session: CodeSession, stream: WireStream) -> None:
+    def __init__(
+        self,
+        early: EarlyStart,
+        pipeline: Pipeline,
+        session: CodeSession,
+        stream: WireStream,
+        idle_start_s: float = SDK_IDLE_START_S,
+    ) -> None:
         self._answers = early.answers
         self._verdicts = deque(early.verdicts)
         self._pipeline = pipeline
@@ -103,6 +118,9 @@ class EarlyCalls:
         self._stream = stream
         self._open = not early.lost_track
         """Whether calls may still be taken: closed for good by the first line left to the SDK."""
+        self._needs_sdk = early.lost_track
+        """A line only the SDK answers has come: its import starts at once."""
+        self._idle_start_s = idle_start_s
         self._initialized = False
         self._entries: list[Entry] = []
         self._calls: dict[str | int, _Call] = {}
@@ -126,7 +144,11 @@ class EarlyCalls:
         return [*lines, *self._inbox]
 
     async def serve(self, sdk_ready: anyio.Event, start_sdk: Callable[[], None]) -> None:
-        """Answer until the SDK is ready (or the input ended) and no early call runs; `start_sdk` once idle."""
+        """Answer until the SDK is ready (or the input ended) and no early call runs.
+
+        `start_sdk` is called once: when a line needs the SDK, when the input ends, or when the wire has been
+        quiet for `idle_start_s` with no call running; never while only calls it need not see are coming.
+        """
         async with anyio.create_task_group() as calls:
             async with anyio.create_task_group() as reading:
                 reading.start_soon(self._pump)
@@ -136,9 +158,9 @@ class EarlyCalls:
                 while True:
                     while self._inbox:
                         await self._take(self._inbox.popleft(), calls)
-                    if not started and self._running == 0:
+                    if not started and (self._needs_sdk or self._ended):
                         started = True
-                        start_sdk()  # after what had come at the start was answered: the import competes for the GIL
+                        start_sdk()
                     if self._running == 0 and (sdk_ready.is_set() or self._ended):
                         break
                     if self._ended:
@@ -146,11 +168,21 @@ class EarlyCalls:
                             await self._until_idle()
                         calls.cancel_scope.cancel()  # what still runs then, as the SDK's stdio does at the end
                         break
+                    if not started and self._running == 0 and not await self._woken_within(self._idle_start_s):
+                        started = True
+                        start_sdk()  # the wire went quiet: the import has the interpreter to itself
+                        continue
                     await self._wake.wait()
                     self._wake = anyio.Event()
                 reading.cancel_scope.cancel()  # a read under way loses nothing (`WireStream.read_line`)
                 if not started:
                     start_sdk()
+
+    async def _woken_within(self, seconds: float) -> bool:
+        """Whether a line or the end of a call came within `seconds` (the wake is then left set)."""
+        with anyio.move_on_after(seconds):
+            await self._wake.wait()
+        return self._wake.is_set()
 
     async def _until_idle(self) -> None:
         while self._running:
@@ -218,6 +250,7 @@ class EarlyCalls:
     def _keep(self, line: bytes | None) -> None:
         """A line for the SDK: from here on every call waits for it too (the order of calls is kept)."""
         self._open = False
+        self._needs_sdk = True
         self._entries.append(line)
 
     @staticmethod
@@ -258,7 +291,7 @@ class EarlyCalls:
                     output = await self._pipeline.run(self._session, name, arguments, ask=self._ask)
                 except AnswerNeeded:
                     call.state = "deferred"
-                    self._open = False
+                    self._open, self._needs_sdk = False, True
                     return
                 response = {"jsonrpc": "2.0", "id": call.request_id, "result": call_result(output)}
                 try:
@@ -266,7 +299,7 @@ class EarlyCalls:
                 except (TypeError, ValueError):  # a detail JSON cannot carry: the SDK runs the (read-only) call
                     logger.warning("an early %s result could not be written; the SDK answers it", name)
                     call.state = "deferred"
-                    self._open = False
+                    self._open, self._needs_sdk = False, True
                     return
                 call.state = "answered"
                 self.answered += 1
