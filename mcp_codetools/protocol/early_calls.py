@@ -6,7 +6,8 @@ snapshot the SDK now imports in a worker thread while the event loop serves the 
 answers as before, and `tools/call` for the read-only tools through the same `Pipeline`, session,
 dispatcher and permission gate the SDK's handler uses (only the JSON around the call is done here). The
 import starts when a line needs the SDK, when the input ends, or once the wire has been quiet a moment
-(`SDK_IDLE_START_S`): the calls sent with the handshake do not share the interpreter with it. When
+(`SDK_IDLE_START_S`): the calls sent with the handshake do not share the interpreter with it, and a call
+that comes during the import has it paused between modules (`import_turns.py`). When
 the import is done and no early call runs, the SDK session takes the same stream over, reading first
 every line it has to see, in order (`WireStream.held`); the session goes on as the process's session.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -36,6 +38,7 @@ from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.policy.gate import AnswerNeeded, Question
 from mcp_codetools.protocol.call_result import STATE_ARG, call_result
 from mcp_codetools.protocol.fast_start import EarlyStart
+from mcp_codetools.protocol.import_turns import taking_turns
 from mcp_codetools.protocol.wire import INVALID_REQUEST, TOO_LARGE, WireStream, error_line, opened_wire, until_stopped
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import Settings
@@ -121,6 +124,8 @@ class EarlyCalls:
         self._needs_sdk = early.lost_track
         """A line only the SDK answers has come: its import starts at once."""
         self._idle_start_s = idle_start_s
+        self.calm = threading.Event()
+        """Set while no early call runs and no line waits, or once a line needs the SDK: its import goes on."""
         self._initialized = False
         self._entries: list[Entry] = []
         self._calls: dict[str | int, _Call] = {}
@@ -158,6 +163,7 @@ class EarlyCalls:
                 while True:
                     while self._inbox:
                         await self._take(self._inbox.popleft(), calls)
+                    self._update_calm()
                     if not started and (self._needs_sdk or self._ended):
                         started = True
                         start_sdk()
@@ -175,8 +181,15 @@ class EarlyCalls:
                     await self._wake.wait()
                     self._wake = anyio.Event()
                 reading.cancel_scope.cancel()  # a read under way loses nothing (`WireStream.read_line`)
+                self.calm.set()
                 if not started:
                     start_sdk()
+
+    def _update_calm(self) -> None:
+        if self._needs_sdk or self._ended or (self._running == 0 and not self._inbox):
+            self.calm.set()
+        else:
+            self.calm.clear()
 
     async def _woken_within(self, seconds: float) -> bool:
         """Whether a line or the end of a call came within `seconds` (the wake is then left set)."""
@@ -198,6 +211,7 @@ class EarlyCalls:
                 self._wake.set()
                 return
             self._inbox.append(line)
+            self._update_calm()
             self._wake.set()
 
     async def _wake_when_set(self, event: anyio.Event) -> None:
@@ -245,6 +259,7 @@ class EarlyCalls:
         call = self._calls[request_id] = _Call(line, request_id)
         self._entries.append(call)
         self._running += 1
+        self._update_calm()
         calls.start_soon(self._run, call, *taken)
 
     def _keep(self, line: bytes | None) -> None:
@@ -331,8 +346,13 @@ async def serve_early(
                 sdk_ready = anyio.Event()
                 async with anyio.create_task_group() as tg:
 
+                    def load_taking_turns() -> None:
+                        with taking_turns(calls.calm) as turns:
+                            load_sdk()
+                        logger.debug("the SDK's import gave way to early calls %d time(s)", turns.pauses)
+
                     async def load() -> None:
-                        await anyio.to_thread.run_sync(load_sdk)
+                        await anyio.to_thread.run_sync(load_taking_turns)
                         sdk_ready.set()
 
                     def start_loading() -> None:

@@ -109,6 +109,7 @@ async def test_early_calls_alone_do_not_start_the_sdk_a_line_that_needs_it_does(
         await run.wire.answer_to(3)
         await anyio.wait_all_tasks_blocked()
         assert not run.started.is_set(), "the import would have competed with the next early call"
+        assert run.calls.calm.is_set(), "nothing runs or waits: an import under way may go on"
         await run.wire.feed({"jsonrpc": "2.0", "id": 4, "method": "ping"})
         with anyio.fail_after(BOUND_S):
             await run.started.wait()
@@ -126,10 +127,12 @@ async def test_a_line_that_needs_the_sdk_starts_it_while_an_early_call_still_run
         await run.wire.feed(*handshake(VERSION), _read(3, "held"))
         with anyio.fail_after(BOUND_S):
             await gates.until(lambda: "held" in gates.running)
+        assert not run.calls.calm.is_set(), "an import under way would wait"
         await run.wire.feed({"jsonrpc": "2.0", "id": 4, "method": "ping"})
         with anyio.fail_after(BOUND_S):
             await run.started.wait()
         assert run.started_with_running == [1], "not starved by the call that holds"
+        assert run.calls.calm.is_set(), "nor is its import held back by it"
         gates.open("held")
         await run.wire.answer_to(3)
         await run.finish()
