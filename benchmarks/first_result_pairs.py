@@ -1,4 +1,5 @@
-"""Spawn → first Read, paired: `python -m benchmarks.first_result_pairs [--rounds N] [--against REF] [--first]`.
+"""Spawn → first Read, paired: `python -m benchmarks.first_result_pairs [--rounds N] [--against REF] [--first]
+[--call-at MS]`.
 
 The cold-start workload times each start through the SDK's client, whose own start-up work shares the
 two cores with the server's; on a loaded machine its spread hides a difference of 100–200 ms. Here a
@@ -6,7 +7,9 @@ plain JSON-RPC client (a few lines over pipes) starts ours (snapshot warm), ours
 server-filesystem and the bare SDK server in turn, rotating the order each round, and prints the medians
 and the median of the per-round ratios, which a load that drifts between rounds moves less. `--first`
 adds ours (and ours at REF) as a first start: the snapshot folder emptied before each spawn. The servers
-get only HOME and PATH from the environment, as the SDK's client gives them.
+get only HOME and PATH from the environment, as the SDK's client gives them. `--call-at MS` sends the Read
+MS after the spawn (at the `tools/list` answer if that is later), as a client that does some work first:
+then the figure of interest is the Read's own latency (sent → answered), printed too.
 """
 
 from __future__ import annotations
@@ -54,9 +57,12 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _first_result(spec: servers.ServerSpec, call: dict[str, Any]) -> tuple[float, float, float]:
-    """Seconds from spawn to the `tools/list` answer and to the answer of `call`, and the server's CPU seconds
-    by then: on a loaded machine the wall times wait for the cores, the CPU time much less."""
+def _first_result(
+    spec: servers.ServerSpec, call: dict[str, Any], call_at_s: float = 0.0
+) -> tuple[float, float, float, float]:
+    """Seconds from spawn to the `tools/list` answer and to the answer of `call`, the server's CPU seconds
+    by then (on a loaded machine the wall times wait for the cores, the CPU time much less), and the seconds
+    from sending `call` (`call_at_s` after the spawn at the earliest) to its answer."""
     env = {key: os.environ[key] for key in ("HOME", "PATH") if key in os.environ} | spec.env
     started = time.perf_counter()
     process = subprocess.Popen(
@@ -68,9 +74,12 @@ def _first_result(spec: servers.ServerSpec, call: dict[str, Any]) -> tuple[float
         cwd=spec.cwd,
     )
     assert process.stdin is not None and process.stdout is not None
-    listed = 0.0
+    listed = sent = 0.0
     try:
         for message in (*HANDSHAKE, call):
+            if message is call:
+                time.sleep(max(0.0, started + call_at_s - time.perf_counter()))
+                sent = time.perf_counter()
             process.stdin.write(json.dumps(message).encode() + b"\n")
             process.stdin.flush()
             if "id" in message:
@@ -79,7 +88,8 @@ def _first_result(spec: servers.ServerSpec, call: dict[str, Any]) -> tuple[float
                     raise RuntimeError(f"{spec.label}: {str(answer)[:300]}")
                 if message["id"] == 1:
                     listed = time.perf_counter() - started
-        return listed, time.perf_counter() - started, _cpu_s(process.pid)
+        answered = time.perf_counter()
+        return listed, answered - started, _cpu_s(process.pid), answered - sent
     finally:
         process.stdin.close()
         process.wait(timeout=60)
@@ -128,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--against", metavar="REF", help="also our server at git REF (column 'before')")
     parser.add_argument("--first", action="store_true", help="also a first start (no snapshot) of ours")
+    parser.add_argument("--call-at", type=float, default=0.0, metavar="MS", help="send the Read MS after the spawn")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="first-result-") as scratch_name:
         scratch = Path(scratch_name)
@@ -138,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         first: dict[str, list[float]] = {key: [] for key in specs}
         listed: dict[str, list[float]] = {key: [] for key in specs}
         cpu: dict[str, list[float]] = {key: [] for key in specs}
+        latency: dict[str, list[float]] = {key: [] for key in specs}
         loads = [os.getloadavg()[0]]
         order = list(specs)
         for index in range(args.rounds):
@@ -145,12 +157,15 @@ def main(argv: list[str] | None = None) -> int:
             for key in order[shift:] + order[:shift]:
                 if key.endswith(FIRST_SUFFIX):
                     shutil.rmtree(scratch / key, ignore_errors=True)
-                to_list, to_first, cpu_s = _first_result(specs[key], _call(key, target))
+                to_list, to_first, cpu_s, took = _first_result(specs[key], _call(key, target), args.call_at / 1000)
+                latency[key].append(took)
                 listed[key].append(to_list)
                 first[key].append(to_first)
                 cpu[key].append(cpu_s)
             loads.append(os.getloadavg()[0])
-    print(f"{args.rounds} rounds; 1-minute load average {min(loads):.1f}–{max(loads):.1f} (median {median(loads):.1f})")
+    at = f"; the Read sent {args.call_at:g} ms after the spawn at the earliest" if args.call_at else ""
+    spread = f"{min(loads):.1f}–{max(loads):.1f} (median {median(loads):.1f})"
+    print(f"{args.rounds} rounds{at}; 1-minute load average {spread}")
     for key in specs:
         line = f"  {specs[key].label:40s} tools/list {median(listed[key]) * 1000:6.0f} ms"
         line += f"   first Read {median(first[key]) * 1000:6.0f} ms"
@@ -164,6 +179,12 @@ def main(argv: list[str] | None = None) -> int:
             if base in cpu and base != key and not (base == "before" and key.startswith("before")):
                 line += f"   / {base} {median(cpu[key]) / median(cpu[base]):.2f}×"
         print(line)
+        if args.call_at:
+            line = f"  {'':40s} the Read's own latency {median(latency[key]) * 1000:6.1f} ms"
+            for base in BASES:
+                if base in latency and base != key and not (base == "before" and key.startswith("before")):
+                    line += f"   / {base} {median(latency[key]) / median(latency[base]):.2f}×"
+            print(line)
     return 0
 
 

@@ -4,7 +4,10 @@ The start snapshot answers the handshake before anything is imported (`fast_star
 calls at once then waited for the SDK's import (~0.6 s, a Node server's whole start). At a start from the
 snapshot the SDK now imports in a worker thread while the event loop serves the wire: the snapshot's
 answers as before, and `tools/call` for the read-only tools through the same `Pipeline`, session,
-dispatcher and permission gate the SDK's handler uses (only the JSON around the call is done here). When
+dispatcher and permission gate the SDK's handler uses (only the JSON around the call is done here). The
+import starts when a line needs the SDK, when the input ends, or once the wire has been quiet a moment
+(`SDK_IDLE_START_S`): the calls sent with the handshake do not share the interpreter with it, and a call
+that comes during the import has it paused between modules (`import_turns.py`). When
 the import is done and no early call runs, the SDK session takes the same stream over, reading first
 every line it has to see, in order (`WireStream.held`); the session goes on as the process's session.
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -34,6 +38,7 @@ from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.policy.gate import AnswerNeeded, Question
 from mcp_codetools.protocol.call_result import STATE_ARG, call_result
 from mcp_codetools.protocol.fast_start import EarlyStart
+from mcp_codetools.protocol.import_turns import taking_turns
 from mcp_codetools.protocol.wire import INVALID_REQUEST, TOO_LARGE, WireStream, error_line, opened_wire, until_stopped
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import Settings
@@ -44,6 +49,12 @@ EARLY_TOOLS = frozenset({"Read", "Glob", "Grep"})
 """Read-only, always concurrency-safe, and needing nothing from the client but their arguments."""
 EOF_GRACE_S = 1.0
 """As `stdio.EOF_GRACE_S`: after the input ends, how long early calls may run on before they are cancelled."""
+SDK_IDLE_START_S = 0.025
+"""How long the wire stays quiet, no call running, before the SDK's import starts without a line needing it.
+
+The import holds the interpreter for ~0.6 s of CPU (pydantic building the SDK's models, in stretches the
+event loop cannot cut into), so a call that comes while it runs waits for its turns; a client that calls
+right after `tools/list` sends within a few milliseconds."""
 
 State = Literal["running", "answered", "cancelled", "deferred"]
 
@@ -95,7 +106,14 @@ def _cancelled_id(message: dict[str, Any]) -> str | int | None:
 class EarlyCalls:
     """Reads the wire until the SDK is ready, answering what it can; the rest is kept, in order, for the SDK."""
 
-    def __init__(self, early: EarlyStart, pipeline: Pipeline, session: CodeSession, stream: WireStream) -> None:
+    def __init__(
+        self,
+        early: EarlyStart,
+        pipeline: Pipeline,
+        session: CodeSession,
+        stream: WireStream,
+        idle_start_s: float = SDK_IDLE_START_S,
+    ) -> None:
         self._answers = early.answers
         self._verdicts = deque(early.verdicts)
         self._pipeline = pipeline
@@ -103,6 +121,11 @@ class EarlyCalls:
         self._stream = stream
         self._open = not early.lost_track
         """Whether calls may still be taken: closed for good by the first line left to the SDK."""
+        self._needs_sdk = early.lost_track
+        """A line only the SDK answers has come: its import starts at once."""
+        self._idle_start_s = idle_start_s
+        self.calm = threading.Event()
+        """Set while no early call runs and no line waits, or once a line needs the SDK: its import goes on."""
         self._initialized = False
         self._entries: list[Entry] = []
         self._calls: dict[str | int, _Call] = {}
@@ -126,7 +149,11 @@ class EarlyCalls:
         return [*lines, *self._inbox]
 
     async def serve(self, sdk_ready: anyio.Event, start_sdk: Callable[[], None]) -> None:
-        """Answer until the SDK is ready (or the input ended) and no early call runs; `start_sdk` once idle."""
+        """Answer until the SDK is ready (or the input ended) and no early call runs.
+
+        `start_sdk` is called once: when a line needs the SDK, when the input ends, or when the wire has been
+        quiet for `idle_start_s` with no call running; never while only calls it need not see are coming.
+        """
         async with anyio.create_task_group() as calls:
             async with anyio.create_task_group() as reading:
                 reading.start_soon(self._pump)
@@ -136,9 +163,10 @@ class EarlyCalls:
                 while True:
                     while self._inbox:
                         await self._take(self._inbox.popleft(), calls)
-                    if not started and self._running == 0:
+                    self._update_calm()
+                    if not started and (self._needs_sdk or self._ended):
                         started = True
-                        start_sdk()  # after what had come at the start was answered: the import competes for the GIL
+                        start_sdk()
                     if self._running == 0 and (sdk_ready.is_set() or self._ended):
                         break
                     if self._ended:
@@ -146,11 +174,28 @@ class EarlyCalls:
                             await self._until_idle()
                         calls.cancel_scope.cancel()  # what still runs then, as the SDK's stdio does at the end
                         break
+                    if not started and self._running == 0 and not await self._woken_within(self._idle_start_s):
+                        started = True
+                        start_sdk()  # the wire went quiet: the import has the interpreter to itself
+                        continue
                     await self._wake.wait()
                     self._wake = anyio.Event()
                 reading.cancel_scope.cancel()  # a read under way loses nothing (`WireStream.read_line`)
+                self.calm.set()
                 if not started:
                     start_sdk()
+
+    def _update_calm(self) -> None:
+        if self._needs_sdk or self._ended or (self._running == 0 and not self._inbox):
+            self.calm.set()
+        else:
+            self.calm.clear()
+
+    async def _woken_within(self, seconds: float) -> bool:
+        """Whether a line or the end of a call came within `seconds` (the wake is then left set)."""
+        with anyio.move_on_after(seconds):
+            await self._wake.wait()
+        return self._wake.is_set()
 
     async def _until_idle(self) -> None:
         while self._running:
@@ -166,6 +211,7 @@ class EarlyCalls:
                 self._wake.set()
                 return
             self._inbox.append(line)
+            self._update_calm()
             self._wake.set()
 
     async def _wake_when_set(self, event: anyio.Event) -> None:
@@ -213,11 +259,13 @@ class EarlyCalls:
         call = self._calls[request_id] = _Call(line, request_id)
         self._entries.append(call)
         self._running += 1
+        self._update_calm()
         calls.start_soon(self._run, call, *taken)
 
     def _keep(self, line: bytes | None) -> None:
         """A line for the SDK: from here on every call waits for it too (the order of calls is kept)."""
         self._open = False
+        self._needs_sdk = True
         self._entries.append(line)
 
     @staticmethod
@@ -258,7 +306,7 @@ class EarlyCalls:
                     output = await self._pipeline.run(self._session, name, arguments, ask=self._ask)
                 except AnswerNeeded:
                     call.state = "deferred"
-                    self._open = False
+                    self._open, self._needs_sdk = False, True
                     return
                 response = {"jsonrpc": "2.0", "id": call.request_id, "result": call_result(output)}
                 try:
@@ -266,7 +314,7 @@ class EarlyCalls:
                 except (TypeError, ValueError):  # a detail JSON cannot carry: the SDK runs the (read-only) call
                     logger.warning("an early %s result could not be written; the SDK answers it", name)
                     call.state = "deferred"
-                    self._open = False
+                    self._open, self._needs_sdk = False, True
                     return
                 call.state = "answered"
                 self.answered += 1
@@ -298,8 +346,13 @@ async def serve_early(
                 sdk_ready = anyio.Event()
                 async with anyio.create_task_group() as tg:
 
+                    def load_taking_turns() -> None:
+                        with taking_turns(calls.calm) as turns:
+                            load_sdk()
+                        logger.debug("the SDK's import gave way to early calls %d time(s)", turns.pauses)
+
                     async def load() -> None:
-                        await anyio.to_thread.run_sync(load_sdk)
+                        await anyio.to_thread.run_sync(load_taking_turns)
                         sdk_ready.set()
 
                     def start_loading() -> None:
