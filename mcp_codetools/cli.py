@@ -404,6 +404,9 @@ def _import_for_serving(sdk: bool) -> None:
 
 
 def _load_sdk() -> None:
+    from mcp_codetools.protocol import sdk_imports
+
+    sdk_imports.prepare()  # before the first `mcp` import: the client and the unused era's validators stay out
     import mcp_codetools.protocol.server
     import mcp_codetools.protocol.stdio  # noqa: F401
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import mcp_types as types
-from mcp.server import Server
 from mcp.server.connection import Connection, NotifyOnlyOutbound
+from mcp.server.lowlevel import Server
 from mcp.server.models import InitializationOptions
 from mcp.server.runner import ServerRunner, aclose_shielded, modern_error_data, serve_one
 from mcp.shared._stream_protocols import ReadStream, WriteStream

@@ -14,10 +14,10 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp import MCPError
-from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.lowlevel import Server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry import trace
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp.server import Server
+from mcp.server.lowlevel import Server
 from mcp.shared.message import SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp.server import Server
+from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
