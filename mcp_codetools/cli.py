@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     gc.disable()  # until `start_up_done`
     plan = fast_start.plan_for(argv)
     early = fast_start.begin(plan, lambda: _prepare(argv, sdk=False))
-    prepared = early.wait() if early is not None else _prepare(argv)
+    prepared = early.wait() if early is not None else _prepare(argv, records=plan is not None)
     if isinstance(prepared, int):
         gc.enable()
         return prepared
@@ -342,11 +342,12 @@ def start_up_done() -> None:
     gc.enable()
 
 
-def _prepare(argv: list[str], sdk: bool = True) -> int | tuple[argparse.Namespace, Startup]:
+def _prepare(argv: list[str], sdk: bool = True, records: bool = False) -> int | tuple[argparse.Namespace, Startup]:
     """Everything before the server is built: the arguments, the logging, the settings and the sandbox probe.
 
     An int is the exit status of a command that is done (`doctor`, `config`, a refused start). `sdk`: import
     the server's modules; else (a start from the snapshot) only what answers calls before the SDK is there.
+    `records`: this start may record a start snapshot (on stdio).
     """
     with plugin_scan_skipped():
         parser = _parser()  # imports the settings model, the first of pydantic's
@@ -377,7 +378,8 @@ def _prepare(argv: list[str], sdk: bool = True) -> int | tuple[argparse.Namespac
     from mcp_codetools.shell.sandbox import SandboxUnavailable
 
     try:
-        startup = start_up(args, meanwhile=lambda: _import_for_serving(sdk))
+        eras_on_use = not (records and args.transport == "stdio")
+        startup = start_up(args, meanwhile=lambda: _import_for_serving(sdk, eras_on_use))
     except SandboxUnavailable as exc:
         print(f"mcp-codetools: {exc}", file=sys.stderr)
         return 1
@@ -389,13 +391,13 @@ def _prepare(argv: list[str], sdk: bool = True) -> int | tuple[argparse.Namespac
     return args, startup
 
 
-def _import_for_serving(sdk: bool) -> None:
+def _import_for_serving(sdk: bool, eras_on_use: bool = True) -> None:
     """The server's modules (`sdk`), else (a start from the snapshot) only what the early calls run."""
     import mcp_codetools.shell.hardening  # noqa: F401  # `main` runs it next: its import (ctypes) overlaps the probe too
 
     with plugin_scan_skipped():
         if sdk:
-            _load_sdk()
+            _load_sdk(eras_on_use)
         else:
             from mcp_codetools.protocol.early_calls import EARLY_TOOLS
             from mcp_codetools.tools import tools_named
@@ -403,10 +405,17 @@ def _import_for_serving(sdk: bool) -> None:
             tools_named(EARLY_TOOLS)
 
 
-def _load_sdk() -> None:
+def _load_sdk(eras_on_use: bool = True) -> None:
+    """The server's modules, the SDK's client and `MCPServer` left out (`protocol/sdk_imports.py`).
+
+    `eras_on_use`: the protocol eras' wire models built when first used. Not where this start may record a
+    start snapshot: the recording validates answers in every protocol version after `tools/list`, and has a
+    second at exit to finish (measured at load 10: 190–200 ms of CPU in it with the models built on use against
+    120–130, 1.1–1.2 s of wall against 0.6–0.7; past the second no snapshot is written).
+    """
     from mcp_codetools.protocol import sdk_imports
 
-    sdk_imports.prepare()  # before the first `mcp` import: the client and the unused era's validators stay out
+    sdk_imports.prepare(eras_on_use=eras_on_use)  # before the first `mcp` import
     import mcp_codetools.protocol.server
     import mcp_codetools.protocol.stdio  # noqa: F401
 

@@ -128,7 +128,7 @@ def test_the_sandbox_probe_runs_while_the_start_up_imports_what_it_serves_with(
         assert imported.wait(WAIT_S), "the imports did not run while the probe waited"
         return applied(loaded)
 
-    def imports(sdk: bool) -> None:
+    def imports(sdk: bool, eras_on_use: bool = True) -> None:
         assert probing.wait(WAIT_S), "the probe did not run while the start-up imported"
         imported.set()
 
@@ -163,7 +163,7 @@ def test_imports_that_fail_still_wait_for_the_probe(tmp_path: Path, monkeypatch:
         finished.set()
         return found
 
-    def broken(sdk: bool) -> None:
+    def broken(sdk: bool, eras_on_use: bool = True) -> None:
         raise ImportError("a module is missing")
 
     monkeypatch.setattr(sandbox_default, "applied", probe)
@@ -182,9 +182,9 @@ import mcp_codetools.protocol.early_calls as early_calls
 
 seen = {}
 load_sdk = cli._load_sdk
-def watched_load_sdk():
+def watched_load_sdk(*args):
     seen["during"] = gc.isenabled()
-    load_sdk()
+    load_sdk(*args)
 cli._load_sdk = watched_load_sdk
 
 def report(*args, **kwargs):

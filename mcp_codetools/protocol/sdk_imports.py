@@ -79,13 +79,16 @@ def pydantic_supported() -> bool:
     return release is not None and release >= PYDANTIC_FROM
 
 
-def prepare() -> list[str]:
-    """Install what the module docstring describes; returns what took effect (for the log and the tests)."""
+def prepare(eras_on_use: bool = True) -> list[str]:
+    """Install what the module docstring describes; returns what took effect (for the log and the tests).
+
+    `eras_on_use`: False leaves the eras' wire models built at import, as the SDK has them.
+    """
     done: list[str] = []
     try:
         if sdk_supported():
             done += [name for name in DEFERRED_PACKAGES if defer_package_init(name)]
-        if pydantic_supported() and defer_era_models():
+        if eras_on_use and pydantic_supported() and defer_era_models():
             done.append("era models")
     except Exception:  # a release laid out otherwise: the plain import works, only slower
         logger.debug("the SDK's plain import is used", exc_info=True)

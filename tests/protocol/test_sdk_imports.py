@@ -11,11 +11,12 @@ import json
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from mcp_codetools import cli
 from mcp_codetools.protocol import sdk_imports
 
 PACKAGE = "deferred_pkg_for_test"
@@ -114,6 +115,36 @@ def test_a_surprise_while_preparing_leaves_the_plain_import(monkeypatch: pytest.
 
     monkeypatch.setattr(sdk_imports, "defer_package_init", surprise)
     assert sdk_imports.prepare() == []
+
+
+def test_eras_not_on_use_leaves_the_era_models_as_the_sdk_builds_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    tried: list[str] = []
+    monkeypatch.setattr(sdk_imports, "defer_package_init", lambda name: bool(tried.append(name)))
+    monkeypatch.setattr(sdk_imports, "defer_era_models", lambda: bool(tried.append("eras")))
+    sdk_imports.prepare(eras_on_use=False)
+    assert tried == list(sdk_imports.DEFERRED_PACKAGES)
+    sdk_imports.prepare()
+    assert tried[-1] == "eras"
+
+
+@pytest.mark.parametrize(
+    ("records", "transport", "on_use"), [(False, "stdio", True), (True, "stdio", False), (True, "http", True)]
+)
+def test_the_eras_are_built_at_import_only_where_the_start_may_record_a_snapshot(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, records: bool, transport: str, on_use: bool
+) -> None:
+    """The recording validates answers in every version within a bound at exit: models built on use slowed it."""
+    seen: list[bool] = []
+    monkeypatch.setattr(cli, "_import_for_serving", lambda sdk, eras_on_use=True: seen.append(eras_on_use))
+
+    def start_up(args: object, meanwhile: Callable[[], object] | None = None) -> None:
+        assert meanwhile is not None
+        meanwhile()
+        raise ValueError("stopped after the imports")
+
+    monkeypatch.setattr(cli, "start_up", start_up)
+    assert cli._prepare(["--root", str(tmp_path), "--transport", transport], records=records) == 2
+    assert seen == [on_use]
 
 
 def test_the_installed_sdk_is_in_the_checked_range() -> None:
