@@ -14,7 +14,6 @@ blocks it shows.
 
 from __future__ import annotations
 
-import bisect
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,9 +26,13 @@ GROUP_SEPARATOR = b"--"
 """What rg prints between groups of context lines, within a file and between files."""
 
 
-def path_key(path: bytes) -> tuple[bytes, ...]:
-    """The order of `rg --sort=path`: rg sorts each folder's entries by name, so paths compare part by part."""
-    return tuple(path.split(b"/"))
+def path_key(path: bytes) -> bytes:
+    """The order of `rg --sort=path`: rg sorts each folder's entries by name, so paths compare part by part.
+
+    A NUL, which no name holds, stands for each `/`: it sorts below every byte a name can hold, so one
+    bytes comparison orders as part-by-part would (a tuple of parts cost 3× as much to sort).
+    """
+    return path.replace(b"/", b"\0")
 
 
 @dataclass(slots=True)
@@ -143,36 +146,46 @@ class FileBlocks:
             self._feed_blocks(data, end)
 
     def _feed_blocks(self, data: bytes, end: int) -> None:
-        """Split whole lines into per-file blocks, without looking at every line.
+        """Split whole lines into per-file blocks, writing the chunk to the spool once.
 
-        Without context every line names its file, and a file's lines are contiguous: so a block's end
-        is found by a galloping search for the first line of another file.
+        Without context every line names its file, and a file's lines are contiguous: so the chunk is
+        written as it came, and each block is a slice of it, found by testing where each line begins
+        (two C calls a line; splitting and joining the lines cost 2-3 times as much).
         """
-        lines = data[:end].split(b"\n")
-        lines.pop()  # after the last newline: nothing
-        i, n = 0, len(lines)
-        while i < n:
-            line = lines[i]
-            nul = line.find(b"\0")
-            current = self._current
-            if current is None or (nul >= 0 and line[:nul] != current.path):
-                current = self._start_block(line[:nul] if nul >= 0 else b"")
+        base = self._written
+        current = self._current
+        try:
+            self._spool.write(memoryview(data)[:end])
+        except OSError:
+            if current is not None and self._starts_another(data, current.path):
+                self._current = None  # its file ended before this chunk: whole, so kept
+            raise
+        self._written += end
+        pos = 0
+        while pos < end:
+            first = pos
+            nl = data.index(b"\n", pos) + 1
+            nul = data.find(b"\0", pos, nl)
+            if current is None or (nul >= 0 and data[pos:nul] != current.path):
+                current = self._start_block(data[pos:nul] if nul >= 0 else b"", base + pos)
             prefix = current.path + b"\0"
+            lines = 1
+            pos = nl
+            while pos < end and data.startswith(prefix, pos):
+                pos = data.index(b"\n", pos) + 1
+                lines += 1
+            current.lines += lines
+            current.size += pos - first
 
-            def other(line: bytes, prefix: bytes = prefix) -> bool:
-                return not line.startswith(prefix)
+    @staticmethod
+    def _starts_another(data: bytes, path: bytes) -> bool:
+        """Whether the first line of `data` names a file other than `path` (a line naming none is a note)."""
+        nul = data.find(b"\0", 0, data.find(b"\n"))
+        return nul >= 0 and data[:nul] != path
 
-            lo, step = i + 1, 4
-            while lo + step < n and not other(lines[lo + step]):
-                lo, step = lo + step + 1, step * 2
-            j = bisect.bisect_left(lines, True, lo, min(lo + step, n), key=other)
-            self._append(b"\n".join(lines[i:j]) + b"\n")
-            current.lines += j - i
-            i = j
-
-    def _start_block(self, path: bytes) -> _Block:
+    def _start_block(self, path: bytes, start: int | None = None) -> _Block:
         self._pending_separators = 0  # between files: the page puts its own
-        self._current = _Block(path, self._written, 0, 0)
+        self._current = _Block(path, self._written if start is None else start, 0, 0)
         self._blocks.append(self._current)
         return self._current
 

@@ -58,6 +58,45 @@ class LineCollector:
         return parts
 
 
+class NewestFirstCollector(LineCollector):
+    """A LineCollector of names (relative to the open folder `dir_fd`, or absolute) that stats each as it arrives.
+
+    The stats run in rg's reader thread while rg still searches, where they overlap its work; after rg
+    ends, only the sort is left. (Statting 2,000 names after rg took 15-90 ms here, as long as a syscall
+    costs on this VM.) The order is `newest_first`'s.
+    """
+
+    def __init__(self, max_bytes: int, dir_fd: int, sep: bytes = b"\0") -> None:
+        super().__init__(max_bytes, sep)
+        self.dir_fd = dir_fd
+        self._keyed: list[tuple[int, bytes]] = []
+        self._statted = 0  # bytes of the output whose records are in _keyed
+
+    def __call__(self, chunk: bytes) -> bool:
+        """Keep the chunk and stat the records it completes; False (and incomplete) once past `max_bytes`."""
+        more = super().__call__(chunk)
+        end = self._data.rfind(self.sep) + 1
+        if more and end > self._statted:
+            names = bytes(self._data[self._statted : end - 1]).split(self.sep)
+            self._statted = end
+            self._keyed += [(-_mtime_or_zero(name, self.dir_fd), name) for name in names]
+        return more
+
+    def ordered(self) -> list[bytes]:
+        """The records, newest first (ties by name); the ones not statted while rg ran are statted now."""
+        names = self.records()
+        keyed = self._keyed[: len(names)]
+        keyed += [(-_mtime_or_zero(name, self.dir_fd), name) for name in names[len(keyed) :]]
+        keyed.sort()
+        return [name for _, name in keyed]
+
+    async def newest_first(self) -> list[bytes]:
+        """`ordered`, off the event loop for a long list."""
+        if len(self._keyed) <= SORT_IN_THREAD_ABOVE:
+            return self.ordered()
+        return await anyio.to_thread.run_sync(self.ordered)
+
+
 def _mtime_order(names: list[bytes], base: Path | int) -> list[bytes]:
     fd = base if isinstance(base, int) else os.open(base, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
     try:

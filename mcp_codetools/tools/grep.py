@@ -24,7 +24,7 @@ from mcp_codetools.search.path_order import FileBlocks, path_key
 from mcp_codetools.search.process import RgResult, run_rg_on
 from mcp_codetools.search.rg_args import is_option_like, unpassable
 from mcp_codetools.search.rg_errors import GREP_WORDING, problem_note, rg_failure
-from mcp_codetools.search.sinks import LineCollector, LinePager, Unhidden, newest_first
+from mcp_codetools.search.sinks import LineCollector, LinePager, NewestFirstCollector, Unhidden
 from mcp_codetools.search.targets import PinnedTarget, check_search_path, dropped_note, names_below, pin_search_target
 from mcp_codetools.tools.base import CallContext, SearchTool, ToolInput, ToolOutput
 
@@ -178,12 +178,16 @@ def _large_named_binary_file(pinned: PinnedTarget) -> bool:
 async def _files(
     argv: list[str], cwd: Path, pinned: PinnedTarget, page: Page, hidden: HiddenNames | None
 ) -> ToolOutput:
-    collect = LineCollector(MAX_LIST_BYTES)
-    result = await _run_unhidden(argv, pinned, collect, b"\0", hidden)
-    names = collect.records()
-    if result.failed and not names:
-        raise rg_failure(result, GREP_WORDING)
-    names = await newest_first(names, cwd)
+    # Names are relative to the working directory; each is statted as rg reports it (sinks.py).
+    cwd_fd = os.open(cwd, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        collect = NewestFirstCollector(MAX_LIST_BYTES, cwd_fd)
+        result = await _run_unhidden(argv, pinned, collect, b"\0", hidden)
+        if result.failed and not collect.records():
+            raise rg_failure(result, GREP_WORDING)
+        names = await collect.newest_first()
+    finally:
+        os.close(cwd_fd)
     window, dropped = names_below(pinned, page.window(names))
     total = len(names) - dropped
     meta: dict[str, object] = {"mode": "files_with_matches"}

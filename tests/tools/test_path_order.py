@@ -120,6 +120,17 @@ def test_path_key_sorts_part_by_part() -> None:
     assert sorted(paths, key=path_key) == [b"a/a/z", b"a/b.txt", b"a-b/c", b"a.txt"]
 
 
+def test_path_key_orders_as_comparing_the_parts_would() -> None:
+    """Names with bytes below `/` (space, `!`, `-`, `.`) and above it, nested to several depths."""
+    rng = random.Random(3)
+    alphabet = [b"a", b"b", b" ", b"!", b"-", b".", b"\x01", b"\xc3\xa9", b"0"]
+    paths = [
+        b"/".join(b"".join(rng.choices(alphabet, k=rng.randint(1, 3))) for _ in range(rng.randint(1, 4)))
+        for _ in range(2000)
+    ]
+    assert sorted(paths, key=path_key) == sorted(paths, key=lambda path: path.split(b"/"))
+
+
 def test_a_spool_that_cannot_grow_keeps_the_whole_files_seen_and_says_incomplete(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -135,4 +146,19 @@ def test_a_spool_that_cannot_grow_keeps_the_whole_files_seen_and_says_incomplete
     assert not blocks.complete
     assert blocks.page(0, None, 1000) == ([b"a:1:x"] * 3, False)
     assert blocks.total == 3
+    blocks.close()
+
+
+def test_a_spool_that_cannot_grow_keeps_the_file_that_ended_before_the_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    blocks = FileBlocks(1 << 30, context=False, spool_bytes=64)
+    assert blocks(b"a\x00:1\x00:x\n" * 3 + b"b\x00:1\x00:y\n")
+
+    def full(data: object) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(blocks._spool, "write", full)
+    assert not blocks(b"c\x00:1\x00:z\n")
+    blocks.finish()
+    assert not blocks.complete
+    assert blocks.page(0, None, 1000) == ([b"a:1:x"] * 3 + [b"b:1:y"], False)
     blocks.close()
