@@ -19,6 +19,7 @@ import asyncio
 import json
 import logging
 import sys
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -50,9 +51,32 @@ from mcp_codetools.protocol.wire import (  # MAX_LINE_BYTES: named here for the 
 logger = logging.getLogger(__name__)
 
 EOF_GRACE_S = 1.0
-"""After stdin ends, how long requests already received may run to finish before they are cancelled. Short:
-the SDK's client sends SIGTERM 2 s after closing stdin, and cancelled Bash calls still need time to kill
-their process groups (measured: a cancelled `sleep` took the exit to 2.3 s with a 1.5 s grace)."""
+"""After stdin ends, how long requests already received may go on without one of them being answered before
+the rest are cancelled: a call that makes no progress (a `sleep`) is not waited for long. The SDK's client
+sends SIGTERM 2 s after closing stdin, which ends the session the same way (`wire.STOP_SIGNALS`)."""
+EOF_GRACE_CAP_S = 10.0
+"""The longest the answering goes on after stdin ends while answers keep coming (`cat requests | mcp-codetools`
+on a busy machine: a first Bash call that starts its sandbox can take over a second after a Read's answer)."""
+
+
+class EndOfInputGrace:
+    """How long the requests received before the end of input may still run.
+
+    `EOF_GRACE_S` from the last answer (or from the end), and no longer than `EOF_GRACE_CAP_S` in all.
+    """
+
+    def __init__(self, ended_at: float, idle_s: float = EOF_GRACE_S, cap_s: float = EOF_GRACE_CAP_S) -> None:
+        self._last = ended_at
+        self._until = ended_at + cap_s
+        self._idle_s = idle_s
+
+    def answered(self, now: float) -> None:
+        """A request was answered at `now`: the idle bound starts again."""
+        self._last = now
+
+    def left(self, now: float) -> float:
+        """Seconds still given at `now`; 0: cancel what runs."""
+        return max(0.0, min(self._last + self._idle_s, self._until) - now)
 
 
 def answer_for_bad_line(line: bytes, exc: ValidationError) -> bytes | None:
@@ -90,6 +114,8 @@ class _Wire:
         self.in_flight: set[str | int] = set()
         self._settled = asyncio.Event()
         self._settled.set()
+        self._progress = asyncio.Event()
+        """Set whenever a request ends (or the peer goes): the end-of-input grace starts again."""
 
     @property
     def peer_gone(self) -> bool:
@@ -109,7 +135,20 @@ class _Wire:
         """Wait until every request received so far has been answered (or cancelled), or the peer is gone."""
         await self._settled.wait()
 
+    async def answered_while_progressing(self, grace: EndOfInputGrace) -> None:
+        """`answered`, given up once `grace` runs out: while requests keep being answered it goes on."""
+        while not self._settled.is_set():
+            left = grace.left(time.monotonic())
+            if left <= 0:
+                return
+            self._progress.clear()
+            with anyio.move_on_after(left):
+                await self._progress.wait()
+            if self._progress.is_set():
+                grace.answered(time.monotonic())
+
     def _track(self) -> None:
+        self._progress.set()
         if self.in_flight and not self.peer_gone:
             self._settled.clear()
         else:
@@ -214,10 +253,9 @@ async def _serve_wire(
                 recorder.asked(message)
             await inbound_send.send(SessionMessage(message))
         # End of input. Answer what already arrived (`cat requests.jsonl | mcp-codetools`) before
-        # closing the session, within a bound: a client that closes stdin is shutting down, and the
-        # SDK's client sends SIGTERM 2 s later. What is still running then is cancelled.
-        with anyio.move_on_after(EOF_GRACE_S):
-            await wire.answered()
+        # closing the session, while answers keep coming (`EndOfInputGrace`): a client that closes stdin
+        # is shutting down, and the SDK's client sends SIGTERM 2 s later. What still runs then is cancelled.
+        await wire.answered_while_progressing(EndOfInputGrace(time.monotonic()))
 
     async def write_loop() -> None:
         async with outbound_receive:
