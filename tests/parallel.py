@@ -7,6 +7,9 @@
 - Tests marked `serial` hold something the machine has once (Docker's daemon and its containers, a cluster of
   replicas behind HAProxy in a time limit): a file lock shared by the run's workers lets one run at a time.
 - The slowest modules are put first (SLOW_FIRST), so the run does not end waiting on one started last.
+- `-n auto` starts one worker more than there are cores: the tests wait on the processes they start part of
+  the time, and one worker a core left 11% of a quiet 2-core machine idle (a whole run: 7 min 49 s on 2 workers,
+  7 min 22 s on 3 with 3% idle, the same 812 CPU-s, 2026-12-07).
 - A run that writes the reliability report runs in one process: the report is built from what its tests
   record in that process. So does a run of one test file with `-n auto`: starting the workers (each imports
   and collects) would cost more than they save. `-n 0` runs anything in one process, `-n 4` on 4 workers.
@@ -55,7 +58,14 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     files = {arg.split("::", 1)[0] for arg in config.args}
     if len(files) == 1 and Path(config.invocation_params.dir, *files).is_file():
         return 0
-    return None  # pytest-xdist's own choice: one worker a core
+    return usable_cores() + 1
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (a container's CPU set, not the host's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

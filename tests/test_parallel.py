@@ -6,8 +6,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+
+from tests.parallel import pytest_xdist_auto_num_workers, usable_cores
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -65,3 +68,15 @@ def test_a_scratch_folder_left_on_a_worker_fails_the_run(tiny_run: subprocess.Co
     """Each worker checks its own scratch folders at its end; its exit status is not the run's, so it tells."""
     assert tiny_run.returncode == 1, tiny_run.stdout + tiny_run.stderr
     assert "-left-by-test" in tiny_run.stderr
+
+
+def test_auto_starts_one_worker_more_than_the_cores_and_none_for_one_file() -> None:
+    def config(*args: str) -> pytest.Config:
+        return SimpleNamespace(args=list(args), invocation_params=SimpleNamespace(dir=REPO))  # type: ignore[return-value]
+
+    assert pytest_xdist_auto_num_workers(config("tests")) == usable_cores() + 1 >= 2
+    assert pytest_xdist_auto_num_workers(config("tests/test_parallel.py")) == 0
+    assert (
+        pytest_xdist_auto_num_workers(config("tests/test_parallel.py::test_a", "tests/test_layers.py"))
+        == usable_cores() + 1
+    )

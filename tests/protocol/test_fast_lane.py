@@ -342,14 +342,14 @@ async def test_pre_tool_use_hooks_run_once_a_call_on_either_path(
     assert _lane(caplog)[0] == (0 if can_ask else 1)
 
 
-async def test_a_burst_streams_its_answers_once_the_first_has_waited_its_bound(
-    root: Path, gates: Gates, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A burst's calls end in one turn of the loop: past the bound its answers go out while the rest run."""
-    monkeypatch.setattr(fast_lane, "STREAM_AFTER_S", 0.0)
+@asynccontextmanager
+async def _gated_reads(root: Path, gates: Gates, keys: list[str]) -> AsyncIterator[tuple[Peer, int]]:
+    """A served lane past its handshake and a first Read, then gated Reads `keys` (ids 4, 5, ...) all started.
+
+    Gives the peer and how many writes it had before those Reads.
+    """
     app = CodeToolsServer(Settings(roots=(root,)), [*default_tools(), gates.tool("Read", safe=True)])
     gates.open("first")
-    keys = ["x", "y", "z"]
     async with serving(app) as peer:
         peer.send(*handshake(VERSION), _call(3, "Read", key="first"))
         await peer.answers(1, 2, 3)
@@ -357,6 +357,16 @@ async def test_a_burst_streams_its_answers_once_the_first_has_waited_its_bound(
         peer.send(*(_call(4 + i, "Read", key=key) for i, key in enumerate(keys)))
         with anyio.fail_after(10):
             await gates.until(lambda: set(keys) <= set(gates.started))
+        yield peer, before
+
+
+async def test_a_burst_streams_its_answers_once_the_first_has_waited_its_bound(
+    root: Path, gates: Gates, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A burst's calls end in one turn of the loop: past the bound its answers go out while the rest run."""
+    monkeypatch.setattr(fast_lane, "STREAM_AFTER_S", 0.0)
+    keys = ["x", "y", "z"]
+    async with _gated_reads(root, gates, keys) as (peer, before):
         for key in keys:
             gates.open(key)
         await peer.answers(4, 5, 6)
@@ -366,16 +376,8 @@ async def test_a_burst_streams_its_answers_once_the_first_has_waited_its_bound(
 
 async def test_answers_go_out_in_line_order_behind_a_slow_first_call(root: Path, gates: Gates) -> None:
     """The calls behind a slow one end first; their answers wait for its answer, then all go out in line order."""
-    app = CodeToolsServer(Settings(roots=(root,)), [*default_tools(), gates.tool("Read", safe=True)])
-    gates.open("first")
     keys = ["slow", "b", "c", "d"]
-    async with serving(app) as peer:
-        peer.send(*handshake(VERSION), _call(3, "Read", key="first"))
-        await peer.answers(1, 2, 3)
-        before = len(peer.writes)
-        peer.send(*(_call(4 + i, "Read", key=key) for i, key in enumerate(keys)))
-        with anyio.fail_after(10):
-            await gates.until(lambda: set(keys) <= set(gates.started))
+    async with _gated_reads(root, gates, keys) as (peer, before):
         for key in keys[1:]:
             gates.open(key)
         with anyio.fail_after(10):
@@ -389,14 +391,7 @@ async def test_answers_go_out_in_line_order_behind_a_slow_first_call(root: Path,
 
 async def test_answers_held_behind_a_call_go_out_when_it_is_cancelled(root: Path, gates: Gates) -> None:
     """A cancelled call has no answer: the ones held for it go out then, not never."""
-    app = CodeToolsServer(Settings(roots=(root,)), [*default_tools(), gates.tool("Read", safe=True)])
-    gates.open("first")
-    async with serving(app) as peer:
-        peer.send(*handshake(VERSION), _call(3, "Read", key="first"))
-        await peer.answers(1, 2, 3)
-        peer.send(_call(4, "Read", key="slow"), _call(5, "Read", key="b"))
-        with anyio.fail_after(10):
-            await gates.until(lambda: {"slow", "b"} <= set(gates.started))
+    async with _gated_reads(root, gates, ["slow", "b"]) as (peer, _):
         gates.open("b")
         with anyio.fail_after(10):
             await gates.until(lambda: "b" in gates.finished)

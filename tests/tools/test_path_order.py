@@ -131,9 +131,8 @@ def test_path_key_orders_as_comparing_the_parts_would() -> None:
     assert sorted(paths, key=path_key) == sorted(paths, key=lambda path: path.split(b"/"))
 
 
-def test_a_spool_that_cannot_grow_keeps_the_whole_files_seen_and_says_incomplete(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def _blocks_on_a_full_disk(monkeypatch: pytest.MonkeyPatch) -> FileBlocks:
+    """Blocks that took file a whole and the start of b, then whose spool can grow no more."""
     blocks = FileBlocks(1 << 30, context=False, spool_bytes=64)
     assert blocks(b"a\x00:1\x00:x\n" * 3 + b"b\x00:1\x00:y\n")
 
@@ -141,6 +140,13 @@ def test_a_spool_that_cannot_grow_keeps_the_whole_files_seen_and_says_incomplete
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(blocks._spool, "write", full)
+    return blocks
+
+
+def test_a_spool_that_cannot_grow_keeps_the_whole_files_seen_and_says_incomplete(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    blocks = _blocks_on_a_full_disk(monkeypatch)
     assert not blocks(b"b\x00:2\x00:y\nc\x00:1\x00:z\n")
     blocks.finish()
     assert not blocks.complete
@@ -150,13 +156,7 @@ def test_a_spool_that_cannot_grow_keeps_the_whole_files_seen_and_says_incomplete
 
 
 def test_a_spool_that_cannot_grow_keeps_the_file_that_ended_before_the_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
-    blocks = FileBlocks(1 << 30, context=False, spool_bytes=64)
-    assert blocks(b"a\x00:1\x00:x\n" * 3 + b"b\x00:1\x00:y\n")
-
-    def full(data: object) -> int:
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(blocks._spool, "write", full)
+    blocks = _blocks_on_a_full_disk(monkeypatch)
     assert not blocks(b"c\x00:1\x00:z\n")
     blocks.finish()
     assert not blocks.complete
