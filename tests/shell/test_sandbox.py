@@ -240,6 +240,31 @@ def test_an_unknown_backend_machine_is_refused_with_a_reason(monkeypatch: pytest
         probe(SandboxSettings(enabled=True))
 
 
+@pytest.mark.parametrize(
+    ("first", "tries", "works"),
+    [
+        ('bwrap: Can\'t bind mount /oldroot/ on /newroot/: Unable to apply mount flags: remount "/newroot/x"', 2, True),
+        ("bwrap: Creating new namespace failed: Operation not permitted", 1, False),
+    ],
+)
+def test_bwrap_is_tried_again_only_after_a_mount_that_changed_under_it(
+    monkeypatch: pytest.MonkeyPatch, first: str, tries: int, works: bool
+) -> None:
+    from mcp_codetools.shell import sandbox as module
+
+    outcomes = [first, None]
+    ran: list[list[str]] = []
+    monkeypatch.setattr(module, "find_bwrap", lambda: "/usr/bin/bwrap")
+    monkeypatch.setattr(module, "compiled_launcher", lambda folder=None: None)
+    monkeypatch.setattr(module, "_try", lambda argv: ran.append(argv) or outcomes[len(ran) - 1])
+    if works:
+        assert probe(SandboxSettings(enabled=True, backend="bwrap")).backend == "bwrap"
+    else:
+        with pytest.raises(SandboxUnavailable, match="Creating new namespace failed"):
+            probe(SandboxSettings(enabled=True, backend="bwrap"))
+    assert len(ran) == tries and ran[0] == ran[-1]
+
+
 def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     from mcp_codetools.settings import settings_from_env
 
