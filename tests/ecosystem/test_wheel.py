@@ -47,7 +47,9 @@ def assert_doctor_passed(result: subprocess.CompletedProcess[str]) -> None:
 
 def test_uvx_runs_doctor_from_the_wheel(wheel: Path, tmp_path: Path) -> None:
     uvx = venv_tool("uvx")
-    env = {**os.environ, "UV_PYTHON": sys.executable, "UV_PYTHON_DOWNLOADS": "never"}
+    temporary = tmp_path / "tmp"  # uv's lock files (`uv-<hash>.lock`) stay in it, not in the machine's /tmp
+    temporary.mkdir()
+    env = {**os.environ, "UV_PYTHON": sys.executable, "UV_PYTHON_DOWNLOADS": "never", "TMPDIR": str(temporary)}
     result = subprocess.run(
         [uvx, "--from", str(wheel), "mcp-codetools", "doctor"],
         capture_output=True,
