@@ -175,6 +175,8 @@ async def test_packed_bundle_serves_every_chosen_folder(unpacked_bundle: Path, t
     # The host brings its own uv and Python; here the test extras' uv runs on this Python (no Python download),
     # with this environment (its certificates and proxy settings reach PyPI).
     env = {**os.environ, **config.get("env", {}), "UV_PYTHON": sys.executable, "UV_PYTHON_DOWNLOADS": "never"}
+    env["TMPDIR"] = str(tmp_path / "tmp")  # uv's lock files (`uv-<hash>.lock`) stay in it, not in /tmp
+    (tmp_path / "tmp").mkdir()
     params = StdioServerParameters(command=uv, args=args, cwd=str(tmp_path), env=env)
     with anyio.fail_after(240):
         async with Client(params, mode="legacy") as client:
