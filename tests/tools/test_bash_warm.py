@@ -44,6 +44,13 @@ async def waiting_pid(session: CodeSession) -> int:
     return (await waiting(session)).proc.pid
 
 
+def _held_gate(tmp_path: Path) -> tuple[Path, int]:
+    """A FIFO a command can wait on with `read -r line < gate`, and our end of it (write a line to let it go)."""
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    return gate, os.open(gate, os.O_RDWR | os.O_NONBLOCK)  # the command's read waits for a line, never for a writer
+
+
 async def test_the_next_command_runs_in_the_bash_started_for_it(call: Caller, session: CodeSession) -> None:
     await call.ok("Bash", {"command": "true"})
     pid = await waiting_pid(session)
@@ -70,9 +77,7 @@ async def test_the_next_bash_starts_while_the_command_runs(
     await call.ok("Bash", {"command": "true"})
     first = await waiting_pid(session)
     monkeypatch.setattr(warm, "start", start)
-    gate = tmp_path / "gate"
-    os.mkfifo(gate)
-    fd = os.open(gate, os.O_RDWR | os.O_NONBLOCK)  # the command's read waits for a line, never for a writer
+    gate, fd = _held_gate(tmp_path)
     try:
         with anyio.fail_after(10):
             async with anyio.create_task_group() as tg:
@@ -101,9 +106,7 @@ async def test_after_a_pause_the_next_bash_starts_after_the_command_not_during_i
         return starts[-1]
 
     monkeypatch.setattr(warm, "start", start)
-    gate = tmp_path / "gate"
-    os.mkfifo(gate)
-    fd = os.open(gate, os.O_RDWR | os.O_NONBLOCK)  # the command's read waits for a line, never for a writer
+    gate, fd = _held_gate(tmp_path)
     try:
         with anyio.fail_after(10):
             async with anyio.create_task_group() as tg:
