@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -20,10 +21,20 @@ def carrier() -> Iterator[tuple[int, int]]:
     forks = procs.fork_count() or 0
     proc = subprocess.Popen(["sleep", "30"], env={**os.environ, NAME: VALUE}, start_new_session=True)
     try:
+        settled(proc.pid)
         yield proc.pid, forks
     finally:
         proc.kill()
         proc.wait()
+
+
+def settled(pid: int) -> None:
+    """Wait (bounded) until `pid` has finished its `execve`: Popen returns before the new program's
+    environment is set up, and the tests here are about the window, not that moment (see the exec tests)."""
+    deadline = time.monotonic() + 10
+    while procs.table() != "none" and procs.holding(pid, NAME, VALUE) == "unsure":
+        assert time.monotonic() < deadline, "the carrier never finished starting"
+        time.sleep(0.001)
 
 
 def _a_later_pid() -> int:
@@ -91,8 +102,8 @@ def test_when_nothing_was_forked_since_no_pid_is_read(
     assert counted is not None
     monkeypatch.setattr(procs, "fork_count", lambda: counted)  # the count stands still: nothing was forked
     read: list[object] = []
-    real_holds, real_read_int = procs._holds, procs._read_int
-    monkeypatch.setattr(procs, "_holds", lambda *a: read.append(a) or real_holds(*a))
+    real_holding, real_read_int = procs.holding, procs._read_int
+    monkeypatch.setattr(procs, "holding", lambda *a: read.append(a) or real_holding(*a))
     monkeypatch.setattr(procs, "_read_int", lambda name: read.append(name) or real_read_int(name))
     assert procs.carriers(NAME, VALUE, procs.Since(pid, counted)) == []
     assert read == [], "neither the last pid nor any process's environment was read"
@@ -145,3 +156,50 @@ def test_without_a_table_carriers_cannot_be_listed_but_session_members_can(
     assert procs.carriers(NAME, VALUE) is None and procs.group_members(pid) is None
     assert procs.descendants(os.getpid()) == [] and procs.fork_count() is None
     assert procs.session_members(pid) == [pid]
+
+
+@pytest.mark.needs_proc
+def test_a_process_between_two_programs_is_unsure_never_no(
+    carrier: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """During `execve` the environment reads empty, cut short, or fails with ESRCH for a moment."""
+    pid, _ = carrier
+    real = procs._read_proc
+    for seen in (b"", b"PATH=/us", ProcessLookupError()):
+
+        def read(name: str, seen: bytes | Exception = seen) -> bytes:
+            if name != f"{pid}/environ":
+                return real(name)
+            if isinstance(seen, Exception):
+                raise seen
+            return seen
+
+        monkeypatch.setattr(procs, "_read_proc", read)
+        assert procs.holding(pid, NAME, VALUE) == "unsure", seen
+        assert procs.scan(NAME, VALUE, procs.Since(pid, None)) == ([], [pid])
+        assert procs.carriers(NAME, VALUE) == []
+    monkeypatch.setattr(procs, "_read_proc", lambda name: b"A=1\0" if name == f"{pid}/environ" else real(name))
+    assert procs.holding(pid, NAME, VALUE) == "no", "a whole environment without the marker"
+
+
+@pytest.mark.needs_proc
+def test_a_zombie_whose_environment_cannot_be_read_is_no() -> None:
+    proc = subprocess.Popen(["true"], env={**os.environ, NAME: VALUE}, start_new_session=True)
+    try:
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: a zombie
+        with pytest.raises(ProcessLookupError):  # as a process between two programs may read
+            procs._read_proc(f"{proc.pid}/environ")
+        assert procs.holding(proc.pid, NAME, VALUE) == "no"
+    finally:
+        proc.wait()
+
+
+def test_psutil_counts_an_empty_environment_of_a_live_process_as_unsure(
+    carrier: tuple[int, int], psutil_table: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psutil
+
+    pid, _ = carrier
+    assert procs.holding(pid, NAME, VALUE) == "yes"
+    monkeypatch.setattr(psutil.Process, "environ", lambda self: {})
+    assert procs.holding(pid, NAME, VALUE) == "unsure"
