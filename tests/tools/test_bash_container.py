@@ -118,7 +118,7 @@ async def session(settings: Settings) -> AsyncIterator[CodeSession]:
 def host_blind(monkeypatch: pytest.MonkeyPatch) -> None:
     """The server cannot see the container's processes (an engine in a VM, as on macOS): only what is done
     inside the container can stop them, so the host's marker and descendant scans find nothing."""
-    monkeypatch.setattr(procs, "carriers", lambda name, value, since=None: [])
+    monkeypatch.setattr(procs, "scan", lambda name, value, since=None: ([], []))
     monkeypatch.setattr(procs, "descendants", lambda pid: [])
 
 
