@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -39,7 +40,15 @@ from mcp_codetools.policy.gate import AnswerNeeded, Question
 from mcp_codetools.protocol.call_result import STATE_ARG, call_result
 from mcp_codetools.protocol.fast_start import EarlyStart
 from mcp_codetools.protocol.import_turns import taking_turns
-from mcp_codetools.protocol.wire import INVALID_REQUEST, TOO_LARGE, WireStream, error_line, opened_wire, until_stopped
+from mcp_codetools.protocol.wire import (
+    INVALID_REQUEST,
+    TOO_LARGE,
+    EndOfInputGrace,
+    WireStream,
+    error_line,
+    opened_wire,
+    until_stopped,
+)
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import Settings
 
@@ -47,8 +56,6 @@ logger = logging.getLogger(__name__)
 
 EARLY_TOOLS = frozenset({"Read", "Glob", "Grep"})
 """Read-only, always concurrency-safe, and needing nothing from the client but their arguments."""
-EOF_GRACE_S = 1.0
-"""As `stdio.EOF_GRACE_S`: after the input ends, how long early calls may run on before they are cancelled."""
 SDK_IDLE_START_S = 0.025
 """How long the wire stays quiet, no call running, before the SDK's import starts without a line needing it.
 
@@ -170,8 +177,7 @@ class EarlyCalls:
                     if self._running == 0 and (sdk_ready.is_set() or self._ended):
                         break
                     if self._ended:
-                        with anyio.move_on_after(EOF_GRACE_S):
-                            await self._until_idle()
+                        await self._while_answering(EndOfInputGrace(time.monotonic()))
                         calls.cancel_scope.cancel()  # what still runs then, as the SDK's stdio does at the end
                         break
                     if not started and self._running == 0 and not await self._woken_within(self._idle_start_s):
@@ -197,10 +203,15 @@ class EarlyCalls:
             await self._wake.wait()
         return self._wake.is_set()
 
-    async def _until_idle(self) -> None:
+    async def _while_answering(self, grace: EndOfInputGrace) -> None:
+        """Until no call runs, or `grace` runs out: each call that ends gives the others its idle time again."""
         while self._running:
-            await self._wake.wait()
-            self._wake = anyio.Event()
+            left = grace.left(time.monotonic())
+            if left <= 0:
+                return
+            if await self._woken_within(left):
+                self._wake = anyio.Event()
+                grace.answered(time.monotonic())
 
     async def _pump(self) -> None:
         while True:

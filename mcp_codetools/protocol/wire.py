@@ -285,3 +285,33 @@ async def until_stopped(serve: Callable[[], Awaitable[None]]) -> int | None:
         await serve()
         tg.cancel_scope.cancel()
     return stopped_by[0] if stopped_by else None
+
+
+EOF_GRACE_S = 3.0
+"""After stdin ends, how long requests already received may go on without one of them being answered before
+the rest are cancelled: a call that makes no progress (a `sleep`) is not waited for long. The SDK's client
+sends SIGTERM 2 s after closing stdin, which ends the session the same way (`STOP_SIGNALS`). 1 s lost a piped
+Bash call's answer at load 15-17 (CI, 2026-12-07): its bash, and the sandbox probe, waited that long for a CPU."""
+EOF_GRACE_CAP_S = 10.0
+"""The longest the answering goes on after stdin ends while answers keep coming (`cat requests | mcp-codetools`
+on a busy machine: a first Bash call that starts its sandbox can take over a second after a Read's answer)."""
+
+
+class EndOfInputGrace:
+    """How long the requests received before the end of input may still run.
+
+    `EOF_GRACE_S` from the last answer (or from the end), and no longer than `EOF_GRACE_CAP_S` in all.
+    """
+
+    def __init__(self, ended_at: float, idle_s: float = EOF_GRACE_S, cap_s: float = EOF_GRACE_CAP_S) -> None:
+        self._last = ended_at
+        self._until = ended_at + cap_s
+        self._idle_s = idle_s
+
+    def answered(self, now: float) -> None:
+        """A request was answered at `now`: the idle bound starts again."""
+        self._last = now
+
+    def left(self, now: float) -> float:
+        """Seconds still given at `now`; 0: cancel what runs."""
+        return max(0.0, min(self._last + self._idle_s, self._until) - now)

@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from mcp_codetools.pipeline import Pipeline
+from mcp_codetools.protocol import early_calls
 from mcp_codetools.protocol.early_calls import EarlyCalls
 from mcp_codetools.protocol.fast_start import EarlyStart, SnapshotAnswers
 from mcp_codetools.protocol.wire import WireStream
@@ -160,3 +161,42 @@ async def test_the_end_of_input_starts_the_sdk(session: CodeSession, gates: Gate
         with anyio.fail_after(BOUND_S):
             await run.started.wait()
         run.sdk_ready.set()
+
+
+class _Grace:
+    """An end-of-input grace the test runs out: endless until the first answer, over after it."""
+
+    made: list[_Grace] = []
+
+    def __init__(self, ended_at: float) -> None:
+        self.answers = 0
+        _Grace.made.append(self)
+
+    def answered(self, now: float) -> None:
+        self.answers += 1
+
+    def left(self, now: float) -> float:
+        return 0.0 if self.answers else 3600.0
+
+
+async def test_after_the_end_of_input_each_answer_renews_the_grace_and_its_end_cancels_the_rest(
+    session: CodeSession, gates: Gates, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flat second from the end of input lost piped calls at load 15-17: the wait runs by answers now."""
+    monkeypatch.setattr(early_calls, "EndOfInputGrace", _Grace)
+    _Grace.made.clear()
+    run = _Run(Pipeline([gates.tool("Read", safe=True)]), session, NEVER_IDLE_S)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run.serve)
+        await run.wire.feed(*handshake(VERSION), _read(3, "a"), _read(4, "b"))
+        with anyio.fail_after(BOUND_S):
+            await gates.until(lambda: {"a", "b"} <= set(gates.running))
+        await run.wire.send.aclose()
+        with anyio.fail_after(BOUND_S):
+            await run.started.wait()
+        gates.open("a")
+        await run.wire.answer_to(3)
+        run.sdk_ready.set()
+    assert [grace.answers for grace in _Grace.made] == [1], "the answer to 3 was counted"
+    assert not any(m.get("id") == 4 for m in run.wire.said), "4 was cancelled once the grace ran out"
+    assert run.calls.answered == 1
