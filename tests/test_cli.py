@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.doctor_here import doctor_here
 from tests.protocol.stdio_raw import server_command
 
 
@@ -46,14 +47,9 @@ def test_doctor_checks_the_given_roots_as_the_server_does(tmp_path: Path) -> Non
         stdin=subprocess.DEVNULL,
         check=False,
     )
-    doctor = subprocess.run(
-        [*server_command(), "--root", missing, "doctor"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        check=False,
-    )
+    here = tmp_path / "here"
+    here.mkdir()
+    doctor = doctor_here(["--root", missing], here)  # in this process: the next test runs doctor's own
     assert served.returncode == 2
     message = served.stderr.strip()
     assert doctor.returncode == 1, doctor.stdout
