@@ -41,12 +41,13 @@ def configured_doctor(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, D
     """`--no-sandbox doctor` in a project whose own config file has a rule naming no tool.
 
     The project's file, not a --config one: doctor's scenario server runs elsewhere, so only a --config file
-    reaches it (and its log); the flag and the rule show on separate lines.
+    reaches it (and its log); the flag and the rule show on separate lines. Its tests read doctor's own lines,
+    so the scenario is left out.
     """
     folder = tmp_path_factory.mktemp("configured") / "project"
     folder.mkdir()
     (folder / "mcp-codetools.toml").write_text('[permissions]\ndeny = ["Raed(.env)"]\n')
-    return folder, doctor_here(["--no-sandbox"], folder, scenario=True)
+    return folder, doctor_here(["--no-sandbox"], folder)
 
 
 @pytest.mark.parametrize(
