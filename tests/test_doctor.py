@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.doctor_here import Doctored, doctor_here, run
+from tests.cli_here import Ran, doctor_here, run
 
 
 @pytest.fixture
@@ -17,14 +17,14 @@ def project(tmp_path: Path) -> Path:
     return folder
 
 
-# Doctor runs in this process (tests/doctor_here.py): a process of its own costs ~5 CPU-s, most of it its
+# Doctor runs in this process (tests/cli_here.py): a process of its own costs ~5 CPU-s, most of it its
 # language server probe and the scenario's server, which the tests here need only where they say so. A
 # scenario still costs ~2.5 CPU-s: tests that check different facts of one configuration share its run. Each
 # fixture's configuration is one that all its tests' facts are independent of.
 
 
 @pytest.fixture(scope="module")
-def plan_mode_doctor(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Doctored]:
+def plan_mode_doctor(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Ran]:
     """`--config mine.toml doctor` (a relative path; a limit only) with MCP_CODETOOLS_PERMISSION_MODE=plan.
 
     Neither the plan mode nor the limit changes the sandbox line.
@@ -37,7 +37,7 @@ def plan_mode_doctor(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Do
 
 
 @pytest.fixture(scope="module")
-def configured_doctor(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Doctored]:
+def configured_doctor(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Ran]:
     """`--no-sandbox doctor` in a project whose own config file has a rule naming no tool.
 
     The project's file, not a --config one: doctor's scenario server runs elsewhere, so only a --config file
@@ -109,7 +109,7 @@ def test_doctor_reads_the_backend_flag_and_the_environment(project: Path) -> Non
 
 
 def test_doctor_says_how_to_turn_the_sandbox_on_when_it_is_off(
-    plan_mode_doctor: tuple[Path, Doctored],
+    plan_mode_doctor: tuple[Path, Ran],
 ) -> None:
     from mcp_codetools.shell.sandbox_default import DEFAULT_ON_SOURCE, TURN_OFF
 
@@ -124,7 +124,7 @@ def test_doctor_says_how_to_turn_the_sandbox_on_when_it_is_off(
 
 
 def test_doctor_says_the_sandbox_was_turned_off_and_how(
-    configured_doctor: tuple[Path, Doctored],
+    configured_doctor: tuple[Path, Ran],
 ) -> None:
     _, done = configured_doctor
     line = next(line for line in done.stdout.splitlines() if line.lstrip().startswith("sandbox"))
@@ -132,7 +132,7 @@ def test_doctor_says_the_sandbox_was_turned_off_and_how(
 
 
 def test_a_relative_config_file_reaches_the_scenarios_server_too(
-    plan_mode_doctor: tuple[Path, Doctored],
+    plan_mode_doctor: tuple[Path, Ran],
 ) -> None:
     project, done = plan_mode_doctor
     assert "[ok] settings: " in done.stdout and "config files read: mine.toml" in done.stdout, done.stdout
@@ -152,7 +152,7 @@ def test_a_bad_user_config_fails_doctor_as_it_stops_the_server(project: Path) ->
 
 
 def test_the_scenarios_server_gets_the_environment(
-    plan_mode_doctor: tuple[Path, Doctored],
+    plan_mode_doctor: tuple[Path, Ran],
 ) -> None:
     """Every MCP_CODETOOLS_* variable reaches the server doctor starts, as it reaches one a client starts."""
     _, done = plan_mode_doctor
@@ -161,7 +161,7 @@ def test_the_scenarios_server_gets_the_environment(
 
 
 def test_doctor_shows_a_rule_that_matches_nothing(
-    configured_doctor: tuple[Path, Doctored],
+    configured_doctor: tuple[Path, Ran],
 ) -> None:
     _, done = configured_doctor
     warned = [line for line in done.stdout.splitlines() if "[WARN]" in line]

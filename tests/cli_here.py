@@ -1,10 +1,10 @@
-"""`mcp-codetools doctor` run through `cli.main` in this process, for tests of what it says about the settings.
+"""The command line run through `cli.main` in this process, for tests of what `doctor` and `config` print.
 
 A doctor process costs about 5 CPU-s: its language server probe (~2.2, jedi), the scenario's server (~2.5)
 and its own start. Tests of the settings and sandbox lines need none of that, so here doctor runs in the test's
 process with the language server probe left out, and the scenario only where the test is about it. The
 process itself, the console script and the language server line are checked end to end in test_cli.py,
-test_doctor_facilities.py and ecosystem/test_wheel.py.
+test_doctor_facilities.py and ecosystem/test_wheel.py. `config` here saves a process start (~0.4 CPU-s).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subpro
 
 
 @dataclass
-class Doctored:
+class Ran:
     returncode: int
     stdout: str
     logged: list[str] = field(default_factory=list)
@@ -78,11 +78,9 @@ def _no_scenario(flags: Sequence[str]) -> bool:
     return True
 
 
-def doctor_here(args: list[str], cwd: Path, env: dict[str, str] | None = None, *, scenario: bool = False) -> Doctored:
-    """`mcp-codetools *args doctor` in `cwd`, with the environment `run` gives a process.
-
-    `scenario`: run the seed scenario for real (it starts the server as a process); else it passes untried.
-    """
+@contextlib.contextmanager
+def _as_a_process(cwd: Path, env: dict[str, str] | None) -> Iterator[tuple[pytest.MonkeyPatch, io.StringIO, list[str]]]:
+    """This process set up as `run` sets up a child: `cwd`, no MCP_CODETOOLS_* but `env`'s, the user config folder."""
     enabled = gc.isenabled()  # `main` turns the collector off and on again
     with (
         pytest.MonkeyPatch.context() as patch,
@@ -96,12 +94,28 @@ def doctor_here(args: list[str], cwd: Path, env: dict[str, str] | None = None, *
         for name, value in (env or {}).items():
             patch.setenv(name, value)
         patch.setattr(logging, "basicConfig", lambda **_: None)  # the test process keeps its own logging
-        patch.setattr(doctor, "_language_servers", _no_language_servers)
-        if not scenario:
-            patch.setattr(doctor, "_run_scenario", _no_scenario)
         try:
-            code = cli.main([*args, "doctor"])
+            yield patch, out, logged
         finally:
             if enabled:
                 gc.enable()
-    return Doctored(code, out.getvalue(), logged)
+
+
+def command_here(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> Ran:
+    """`mcp-codetools *args` in `cwd`, with the environment `run` gives a process (not for `serve`)."""
+    with _as_a_process(cwd, env) as (_, out, logged):
+        code = cli.main(args)
+    return Ran(code, out.getvalue(), logged)
+
+
+def doctor_here(args: list[str], cwd: Path, env: dict[str, str] | None = None, *, scenario: bool = False) -> Ran:
+    """`mcp-codetools *args doctor` in `cwd`, with the environment `run` gives a process.
+
+    `scenario`: run the seed scenario for real (it starts the server as a process); else it passes untried.
+    """
+    with _as_a_process(cwd, env) as (patch, out, logged):
+        patch.setattr(doctor, "_language_servers", _no_language_servers)
+        if not scenario:
+            patch.setattr(doctor, "_run_scenario", _no_scenario)
+        code = cli.main([*args, "doctor"])
+    return Ran(code, out.getvalue(), logged)
