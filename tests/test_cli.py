@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_here import command_here, doctor_here
 from tests.protocol.stdio_raw import server_command
 
 
@@ -46,14 +47,9 @@ def test_doctor_checks_the_given_roots_as_the_server_does(tmp_path: Path) -> Non
         stdin=subprocess.DEVNULL,
         check=False,
     )
-    doctor = subprocess.run(
-        [*server_command(), "--root", missing, "doctor"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        check=False,
-    )
+    here = tmp_path / "here"
+    here.mkdir()
+    doctor = doctor_here(["--root", missing], here)  # in this process: the next test runs doctor's own
     assert served.returncode == 2
     message = served.stderr.strip()
     assert doctor.returncode == 1, doctor.stdout
@@ -129,14 +125,9 @@ def test_config_check_reports_every_problem_and_rules_that_name_no_tool(tmp_path
         '[limits]\nmax_concurrency = 0\n[read]\ndefault_lines = "many"\n[files]\nhard_links = "sometimes"\n'
         '[permissions]\ndeny = ["Raed(.env)", "Bash("]\ndefault_mode = "yolo"\n'
     )
-    done = subprocess.run(
-        [*server_command(), "config", "--check", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-        check=False,
-    )
+    here = tmp_path / "here"  # its user config folder: tmp_path / "xdg", none
+    here.mkdir()
+    done = command_here(["config", "--check", str(path)], here)
     assert done.returncode == 1, done.stdout
     problems = done.stdout.strip().splitlines()
     assert len(problems) == 6, problems
@@ -147,9 +138,7 @@ def test_config_check_reports_every_problem_and_rules_that_name_no_tool(tmp_path
     assert "names no tool of this server" in raed and "did you mean Read?" in raed, raed
     ok = tmp_path / "ok.toml"
     ok.write_text('[permissions]\ndeny = ["Read(.env)", "Bash(curl *)", "WebFetch"]\n')
-    unknown = subprocess.run(
-        [*server_command(), "config", "--check", str(ok)], capture_output=True, text=True, timeout=60, check=False
-    )
+    unknown = command_here(["config", "--check", str(ok)], here)
     assert unknown.returncode == 1
     assert "`WebFetch` names no tool of this server" in unknown.stdout
     assert "the tools are Read, Edit, Write" in unknown.stdout, unknown.stdout
@@ -161,20 +150,10 @@ def test_config_lists_the_project_values_it_ignored(tmp_path: Path) -> None:
     (project / "mcp-codetools.toml").write_text(
         '[permissions]\ndefault_mode = "bypassPermissions"\n[hooks]\nfrom_project = true\n[sandbox]\nenabled = false\n'
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_CODETOOLS_")}
-    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
-    (tmp_path / "xdg" / "mcp-codetools").mkdir(parents=True)
+    (tmp_path / "xdg" / "mcp-codetools").mkdir(parents=True)  # command_here's user config folder
     (tmp_path / "xdg" / "mcp-codetools" / "config.toml").write_text("[sandbox]\nenabled = true\n")
-    done = subprocess.run(
-        [*server_command(), "config"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=project,
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    done = command_here(["config"], project)
+    assert done.returncode == 0, done.stdout
     ignored = [line for line in done.stdout.splitlines() if line.startswith("# ignored: ")]
     assert len(ignored) == 3, done.stdout
     assert any("permissions.default_mode = 'bypassPermissions' ignored" in line for line in ignored), ignored

@@ -3,30 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.protocol.stdio_raw import server_command
-
-
-def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """The console script with `args`, its user config folder in `cwd`'s parent, stdin closed."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("MCP_CODETOOLS_")}
-    environ["XDG_CONFIG_HOME"] = str(cwd.parent / "xdg")
-    environ.update(env or {})
-    return subprocess.run(
-        [*server_command(), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-        env=environ,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+from tests.cli_here import Ran, doctor_here, run
 
 
 @pytest.fixture
@@ -36,12 +17,14 @@ def project(tmp_path: Path) -> Path:
     return folder
 
 
-# A full doctor run starts jedi and a server (~4.7 CPU-s): tests that check different facts of one configuration
-# share its run. Each fixture's configuration is one that all its tests' facts are independent of.
+# Doctor runs in this process (tests/cli_here.py): a process of its own costs ~5 CPU-s, most of it its
+# language server probe and the scenario's server, which the tests here need only where they say so. A
+# scenario still costs ~2.5 CPU-s: tests that check different facts of one configuration share its run. Each
+# fixture's configuration is one that all its tests' facts are independent of.
 
 
 @pytest.fixture(scope="module")
-def plan_mode_doctor(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+def plan_mode_doctor(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Ran]:
     """`--config mine.toml doctor` (a relative path; a limit only) with MCP_CODETOOLS_PERMISSION_MODE=plan.
 
     Neither the plan mode nor the limit changes the sandbox line.
@@ -49,20 +32,22 @@ def plan_mode_doctor(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, su
     folder = tmp_path_factory.mktemp("plan") / "project"
     folder.mkdir()
     (folder / "mine.toml").write_text("[limits]\nmax_concurrency = 3\n")
-    return folder, run(["--config", "mine.toml", "doctor"], folder, {"MCP_CODETOOLS_PERMISSION_MODE": "plan"})
+    done = doctor_here(["--config", "mine.toml"], folder, {"MCP_CODETOOLS_PERMISSION_MODE": "plan"}, scenario=True)
+    return folder, done
 
 
 @pytest.fixture(scope="module")
-def configured_doctor(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+def configured_doctor(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Ran]:
     """`--no-sandbox doctor` in a project whose own config file has a rule naming no tool.
 
     The project's file, not a --config one: doctor's scenario server runs elsewhere, so only a --config file
-    reaches it (and its log); the flag and the rule show on separate lines.
+    reaches it (and its log); the flag and the rule show on separate lines. Its tests read doctor's own lines,
+    so the scenario is left out.
     """
     folder = tmp_path_factory.mktemp("configured") / "project"
     folder.mkdir()
     (folder / "mcp-codetools.toml").write_text('[permissions]\ndeny = ["Raed(.env)"]\n')
-    return folder, run(["--no-sandbox", "doctor"], folder)
+    return folder, doctor_here(["--no-sandbox"], folder)
 
 
 @pytest.mark.parametrize(
@@ -85,7 +70,7 @@ def test_a_configuration_the_server_refuses_fails_doctor_with_the_same_message(
     assert served.returncode != 0, served.stderr
     message = served.stderr.strip().splitlines()[-1]
     assert message.startswith("mcp-codetools: ")
-    doctor = run([*flags, "doctor"], project, env)
+    doctor = doctor_here(flags, project, env)
     assert doctor.returncode == 1, doctor.stdout
     assert f"[FAIL] settings: {message}" in doctor.stdout, (message, doctor.stdout)
     assert "everything works" not in doctor.stdout
@@ -97,7 +82,7 @@ def test_doctor_says_the_sandbox_is_on_after_sandbox_and_names_what_it_confines(
     from mcp_codetools.settings import SandboxSettings
     from mcp_codetools.shell.sandbox import SandboxUnavailable, probe
 
-    done = run(["--sandbox", "doctor"], project)
+    done = doctor_here(["--sandbox"], project, scenario=True)
     try:
         works = probe(dataclasses.replace(SandboxSettings(), enabled=True))
     except SandboxUnavailable as exc:
@@ -106,7 +91,7 @@ def test_doctor_says_the_sandbox_is_on_after_sandbox_and_names_what_it_confines(
     lines = [line for line in done.stdout.splitlines() if line.lstrip().startswith("sandbox")]
     assert lines == [f"  sandbox      on (--sandbox flag); {works.describe()}"], done.stdout
     assert lines[0].endswith("; credentials and Read-denied paths masked")
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout
     assert "Server: " in done.stdout and " --sandbox --root " in done.stdout, "the scenario's server is sandboxed too"
 
 
@@ -119,12 +104,12 @@ def test_doctor_reads_the_backend_flag_and_the_environment(project: Path) -> Non
         expected = f"on (environment variable MCP_CODETOOLS_SANDBOX); {probe(landlock).describe()}"
     except SandboxUnavailable as exc:
         expected = f"[FAIL] settings: mcp-codetools: {exc}"
-    done = run(["--sandbox-backend", "landlock", "doctor"], project, {"MCP_CODETOOLS_SANDBOX": "1"})
+    done = doctor_here(["--sandbox-backend", "landlock"], project, {"MCP_CODETOOLS_SANDBOX": "1"})
     assert expected in done.stdout, done.stdout
 
 
 def test_doctor_says_how_to_turn_the_sandbox_on_when_it_is_off(
-    plan_mode_doctor: tuple[Path, subprocess.CompletedProcess[str]],
+    plan_mode_doctor: tuple[Path, Ran],
 ) -> None:
     from mcp_codetools.shell.sandbox_default import DEFAULT_ON_SOURCE, TURN_OFF
 
@@ -139,7 +124,7 @@ def test_doctor_says_how_to_turn_the_sandbox_on_when_it_is_off(
 
 
 def test_doctor_says_the_sandbox_was_turned_off_and_how(
-    configured_doctor: tuple[Path, subprocess.CompletedProcess[str]],
+    configured_doctor: tuple[Path, Ran],
 ) -> None:
     _, done = configured_doctor
     line = next(line for line in done.stdout.splitlines() if line.lstrip().startswith("sandbox"))
@@ -147,7 +132,7 @@ def test_doctor_says_the_sandbox_was_turned_off_and_how(
 
 
 def test_a_relative_config_file_reaches_the_scenarios_server_too(
-    plan_mode_doctor: tuple[Path, subprocess.CompletedProcess[str]],
+    plan_mode_doctor: tuple[Path, Ran],
 ) -> None:
     project, done = plan_mode_doctor
     assert "[ok] settings: " in done.stdout and "config files read: mine.toml" in done.stdout, done.stdout
@@ -161,13 +146,13 @@ def test_a_bad_user_config_fails_doctor_as_it_stops_the_server(project: Path) ->
     user.write_text("[limits]\nmax_concurency = 3\n")
     served = run([], project)
     assert served.returncode == 2
-    doctor = run(["doctor"], project)
+    doctor = doctor_here([], project)
     assert doctor.returncode == 1
     assert f"[FAIL] settings: {served.stderr.strip().splitlines()[-1]}" in doctor.stdout, doctor.stdout
 
 
 def test_the_scenarios_server_gets_the_environment(
-    plan_mode_doctor: tuple[Path, subprocess.CompletedProcess[str]],
+    plan_mode_doctor: tuple[Path, Ran],
 ) -> None:
     """Every MCP_CODETOOLS_* variable reaches the server doctor starts, as it reaches one a client starts."""
     _, done = plan_mode_doctor
@@ -176,10 +161,10 @@ def test_the_scenarios_server_gets_the_environment(
 
 
 def test_doctor_shows_a_rule_that_matches_nothing(
-    configured_doctor: tuple[Path, subprocess.CompletedProcess[str]],
+    configured_doctor: tuple[Path, Ran],
 ) -> None:
     _, done = configured_doctor
     warned = [line for line in done.stdout.splitlines() if "[WARN]" in line]
     assert len(warned) == 1 and "`Raed(.env)` names no tool of this server" in warned[0], done.stdout
-    assert "Raed" not in done.stderr, "shown once, in doctor's report"
+    assert not [line for line in done.logged if "Raed" in line], "shown once, in doctor's report, not logged"
     assert "everything works" not in done.stdout and "see WARN above" in done.stdout

@@ -27,11 +27,16 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         shutil.copy2(REPO / name, source / name)
     shutil.copytree(REPO / "mcp_codetools", source / "mcp_codetools", ignore=shutil.ignore_patterns("__pycache__"))
     out = tmp_path_factory.mktemp("wheel")
+    temporary = tmp_path_factory.mktemp("build-tmp")  # uv's lock files stay in it, not in the machine's /tmp
+    # uv builds the same wheel (same files, same bytes) as `pip wheel` for 2.9 CPU-s against pip's 7.5: its
+    # isolated build environment with setuptools is made from its cache in milliseconds.
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)],
+        [venv_tool("uv"), "build", "--wheel", "-q", "-o", str(out), str(source)],
         capture_output=True,
         text=True,
         timeout=300,
+        env={**os.environ, "UV_PYTHON": sys.executable, "UV_PYTHON_DOWNLOADS": "never", "TMPDIR": str(temporary)},
+        stdin=subprocess.DEVNULL,
     )
     assert built.returncode == 0, built.stdout + built.stderr
     [path] = out.glob("*.whl")

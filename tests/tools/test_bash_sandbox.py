@@ -30,11 +30,27 @@ pytestmark = pytest.mark.anyio
 WAIT_S = 30
 
 
+_WORKING: dict[tuple[str, tuple[tuple[str, object], ...]], Sandbox | SandboxUnavailable] = {}
+"""Each backend's probe outcome, found once per test process as `prepared` finds it once per server."""
+
+
 def working(backend: str, **options: object) -> Sandbox:
-    try:
-        return probe(SandboxSettings(enabled=True, backend=backend, **options))  # type: ignore[arg-type]
-    except SandboxUnavailable as exc:
-        facilities.missing(backend, f"it does not work on this machine: {exc}")
+    """`backend` working here, else skipped (or failed where CI requires it) with the probe's reason.
+
+    The probe (a confined `true`, ~0.06 CPU-s) ran for each of ~250 tests that ask; its outcome is kept. A test
+    of the probe itself calls `probe`.
+    """
+    key = (backend, tuple(sorted(options.items())))
+    found = _WORKING.get(key)
+    if found is None:
+        try:
+            found = probe(SandboxSettings(enabled=True, backend=backend, **options))  # type: ignore[arg-type]
+        except SandboxUnavailable as exc:
+            found = exc
+        _WORKING[key] = found
+    if isinstance(found, SandboxUnavailable):
+        facilities.missing(backend, f"it does not work on this machine: {found}")
+    return found
 
 
 @pytest.fixture(params=["bwrap", "landlock", "seatbelt"])
