@@ -55,7 +55,7 @@ async def test_a_forkless_command_does_not_read_the_process_table(
     call: Caller, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     scans: list[str] = []
-    real = procs.scan  # what reaping reads the table with (since 0a5e254; `carriers` before)
+    real = procs.scan
 
     def scan(name: str, value: str, since: procs.Since | None = None) -> tuple[list[int], list[int]] | None:
         scans.append(value)
