@@ -21,8 +21,10 @@ import time
 import anyio
 import anyio.lowlevel
 
-EXIT_FIRST_S = 0.02
-"""How long the exit alone is watched before the pipe too (see the module docstring)."""
+EXIT_FIRST_S = 0.002
+"""How long the exit alone is watched before the pipe too (see the module docstring). An `echo hi` exits within
+~0.3 ms of its command on a quiet machine; 20 ms made a command that printed 110 KB at once wait 1.5x as long
+(`seq 20000`, load 16), 2 ms 1.1x."""
 
 
 class OutputOrExit:
