@@ -249,7 +249,9 @@ class WarmSlot:
     def prepare_soon(self, cwd: Path, env: Mapping[str, str]) -> None:
         """After a call: keep the waiting bash if it waits in `cwd` with `env`, else start one there.
 
-        Once the event loop has written this call's answer (now, off asyncio).
+        A start waits until the event loop has written this call's answer; keeping the bash (or the one still
+        starting for it) is done now: deferred, it cost every back-to-back call one more wake of the loop.
+        Off asyncio, all of it now.
         """
         env = dict(env)
         try:
@@ -257,7 +259,17 @@ class WarmSlot:
         except RuntimeError:
             self._prepare(cwd, env)
             return
+        if self._waits_for(cwd, env):
+            self._prepare(cwd, env)
+            return
         loop.call_later(AFTER_ANSWER_S, self._prepare, cwd, env)
+
+    def _waits_for(self, cwd: Path, env: dict[str, str]) -> bool:
+        """Whether the bash waiting (or the one starting) is in `cwd` with `env`: `_prepare` would start none."""
+        shell = self._shell
+        if shell is not None:
+            return shell.cwd == cwd and shell.env == env
+        return self._starting is not None and self._starting_for == (cwd, env)
 
     def _prepare(self, cwd: Path, env: dict[str, str], after_call: bool = True) -> None:
         if after_call:
