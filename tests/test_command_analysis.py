@@ -1,8 +1,7 @@
 """One analysis per Bash call: the command is parsed once, and every step reads that one value.
 
 The dispatcher's safety decision, the permission step (rules, plan mode), validation and the call itself
-all read the `CommandAnalysis` that `BashTool.classify` built off the event loop; the analyses of lately seen
-short lines are kept, by their text alone (`commands.analysis`).
+all read the `CommandAnalysis` that `BashTool.classify` built off the event loop; nothing keeps old parses.
 """
 
 from __future__ import annotations
@@ -35,9 +34,7 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
     for module in (analysis, classify, parts):
         monkeypatch.setattr(module, "parse", counting)
-    analysis._kept.cache_clear()  # what other tests analysed is not counted out here
     yield seen
-    analysis._kept.cache_clear()  # nor what the counting parser built kept for them
 
 
 def test_the_analysis_parses_once(parses: list[str]) -> None:
@@ -60,8 +57,8 @@ def test_the_engine_reads_the_analysis_it_is_given(parses: list[str]) -> None:
     facts = CallFacts("Bash", False, cwd=root, analysis=found)
     assert facts.command == "git push origin" and facts.analysis is found
     assert policy.decide(facts).behaviour == "deny" and parses == []
-    assert policy.decide(CallFacts("Bash", False, command="git push origin main", cwd=root)).behaviour == "deny"
-    assert parses == ["git push origin main"]  # given only the text: analysed where the facts are made
+    assert policy.decide(CallFacts("Bash", False, command="git push origin", cwd=root)).behaviour == "deny"
+    assert parses == ["git push origin"]  # given only the text: analysed where the facts are made
 
 
 def test_facts_refuse_an_analysis_of_another_command() -> None:
@@ -69,40 +66,8 @@ def test_facts_refuse_an_analysis_of_another_command() -> None:
         CallFacts("Bash", False, command="git status", analysis=analyse("git push"))
 
 
-def test_a_line_analysed_lately_is_not_analysed_again(parses: list[str]) -> None:
-    first = analyse("git status")
-    assert analyse("git status") is first and parses == ["git status"]
-    for other in ("git status ", "git  status", "git status\n", "git statuss"):  # any other text: its own analysis
-        assert analyse(other) is not first
-    assert parses == ["git status", "git status ", "git  status", "git status\n", "git statuss"]
-
-
-def test_the_oldest_analysis_goes_past_the_bound(parses: list[str]) -> None:
-    first = analyse("echo 0")
-    for number in range(1, analysis.CACHE_SIZE + 1):
-        analyse(f"echo {number}")
-    assert analyse(f"echo {analysis.CACHE_SIZE}") is analyse(f"echo {analysis.CACHE_SIZE}")
-    parses.clear()
-    again = analyse("echo 0")
-    assert parses == ["echo 0"] and again is not first and again == first
-
-
-def test_a_long_line_is_analysed_at_every_call(parses: list[str]) -> None:
-    line = "echo " + "x" * analysis.CACHED_MAX_CHARS
-    assert analyse(line) is not analyse(line) and parses == [line, line]
-
-
-def test_an_analysis_depends_on_the_text_alone(
-    parses: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # What the cache keys on: built again in another folder with another environment, it is the same value.
-    lines = ["cat a.txt > b.txt", "git -C sub push", "cd x && rm -rf *", "PATH=/x ls ~", "bash -c 'sed -i s/a/b/ f'"]
-    built = [analyse(line) for line in lines]
-    analysis._kept.cache_clear()
-    monkeypatch.chdir(tmp_path)
-    for name in ("HOME", "PATH", "PWD", "CDPATH", "GIT_DIR", "SHELL"):
-        monkeypatch.setenv(name, str(tmp_path / "elsewhere"))
-    assert [analyse(line) for line in lines] == built
+def test_nothing_is_remembered_between_analyses(parses: list[str]) -> None:
+    assert analyse("git status") is not analyse("git status") and parses == ["git status", "git status"]
 
 
 def test_a_long_or_empty_command_is_not_parsed(parses: list[str]) -> None:
@@ -129,5 +94,5 @@ async def test_plan_mode_reads_the_calls_analysis(parses: list[str], session: Co
     assert await call.ok("Bash", {"command": "echo hi"}) == "hi"
     refused = await call("Bash", {"command": "echo hi > out.txt"})
     assert refused.is_error and "plan mode" in refused.text and not (root / "out.txt").exists()
-    assert await call.ok("Bash", {"command": "echo hi"}) == "hi"  # a repeated command: its analysis is kept
-    assert parses == ["echo hi", "echo hi > out.txt"]
+    assert await call.ok("Bash", {"command": "echo hi"}) == "hi"  # a repeated command: analysed again, once
+    assert parses == ["echo hi", "echo hi > out.txt", "echo hi"]
