@@ -4,7 +4,7 @@ Raw protocol abuse over real stdio: the installed server process, fed bytes no p
 Each malformed line is answered as JSON-RPC 2.0 requires (parse error -32700 with id null, invalid
 request -32600 with the id when one can be read, method not found -32601) or dropped where the spec
 says so (notifications); the server stays responsive throughout, answers a flood of 10,000 pipelined
-calls once each, and its memory stays bounded under 50 MB arguments.
+calls once each, and its memory stays bounded under 10 MB arguments.
 """
 
 from __future__ import annotations
@@ -52,8 +52,14 @@ async def peer(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Peer]:
 
 @pytest.fixture
 async def fresh_peer(root: Path) -> AsyncIterator[Peer]:
-    """A server of the test's own, for those that measure its memory from the start (VmHWM only grows)."""
-    started = await _started(root)
+    """A server of the test's own, for those that measure its memory from the start (VmHWM only grows).
+
+    glibc's malloc raises its mmap threshold to the size of each large block freed, up to 32 MiB, so after
+    the first 10 MB argument such blocks come from the heap, and the heap keeps what was freed: RSS then
+    shows the allocator's cache, not what the server holds. A fixed threshold (glibc only; other systems
+    ignore the variable) hands every block over 1 MiB back when freed, as happens to 50 MB blocks anyway.
+    """
+    started = await _started(root, {"MALLOC_MMAP_THRESHOLD_": str(1024 * 1024)})
     try:
         yield started
     finally:
@@ -61,9 +67,9 @@ async def fresh_peer(root: Path) -> AsyncIterator[Peer]:
     assert code == 0, started.stderr_text()[-2000:]
 
 
-async def _started(root: Path) -> Peer:
+async def _started(root: Path, env: dict[str, str] | None = None) -> Peer:
     (root / "f.txt").write_text("hello\nworld\n", encoding="utf-8")
-    return await Peer.start(root, env=COUNTABLE)
+    return await Peer.start(root, env={**COUNTABLE, **(env or {})})
 
 
 # The oracle: what JSON-RPC 2.0 (as MCP uses it) requires for one line.
@@ -282,21 +288,24 @@ def _fits(peer: Peer, baseline_kib: int, argument_bytes: int, factor: int = 10) 
     return peak - baseline_kib <= factor * argument_bytes // 1024, peak
 
 
-async def test_50_mb_arguments_are_handled_with_bounded_memory(
+async def test_10_mb_arguments_are_handled_with_bounded_memory(
     root: Path, fresh_peer: Peer, figures: Figures, suite: str
 ) -> None:
+    """The bound is relative (peak over the warm server's RSS at most 10 times the argument), so 10 MB
+    proves what 50 MB did at a fifth of the bytes piped and copied (16.7 -> 4.6 CPU-s): both peak at about
+    8 times the argument. A warm-up round with 64 KB arguments loads each call's modules first, so the
+    baseline is the warm server's and the bound need not leave room for them.
+    """
     peer = fresh_peer
-    size = 50 * MB
-    await peer.ping()
-    base = peer.memory()
+    size = 10 * MB
     calls = 0
 
-    async def one_round(tag: str) -> None:
+    async def one_round(tag: str, size: int) -> None:
         nonlocal calls
         content = tag + "\n" + "0123456789abcdef\n" * (size // 17)
         write = await peer.ask(peer.call("Write", {"file_path": f"{tag}.txt", "content": content}), timeout=120)
         assert not write["result"]["isError"], result_text(write)
-        assert (root / f"{tag}.txt").read_bytes() == content.encode(), "the 50 MB file was not written exactly"
+        assert (root / f"{tag}.txt").read_bytes() == content.encode(), f"the {tag} file was not written exactly"
         await peer.ask(peer.call("Read", {"file_path": f"{tag}.txt", "limit": 1}))
         edit = {"file_path": f"{tag}.txt", "old_string": tag + "\n", "new_string": "N" * size + "\n"}
         edited = await peer.ask(peer.call("Edit", edit), timeout=120)
@@ -305,27 +314,37 @@ async def test_50_mb_arguments_are_handled_with_bounded_memory(
         assert data[: size + 1] == b"N" * size + b"\n" and data[size + 1 :] == content.encode()[len(tag) + 1 :]
         calls += 3
 
-    await one_round("first")
+    async def other_tools(size: int) -> None:
+        nonlocal calls
+        others = [("Grep", {"pattern": "q" * size}), ("Glob", {"pattern": "*" + "g" * size})]
+        others += [("Bash", {"command": "echo " + "b" * size}), ("Read", {"file_path": "r" * size})]
+        for name, args in others:
+            answer = await peer.ask(peer.call(name, args), timeout=120)
+            assert "result" in answer, answer
+            assert len(result_text(answer)) <= 110_000, f"{name} answered {len(result_text(answer))} characters"
+            calls += 1
+
+    await one_round("warm", 64 * 1024)
+    await other_tools(64 * 1024)
+    await peer.ping()
+    base = peer.memory()
+    await one_round("first", size)
+    await other_tools(size)
     first = peer.memory()
-    others = [("Grep", {"pattern": "q" * size}), ("Glob", {"pattern": "*" + "g" * size})]
-    others += [("Bash", {"command": "echo " + "b" * size}), ("Read", {"file_path": "r" * size})]
-    for name, args in others:
-        answer = await peer.ask(peer.call(name, args), timeout=120)
-        assert "result" in answer, answer
-        assert len(result_text(answer)) <= 110_000, f"{name} answered {len(result_text(answer))} characters"
-        calls += 1
-    await one_round("second")
+    await one_round("second", size)
+    await other_tools(size)
     await peer.ping()
     after = peer.memory()
     figures.count(suite, calls=calls, inputs=calls)
     figures.measure(
-        "50 MB arguments: server RSS before / peak / after",
+        "10 MB arguments: warm server RSS before / peak / after",
         f"{base.rss_kib // 1024} / {after.hwm_kib // 1024} / {after.rss_kib // 1024}",
         "MiB",
-        f"{calls} calls with a 50 MB argument",
+        f"{calls} calls, of which {calls - 7} with a 10 MB argument",
     )
-    assert after.hwm_kib - base.rss_kib <= 10 * size // 1024, f"peak {after.hwm_kib // 1024} MiB for 50 MB arguments"
-    assert after.rss_kib <= first.rss_kib + 64 * 1024, "memory kept growing from one round of 50 MB calls to the next"
+    assert after.hwm_kib - base.rss_kib <= 10 * size // 1024, f"peak {after.hwm_kib // 1024} MiB for 10 MB arguments"
+    grown = after.rss_kib - first.rss_kib
+    assert grown <= size // 2 // 1024, f"{grown // 1024} MiB more after a second round of 10 MB calls: one is kept"
 
 
 async def test_a_huge_missing_file_name_keeps_memory_bounded(root: Path, figures: Figures, suite: str) -> None:
