@@ -40,12 +40,15 @@ def load() -> list[dict[str, Any]]:
     return cases
 
 
-async def run_case(pipeline: Pipeline, root: Path, case: dict[str, Any], mode: str) -> str:
-    """How the case ended: applied, wrong, missed (recoverable, not applied) or answered / silent (decoys)."""
+async def run_case(pipeline: Pipeline, root: Path, case: dict[str, Any], mode: str, **settings: Any) -> str:
+    """How the case ended: applied, wrong, missed (recoverable, not applied) or answered / silent (decoys).
+
+    `settings`: more settings for the case's session (the tests turn off the checks that cannot change it).
+    """
     suffix = Path(case["source"]).suffix or ".txt"
     f = root / f"case{case['id']}{suffix}"
     f.write_bytes(case["file"].encode("utf-8"))
-    session = CodeSession(Settings(roots=(root,), edit_recovery=mode))  # type: ignore[arg-type]
+    session = CodeSession(Settings(roots=(root,), edit_recovery=mode, **settings))  # type: ignore[arg-type]
     try:
         await pipeline.run(session, "Read", {"file_path": str(f)})
         out = await pipeline.run(
