@@ -549,13 +549,13 @@ def table(outcomes: list[Outcome]) -> str:
     ]
     baselines = {o.era: o for o in reversed(outcomes) if o.replicas == 1}
     for o in outcomes:
-        baseline = baselines.get(o.era, outcomes[0])
-        ratio = o.calls_per_s / baseline.calls_per_s if baseline.calls_per_s else 0
+        baseline = baselines.get(o.era)  # none with --no-baseline
+        ratio = f"{o.calls_per_s / baseline.calls_per_s:.2f}×" if baseline and baseline.calls_per_s else "n/a"
         server = f"{o.server_cpu_s * 1000 / o.calls:.2f}" if o.server_cpu_s is not None and o.calls else "n/a"
         haproxy = f"{o.haproxy_cpu_s * 1000 / o.calls:.3f}" if o.haproxy_cpu_s is not None and o.calls else "n/a"
         rows.append(
             f"| {o.label} | {o.replicas} | {o.clients} | {o.calls} | {o.seconds:.2f} | {o.calls_per_s:.0f} |"
-            f" {ratio:.2f}× | {len(o.wrong_replica)} | {len(o.other_errors) + len(o.unaffected_errors)} |"
+            f" {ratio} | {len(o.wrong_replica)} | {len(o.other_errors) + len(o.unaffected_errors)} |"
             f" {server} | {haproxy} | {o.client_cpu_s * 1000 / max(o.calls, 1):.2f} |"
         )
     return "\n".join(rows)
@@ -565,10 +565,12 @@ async def main_async(args: argparse.Namespace, workdir: Path) -> tuple[list[Outc
     outcomes: list[Outcome] = []
     problems: list[str] = []
     root = workdir / "root"
+    env = {"MCP_CODETOOLS_SANDBOX": "0"} if args.no_sandbox else None
     plan: list[tuple[str, str, int, bool, bool, bool]] = []
     for era in args.eras:
         routing = "stickiness" if era == "2025" else "handle routing"
-        plan += [(era, f"{era}: one process, no balancer", 1, False, False, False)]
+        if not args.no_baseline:
+            plan += [(era, f"{era}: one process, no balancer", 1, False, False, False)]
         plan += [(era, f"{era}: {args.replicas} replicas + HAProxy", args.replicas, True, False, False)]
         if not args.no_kill:
             label = f"{era}: {args.replicas} replicas + HAProxy, one killed mid-run"
@@ -580,7 +582,7 @@ async def main_async(args: argparse.Namespace, workdir: Path) -> tuple[list[Outc
         folder = root / re.sub(r"\W+", "-", label)
         folder.mkdir(parents=True)
         print(f"… {label}", file=sys.stderr, flush=True)
-        with lb.cluster(n, root, balancer=balancer, sticky=not control) as running:
+        with lb.cluster(n, root, balancer=balancer, sticky=not control, env=env) as running:
             with anyio.fail_after(args.time_limit):
                 outcome, _ = await run(label, running, args.clients, args.calls, folder, kill, control, era)
         outcomes.append(outcome)
@@ -596,6 +598,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--calls", type=int, default=1000, help="calls per run, spread over the clients")
     parser.add_argument("--no-kill", action="store_true", help="leave out the run that kills a replica")
     parser.add_argument("--no-control", action="store_true", help="leave out the runs without stickiness")
+    parser.add_argument(
+        "--no-baseline", action="store_true", help="leave out the one-process runs (no throughput ratio then)"
+    )
+    parser.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="replicas run Bash without the sandbox (a check of routing only: a sandboxed Bash call costs more)",
+    )
     parser.add_argument(
         "--eras",
         type=_eras,
