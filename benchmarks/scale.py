@@ -578,16 +578,30 @@ async def main_async(args: argparse.Namespace, workdir: Path) -> tuple[list[Outc
         if not args.no_control:
             label = f"{era} control: {args.replicas} replicas + HAProxy without {routing}"
             plan += [(era, label, args.replicas, True, False, True)]
-    for era, label, n, balancer, kill, control in plan:
-        folder = root / re.sub(r"\W+", "-", label)
-        folder.mkdir(parents=True)
-        print(f"… {label}", file=sys.stderr, flush=True)
+    groups: list[list[tuple[str, str, int, bool, bool, bool]]] = []
+    for entry in plan:  # with --reuse-replicas, the eras' runs that kill nothing share a cluster
+        same = [g for g in groups if args.reuse_replicas and not entry[4] and g[0][2:] == entry[2:]]
+        if same:
+            same[0].append(entry)
+        else:
+            groups.append([entry])
+    done: dict[str, tuple[Outcome, list[str]]] = {}
+    root.mkdir(parents=True)  # the replicas' root and working directory
+    for group in groups:
+        _, _, n, balancer, _, control = group[0]
         with lb.cluster(n, root, balancer=balancer, sticky=not control, env=env) as running:
-            with anyio.fail_after(args.time_limit):
-                outcome, _ = await run(label, running, args.clients, args.calls, folder, kill, control, era)
+            for era, label, _, _, kill, _ in group:
+                folder = root / re.sub(r"\W+", "-", label)
+                folder.mkdir(parents=True)
+                print(f"… {label}", file=sys.stderr, flush=True)
+                with anyio.fail_after(args.time_limit):
+                    outcome, _ = await run(label, running, args.clients, args.calls, folder, kill, control, era)
+                done[label] = (outcome, verdict(outcome, kill, control))
+                print(f"  {outcome.calls} calls in {outcome.seconds:.2f} s", file=sys.stderr, flush=True)
+    for entry in plan:  # reported in the plan's order
+        outcome, found = done[entry[1]]
         outcomes.append(outcome)
-        problems += verdict(outcome, kill, control)
-        print(f"  {outcome.calls} calls in {outcome.seconds:.2f} s", file=sys.stderr, flush=True)
+        problems += found
     return outcomes, problems
 
 
@@ -600,6 +614,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-control", action="store_true", help="leave out the runs without stickiness")
     parser.add_argument(
         "--no-baseline", action="store_true", help="leave out the one-process runs (no throughput ratio then)"
+    )
+    parser.add_argument(
+        "--reuse-replicas",
+        action="store_true",
+        help="the eras' runs that kill nothing share their replicas (fewer starts; the second era's are warm)",
     )
     parser.add_argument(
         "--no-sandbox",
