@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore:Generating o
 
 SCALE = 10 if FIGURES.long_mode else 1
 FUZZ = settings(
-    max_examples=800 if FIGURES.long_mode else 20,  # each run its own seed: CI runs add up (40 cost 31 CPU-s)
+    max_examples=800 if FIGURES.long_mode else 40,  # each run its own seed: CI runs add up (80 cost 36 CPU-s)
     deadline=None,
     database=None,
     print_blob=True,
@@ -95,7 +95,7 @@ async def client(layout: Layout) -> AsyncIterator[Client]:
     await no_live_children()
 
 
-@settings(FUZZ, max_examples=20 * SCALE)
+@settings(FUZZ, max_examples=40 * SCALE)
 @given(calls=st.lists(any_call(), min_size=1, max_size=4))
 async def test_hostile_calls_through_the_mcp_client(
     client: Client, layout: Layout, figures: Figures, suite: str, calls: list[Call]
