@@ -549,13 +549,13 @@ def table(outcomes: list[Outcome]) -> str:
     ]
     baselines = {o.era: o for o in reversed(outcomes) if o.replicas == 1}
     for o in outcomes:
-        baseline = baselines.get(o.era, outcomes[0])
-        ratio = o.calls_per_s / baseline.calls_per_s if baseline.calls_per_s else 0
+        baseline = baselines.get(o.era)  # none with --no-baseline
+        ratio = f"{o.calls_per_s / baseline.calls_per_s:.2f}×" if baseline and baseline.calls_per_s else "n/a"
         server = f"{o.server_cpu_s * 1000 / o.calls:.2f}" if o.server_cpu_s is not None and o.calls else "n/a"
         haproxy = f"{o.haproxy_cpu_s * 1000 / o.calls:.3f}" if o.haproxy_cpu_s is not None and o.calls else "n/a"
         rows.append(
             f"| {o.label} | {o.replicas} | {o.clients} | {o.calls} | {o.seconds:.2f} | {o.calls_per_s:.0f} |"
-            f" {ratio:.2f}× | {len(o.wrong_replica)} | {len(o.other_errors) + len(o.unaffected_errors)} |"
+            f" {ratio} | {len(o.wrong_replica)} | {len(o.other_errors) + len(o.unaffected_errors)} |"
             f" {server} | {haproxy} | {o.client_cpu_s * 1000 / max(o.calls, 1):.2f} |"
         )
     return "\n".join(rows)
@@ -565,10 +565,12 @@ async def main_async(args: argparse.Namespace, workdir: Path) -> tuple[list[Outc
     outcomes: list[Outcome] = []
     problems: list[str] = []
     root = workdir / "root"
+    env = {"MCP_CODETOOLS_SANDBOX": "0"} if args.no_sandbox else None
     plan: list[tuple[str, str, int, bool, bool, bool]] = []
     for era in args.eras:
         routing = "stickiness" if era == "2025" else "handle routing"
-        plan += [(era, f"{era}: one process, no balancer", 1, False, False, False)]
+        if not args.no_baseline:
+            plan += [(era, f"{era}: one process, no balancer", 1, False, False, False)]
         plan += [(era, f"{era}: {args.replicas} replicas + HAProxy", args.replicas, True, False, False)]
         if not args.no_kill:
             label = f"{era}: {args.replicas} replicas + HAProxy, one killed mid-run"
@@ -576,16 +578,30 @@ async def main_async(args: argparse.Namespace, workdir: Path) -> tuple[list[Outc
         if not args.no_control:
             label = f"{era} control: {args.replicas} replicas + HAProxy without {routing}"
             plan += [(era, label, args.replicas, True, False, True)]
-    for era, label, n, balancer, kill, control in plan:
-        folder = root / re.sub(r"\W+", "-", label)
-        folder.mkdir(parents=True)
-        print(f"… {label}", file=sys.stderr, flush=True)
-        with lb.cluster(n, root, balancer=balancer, sticky=not control) as running:
-            with anyio.fail_after(args.time_limit):
-                outcome, _ = await run(label, running, args.clients, args.calls, folder, kill, control, era)
+    groups: list[list[tuple[str, str, int, bool, bool, bool]]] = []
+    for entry in plan:  # with --reuse-replicas, the eras' runs that kill nothing share a cluster
+        same = [g for g in groups if args.reuse_replicas and not entry[4] and g[0][2:] == entry[2:]]
+        if same:
+            same[0].append(entry)
+        else:
+            groups.append([entry])
+    done: dict[str, tuple[Outcome, list[str]]] = {}
+    root.mkdir(parents=True)  # the replicas' root and working directory
+    for group in groups:
+        _, _, n, balancer, _, control = group[0]
+        with lb.cluster(n, root, balancer=balancer, sticky=not control, env=env) as running:
+            for era, label, _, _, kill, _ in group:
+                folder = root / re.sub(r"\W+", "-", label)
+                folder.mkdir(parents=True)
+                print(f"… {label}", file=sys.stderr, flush=True)
+                with anyio.fail_after(args.time_limit):
+                    outcome, _ = await run(label, running, args.clients, args.calls, folder, kill, control, era)
+                done[label] = (outcome, verdict(outcome, kill, control))
+                print(f"  {outcome.calls} calls in {outcome.seconds:.2f} s", file=sys.stderr, flush=True)
+    for entry in plan:  # reported in the plan's order
+        outcome, found = done[entry[1]]
         outcomes.append(outcome)
-        problems += verdict(outcome, kill, control)
-        print(f"  {outcome.calls} calls in {outcome.seconds:.2f} s", file=sys.stderr, flush=True)
+        problems += found
     return outcomes, problems
 
 
@@ -596,6 +612,19 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--calls", type=int, default=1000, help="calls per run, spread over the clients")
     parser.add_argument("--no-kill", action="store_true", help="leave out the run that kills a replica")
     parser.add_argument("--no-control", action="store_true", help="leave out the runs without stickiness")
+    parser.add_argument(
+        "--no-baseline", action="store_true", help="leave out the one-process runs (no throughput ratio then)"
+    )
+    parser.add_argument(
+        "--reuse-replicas",
+        action="store_true",
+        help="the eras' runs that kill nothing share their replicas (fewer starts; the second era's are warm)",
+    )
+    parser.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="replicas run Bash without the sandbox (a check of routing only: a sandboxed Bash call costs more)",
+    )
     parser.add_argument(
         "--eras",
         type=_eras,

@@ -42,17 +42,23 @@ def load() -> list[dict[str, Any]]:
 
 async def run_case(pipeline: Pipeline, root: Path, case: dict[str, Any], mode: str) -> str:
     """How the case ended: applied, wrong, missed (recoverable, not applied) or answered / silent (decoys)."""
+    session = CodeSession(Settings(roots=(root,), edit_recovery=mode))  # type: ignore[arg-type]
+    try:
+        return await run_case_in(pipeline, session, root, case)
+    finally:
+        await session.aclose()
+
+
+async def run_case_in(pipeline: Pipeline, session: CodeSession, root: Path, case: dict[str, Any]) -> str:
+    """As `run_case`, in a session the caller keeps (the tests' one for the whole corpus: each case has a file
+    of its own, read before its Edit, so the cases do not meet)."""
     suffix = Path(case["source"]).suffix or ".txt"
     f = root / f"case{case['id']}{suffix}"
     f.write_bytes(case["file"].encode("utf-8"))
-    session = CodeSession(Settings(roots=(root,), edit_recovery=mode))  # type: ignore[arg-type]
-    try:
-        await pipeline.run(session, "Read", {"file_path": str(f)})
-        out = await pipeline.run(
-            session, "Edit", {"file_path": str(f), "old_string": case["old_string"], "new_string": case["new_string"]}
-        )
-    finally:
-        await session.aclose()
+    await pipeline.run(session, "Read", {"file_path": str(f)})
+    out = await pipeline.run(
+        session, "Edit", {"file_path": str(f), "old_string": case["old_string"], "new_string": case["new_string"]}
+    )
     after = f.read_bytes().decode("utf-8")
     f.unlink()
     if case["expect"] == "applied":

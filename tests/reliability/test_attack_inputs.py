@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import os
 import resource
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +27,40 @@ from mcp_codetools.settings import Settings
 from mcp_codetools.tools import default_tools, jobs
 from mcp_codetools.tools.base import ToolOutput
 from tests.reliability import procfs
-from tests.reliability.harness import Arena, tool_named
-from tests.reliability.report import Figures
-from tests.reliability.workspace import SECRET_MARKERS, Layout
+from tests.reliability.harness import Arena, no_live_children, tool_named
+from tests.reliability.report import Figures, suite_of
+from tests.reliability.workspace import SECRET_MARKERS, Layout, build
 
 pytestmark = pytest.mark.anyio
 
 PATH_TOOLS = [tool.name for tool in default_tools() if tool.path_fields]
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"  # module-wide, so the shared arena's session lives on one event loop
+
+
+@pytest.fixture(scope="module")
+async def shared_arena(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest, figures: Figures
+) -> AsyncIterator[Arena]:
+    """One arena for the ~290 tests that only send a path to be refused: the hostile workspace is built and the
+    session opened once, not per test (~25 ms each: 7 of the module's 16 CPU-s). Each still checks the world
+    against the snapshot taken at the start, so an escape fails the test that made it."""
+    tmp = tmp_path_factory.mktemp("attack")
+    (tmp / "ws").mkdir()
+    (tmp / "outside").mkdir()
+    (tmp / "outside" / "secret.txt").write_text("top secret\n", encoding="utf-8")
+    with pytest.MonkeyPatch.context() as patch:
+        layout = build(tmp, (tmp / "ws").resolve(), (tmp / "outside").resolve())
+        patch.setenv("HOME", str(layout.home))  # as the `layout` fixture does: `~` leads outside too
+        opened = Arena.open(layout, figures, suite_of(str(request.path)))
+        try:
+            yield opened
+        finally:
+            await opened.aclose()
+    await no_live_children()
 
 
 def args_with_path(tool_name: str, path: str) -> dict[str, Any]:
@@ -111,7 +139,8 @@ def assert_no_leak(output: ToolOutput, shown: str) -> None:
 
 @pytest.mark.parametrize("tool_name", PATH_TOOLS)
 @pytest.mark.parametrize("case", sorted(OUTSIDE_PATHS))
-async def test_paths_that_lead_outside_are_refused(arena: Arena, tool_name: str, case: str) -> None:
+async def test_paths_that_lead_outside_are_refused(shared_arena: Arena, tool_name: str, case: str) -> None:
+    arena = shared_arena
     path = OUTSIDE_PATHS[case]
     if tool_name in ("Edit", "Write"):
         await arena.call("Read", {"file_path": path})  # a refused read must not open the way for the write
@@ -124,7 +153,8 @@ async def test_paths_that_lead_outside_are_refused(arena: Arena, tool_name: str,
 
 @pytest.mark.parametrize("tool_name", [t for t in PATH_TOOLS if t in ("Edit", "Write")])
 @pytest.mark.parametrize("case", sorted(CREATE_OUTSIDE))
-async def test_writes_cannot_create_files_outside(arena: Arena, tool_name: str, case: str) -> None:
+async def test_writes_cannot_create_files_outside(shared_arena: Arena, tool_name: str, case: str) -> None:
+    arena = shared_arena
     output = await arena.call(tool_name, args_with_path(tool_name, CREATE_OUTSIDE[case]))
     assert output.is_error, f"{tool_name} {case} was not refused: {output.text[:200]}"
     await arena.check_world(f"after {tool_name} {case}")
@@ -147,7 +177,8 @@ async def test_encoded_paths_are_literal_names(arena: Arena, case: str) -> None:
 
 @pytest.mark.parametrize("case", ["", "   ", "{ROOT}/a\x00b", "text.txt\x00.png"])
 @pytest.mark.parametrize("tool_name", PATH_TOOLS)
-async def test_empty_and_nul_paths_are_invalid_input(arena: Arena, tool_name: str, case: str) -> None:
+async def test_empty_and_nul_paths_are_invalid_input(shared_arena: Arena, tool_name: str, case: str) -> None:
+    arena = shared_arena
     output = await arena.call(tool_name, args_with_path(tool_name, case))
     assert output.is_error and output.meta["errorCode"] == "invalid_input", output.text
 

@@ -505,9 +505,10 @@ async def test_a_folder_swapped_before_mkdir_cannot_create_folders_outside(
     assert not (outside / "newdir").exists(), "a folder was created outside the roots"
 
 
-RACE_ROUNDS = 10
-"""Rounds of the extended swap loop per variant (each round is RACE_CALLS calls); --run-slow runs twenty times more.
-The flips fall differently in every run, so CI runs add up; the swapper spins all along (20 rounds: 24 CPU-s)."""
+RACE_ROUNDS = 6
+"""Rounds of the extended swap loop per variant (each round is RACE_CALLS calls); --run-slow runs thirty times more.
+The flips fall differently in every run, so CI runs add up; the swapper spins all along (20 rounds: 24 CPU-s, 10
+rounds: 12)."""
 SECRET_NAME = "secret-name.txt"
 FLIPPER = """
 import ctypes, os, sys
@@ -628,7 +629,7 @@ async def test_a_folder_flipping_to_a_link_never_lets_any_tool_out(
         job = str(started.meta["backgroundTaskId"])
         with anyio.fail_after(30):
             await anyio.wait_readable(report)  # the swapper writes to the FIFO after its first flip
-    rounds = RACE_ROUNDS * (20 if figures.long_mode else 1)
+    rounds = RACE_ROUNDS * (30 if figures.long_mode else 1)
     calls = 0
     try:
         with anyio.fail_after(600):
