@@ -416,7 +416,7 @@ async def _send_oversized_line(peer: Peer, extra: int) -> list[dict[str, Any]]:
         tg.start_soon(collect)
         with anyio.fail_after(60):
             await peer.send_lines([line, json.dumps(barrier).encode()])  # returns once the server has read it
-        with anyio.fail_after(5):
+        with anyio.fail_after(30):
             await answered.wait()  # the message after the long line must be answered
     await peer.ping()
     return got
