@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +99,45 @@ def untimed(answers: dict[Any, Any]) -> dict[Any, Any]:
 
 def snapshots(tmp_path: Path) -> list[Path]:
     return sorted((tmp_path / "cache" / "mcp-codetools" / "start").glob("*.json"))
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A workspace (`folder`: the runs' cwd, `root`) whose start snapshot a cold start recorded once for a module.
+
+    A start costs ~1.5 CPU-s: tests that need a snapshot but do not test its recording run in this workspace
+    (the key holds the cwd, the root, the config files and the environment, so theirs is the same) and, when
+    they change or delete the snapshot, on a copy in a cache folder of their own (`copy_to`).
+    """
+
+    folder: Path
+    root: Path
+    snapshot: Path
+    cold: Run
+    """The recording start's run: the SDK's answers to `lines`."""
+    lines: list[dict[str, Any]]
+    extra: tuple[str, ...] = ()
+    """The arguments after `--root` of every start here (a config file's path: it is in the key)."""
+
+    def run(self, lines: Sequence[dict[str, Any] | bytes] | None = None, **options: Any) -> Run:
+        options.setdefault("extra", self.extra)
+        return run(self.folder, self.root, self.lines if lines is None else lines, **options)
+
+    def copy_to(self, cache: Path) -> Path:
+        """The snapshot copied into `cache` (an XDG_CACHE_HOME), as the start would have written it there."""
+        folder = cache / "mcp-codetools" / "start"
+        folder.mkdir(parents=True, mode=0o700)
+        copy = folder / self.snapshot.name
+        shutil.copyfile(self.snapshot, copy)
+        os.chmod(copy, 0o600)
+        return copy
+
+
+def record_once(folder: Path, lines: list[dict[str, Any]], extra: tuple[str, ...] = ()) -> Recorded:
+    """A cold start in a new workspace under `folder`, which records its snapshot (see `Recorded`)."""
+    root = folder / "root"
+    root.mkdir()
+    cold = run(folder, root, lines, extra=extra)
+    assert cold.from_snapshot == 0, cold.stderr
+    (snapshot,) = snapshots(folder)
+    return Recorded(folder, root, snapshot, cold, lines, extra)
