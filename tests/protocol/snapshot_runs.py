@@ -61,6 +61,16 @@ class Run:
         return _count(self.stderr, EARLY)
 
 
+def environment(tmp_path: Path, cache: Path | None = None, snapshot: bool = True) -> dict[str, str]:
+    """What a run adds to the environment (the variables the snapshot key holds among them)."""
+    return {
+        "XDG_CACHE_HOME": str(cache or tmp_path / "cache"),
+        "XDG_CONFIG_HOME": str(tmp_path / "no-user-config"),
+        "MCP_CODETOOLS_LOG_LEVEL": "INFO",
+        "MCP_CODETOOLS_START_SNAPSHOT": "1" if snapshot else "0",  # tests/conftest.py turns it off
+    }
+
+
 def run(  # lines: messages, or raw bytes sent as they are
     tmp_path: Path,
     root: Path,
@@ -71,12 +81,7 @@ def run(  # lines: messages, or raw bytes sent as they are
     cache: Path | None = None,
     cwd: Path | None = None,
 ) -> Run:
-    env = {
-        "XDG_CACHE_HOME": str(cache or tmp_path / "cache"),
-        "XDG_CONFIG_HOME": str(tmp_path / "no-user-config"),
-        "MCP_CODETOOLS_LOG_LEVEL": "INFO",
-    }
-    env["MCP_CODETOOLS_START_SNAPSHOT"] = "1" if snapshot else "0"  # tests/conftest.py turns it off
+    env = environment(tmp_path, cache, snapshot)
     done = subprocess.run(
         [*server_command(), "--root", str(root), *extra],
         input=b"".join(line if isinstance(line, bytes) else json.dumps(line).encode() + b"\n" for line in lines),
@@ -122,6 +127,10 @@ class Recorded:
     def run(self, lines: Sequence[dict[str, Any] | bytes] | None = None, **options: Any) -> Run:
         options.setdefault("extra", self.extra)
         return run(self.folder, self.root, self.lines if lines is None else lines, **options)
+
+    def environment(self, cache: Path) -> dict[str, str]:
+        """What a start here adds to the environment, with its cache folder `cache`."""
+        return environment(self.folder, cache)
 
     def copy_to(self, cache: Path) -> Path:
         """The snapshot copied into `cache` (an XDG_CACHE_HOME), as the start would have written it there."""

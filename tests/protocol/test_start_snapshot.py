@@ -225,27 +225,28 @@ def _mark(path: Path) -> None:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_an_sdk_client_works_through_a_start_from_the_snapshot(tmp_path: Path, root: Path, mode: str) -> None:
-    app = root / "app.ts"
+async def test_an_sdk_client_works_through_a_start_from_the_snapshot(
+    recorded: Recorded, tmp_path: Path, mode: str
+) -> None:
+    """Started as the module's runs are (the same key), on a marked copy of their snapshot."""
+    app = recorded.root / f"app-{mode}.ts"
     app.write_text("export const value = 1\n", encoding="utf-8")
-    command, *args = server_command()
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "MCP_CODETOOLS_START_SNAPSHOT": "1"}
-    params = StdioServerParameters(command=command, args=[*args, "--root", str(root)], cwd=str(root), env=env)
-    with anyio.fail_after(RUN_TIMEOUT_S):
-        async with Client(params, mode=mode) as client:  # type: ignore[arg-type]
-            real = client.instructions
-            await client.list_tools()
-    (path,) = _snapshots(tmp_path)
+    path = recorded.copy_to(tmp_path / "cache")
     _mark(path)
+    command, *args = server_command()
+    env = {**os.environ, **recorded.environment(tmp_path / "cache")}
+    params = StdioServerParameters(
+        command=command, args=[*args, "--root", str(recorded.root)], cwd=str(recorded.folder), env=env
+    )
     with anyio.fail_after(RUN_TIMEOUT_S):
         async with Client(params, mode=mode) as client:  # type: ignore[arg-type]
-            assert client.instructions == "marked" != real
+            assert client.instructions == "marked" != recorded.cold.answers[1]["result"]["instructions"]
             names = [tool.name for tool in (await client.list_tools()).tools]
             assert names[:3] == ["Read", "Edit", "Write"]
             read = await client.call_tool("Read", {"file_path": str(app)})
             assert read.content[0].text == "1\texport const value = 1"  # type: ignore[union-attr]
             edit = await client.call_tool(
-                "Edit", {"file_path": "app.ts", "old_string": "value = 1", "new_string": "value = 2"}
+                "Edit", {"file_path": app.name, "old_string": "value = 1", "new_string": "value = 2"}
             )
             assert not edit.is_error, edit.content
     assert app.read_text(encoding="utf-8") == "export const value = 2\n"
