@@ -84,6 +84,8 @@ async def test_stdio_discover_first_then_initialize_on_the_same_process(root: Pa
 
 
 async def test_stdio_initialize_first_then_discover_with_or_without_an_envelope(root: Path) -> None:
+    """A half envelope, or one of a version not served, is told what is missing (on this process: a start
+    costs ~1.5 CPU-s, and an answered handshake must not hide it)."""
     server = await RawServer.start(root)
     try:
         with anyio.fail_after(30):
@@ -97,14 +99,6 @@ async def test_stdio_initialize_first_then_discover_with_or_without_an_envelope(
             modern = await ask(server, "tools/list", {"_meta": ENVELOPE})
             assert modern["result"]["resultType"] == "complete"
             assert modern["result"]["tools"] == listed["result"]["tools"]
-    finally:
-        assert await server.close() == 0
-
-
-async def test_stdio_a_half_envelope_is_told_what_is_missing(root: Path) -> None:
-    server = await RawServer.start(root)
-    try:
-        with anyio.fail_after(30):
             half = {"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}}
             answer = await ask(server, "tools/list", half)
             assert answer["error"]["code"] == -32602, answer
