@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,10 +144,38 @@ class Recorded:
 
 
 def record_once(folder: Path, lines: list[dict[str, Any]], extra: tuple[str, ...] = ()) -> Recorded:
-    """A cold start in a new workspace under `folder`, which records its snapshot (see `Recorded`)."""
+    """A cold start in a new workspace under `folder`, which records its snapshot (see `Recorded`).
+
+    Its input stays open until the snapshot is written: at the end of its input a start waits for its
+    recording only `start_snapshot.FINISH_TIMEOUT_S` (1 s), which a loaded machine outlasts, and every test
+    of the module would then fail for one slow recording. The output goes to files, which never fill.
+    """
     root = folder / "root"
     root.mkdir()
-    cold = run(folder, root, lines, extra=extra)
+    out, err = folder / "cold.out", folder / "cold.err"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        proc = subprocess.Popen(
+            [*server_command(), "--root", str(root), *extra],
+            stdin=subprocess.PIPE,
+            stdout=stdout,
+            stderr=stderr,
+            cwd=str(folder),
+            env={**os.environ, **environment(folder)},
+        )
+        try:
+            assert proc.stdin is not None
+            proc.stdin.write(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+            proc.stdin.flush()
+            deadline = time.monotonic() + RUN_TIMEOUT_S
+            while not snapshots(folder) and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)  # bounded: the file another process writes, which no event announces
+            proc.stdin.close()
+            proc.wait(RUN_TIMEOUT_S)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    cold = Run(subprocess.CompletedProcess(proc.args, proc.returncode, out.read_bytes(), err.read_bytes()))
     assert cold.from_snapshot == 0, cold.stderr
     (snapshot,) = snapshots(folder)
     return Recorded(folder, root, snapshot, cold, lines, extra)
