@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +62,16 @@ class Run:
         return _count(self.stderr, EARLY)
 
 
+def environment(tmp_path: Path, cache: Path | None = None, snapshot: bool = True) -> dict[str, str]:
+    """What a run adds to the environment (the variables the snapshot key holds among them)."""
+    return {
+        "XDG_CACHE_HOME": str(cache or tmp_path / "cache"),
+        "XDG_CONFIG_HOME": str(tmp_path / "no-user-config"),
+        "MCP_CODETOOLS_LOG_LEVEL": "INFO",
+        "MCP_CODETOOLS_START_SNAPSHOT": "1" if snapshot else "0",  # tests/conftest.py turns it off
+    }
+
+
 def run(  # lines: messages, or raw bytes sent as they are
     tmp_path: Path,
     root: Path,
@@ -69,12 +82,7 @@ def run(  # lines: messages, or raw bytes sent as they are
     cache: Path | None = None,
     cwd: Path | None = None,
 ) -> Run:
-    env = {
-        "XDG_CACHE_HOME": str(cache or tmp_path / "cache"),
-        "XDG_CONFIG_HOME": str(tmp_path / "no-user-config"),
-        "MCP_CODETOOLS_LOG_LEVEL": "INFO",
-    }
-    env["MCP_CODETOOLS_START_SNAPSHOT"] = "1" if snapshot else "0"  # tests/conftest.py turns it off
+    env = environment(tmp_path, cache, snapshot)
     done = subprocess.run(
         [*server_command(), "--root", str(root), *extra],
         input=b"".join(line if isinstance(line, bytes) else json.dumps(line).encode() + b"\n" for line in lines),
@@ -97,3 +105,77 @@ def untimed(answers: dict[Any, Any]) -> dict[Any, Any]:
 
 def snapshots(tmp_path: Path) -> list[Path]:
     return sorted((tmp_path / "cache" / "mcp-codetools" / "start").glob("*.json"))
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A workspace (`folder`: the runs' cwd, `root`) whose start snapshot a cold start recorded once for a module.
+
+    A start costs ~1.5 CPU-s: tests that need a snapshot but do not test its recording run in this workspace
+    (the key holds the cwd, the root, the config files and the environment, so theirs is the same) and, when
+    they change or delete the snapshot, on a copy in a cache folder of their own (`copy_to`).
+    """
+
+    folder: Path
+    root: Path
+    snapshot: Path
+    cold: Run
+    """The recording start's run: the SDK's answers to `lines`."""
+    lines: list[dict[str, Any]]
+    extra: tuple[str, ...] = ()
+    """The arguments after `--root` of every start here (a config file's path: it is in the key)."""
+
+    def run(self, lines: Sequence[dict[str, Any] | bytes] | None = None, **options: Any) -> Run:
+        options.setdefault("extra", self.extra)
+        return run(self.folder, self.root, self.lines if lines is None else lines, **options)
+
+    def environment(self, cache: Path) -> dict[str, str]:
+        """What a start here adds to the environment, with its cache folder `cache`."""
+        return environment(self.folder, cache)
+
+    def copy_to(self, cache: Path) -> Path:
+        """The snapshot copied into `cache` (an XDG_CACHE_HOME), as the start would have written it there."""
+        folder = cache / "mcp-codetools" / "start"
+        folder.mkdir(parents=True, mode=0o700)
+        copy = folder / self.snapshot.name
+        shutil.copyfile(self.snapshot, copy)
+        os.chmod(copy, 0o600)
+        return copy
+
+
+def record_once(folder: Path, lines: list[dict[str, Any]], extra: tuple[str, ...] = ()) -> Recorded:
+    """A cold start in a new workspace under `folder`, which records its snapshot (see `Recorded`).
+
+    Its input stays open until the snapshot is written: at the end of its input a start waits for its
+    recording only `start_snapshot.FINISH_TIMEOUT_S` (1 s), which a loaded machine outlasts, and every test
+    of the module would then fail for one slow recording. The output goes to files, which never fill.
+    """
+    root = folder / "root"
+    root.mkdir()
+    out, err = folder / "cold.out", folder / "cold.err"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        proc = subprocess.Popen(
+            [*server_command(), "--root", str(root), *extra],
+            stdin=subprocess.PIPE,
+            stdout=stdout,
+            stderr=stderr,
+            cwd=str(folder),
+            env={**os.environ, **environment(folder)},
+        )
+        try:
+            assert proc.stdin is not None
+            proc.stdin.write(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+            proc.stdin.flush()
+            deadline = time.monotonic() + RUN_TIMEOUT_S
+            while not snapshots(folder) and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)  # bounded: the file another process writes, which no event announces
+            proc.stdin.close()
+            proc.wait(RUN_TIMEOUT_S)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    cold = Run(subprocess.CompletedProcess(proc.args, proc.returncode, out.read_bytes(), err.read_bytes()))
+    assert cold.from_snapshot == 0, cold.stderr
+    (snapshot,) = snapshots(folder)
+    return Recorded(folder, root, snapshot, cold, lines, extra)

@@ -19,7 +19,7 @@ from mcp_codetools.protocol.call_result import call_result
 from mcp_codetools.protocol.server import to_call_result
 from mcp_codetools.tools.base import ImagePart, ToolOutput
 from tests.cmdlines import processes_with
-from tests.protocol.snapshot_runs import Run, handshake, run, untimed
+from tests.protocol.snapshot_runs import Recorded, Run, handshake, record_once, run, untimed
 from tests.protocol.stdio_raw import RawServer, text
 
 VERSION = "2025-11-25"
@@ -34,26 +34,40 @@ def _call(request_id: int, name: str, **arguments: Any) -> dict[str, Any]:
     }
 
 
-def _both(
-    tmp_path: Path,
-    root: Path,
-    lines: Sequence[dict[str, Any] | bytes],
-    extra: tuple[str, ...] = (),
-    made: str | None = None,
-) -> tuple[Run, Run]:
-    """The SDK's run, which records the snapshot, and the warm one; `made`: a file the runs create.
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
+    """One workspace with its snapshot recorded, shared by the conversations (a start costs ~1.5 CPU-s).
 
-    The SDK's run is a cold start with the snapshot setting on (no snapshot yet: the SDK answers everything, as
-    with the setting off, which test_start_snapshot compares), so the same start also records the snapshot.
+    Its config holds every test's rule: each test's files are named by no other test's rule.
     """
-    sdk = run(tmp_path, root, list(lines), extra=extra)
-    assert sdk.from_snapshot == 0, sdk.stderr
-    if made is not None:
-        (root / made).unlink()
-    warm = run(tmp_path, root, list(lines), extra=extra)
+    folder = tmp_path_factory.mktemp("early")
+    config = folder / "rules.toml"
+    config.write_text('[permissions]\ndeny = ["Read(secret.txt)"]\nask = ["Read(ask.txt)"]\n', encoding="utf-8")
+    workspace = record_once(folder, handshake(VERSION), ("--config", str(config)))
+    for name, content in {"a.txt": "hello\nworld\n", "secret.txt": "hidden\n", "ask.txt": "ask first\n"}.items():
+        (workspace.root / name).write_text(content, encoding="utf-8")
+    return workspace
+
+
+def _warm(recorded: Recorded, lines: Sequence[dict[str, Any] | bytes]) -> Run:
+    """A start the snapshot answers the handshake of (each answer checked against the SDK's in the process)."""
+    warm = recorded.run(lines)
     assert warm.from_snapshot >= 2, warm.stderr
-    assert sdk.early == 0
-    return sdk, warm
+    assert "differently" not in warm.stderr
+    return warm
+
+
+def _both(recorded: Recorded, lines: Sequence[dict[str, Any] | bytes], made: str | None = None) -> tuple[Run, Run]:
+    """The SDK's run (a start with the snapshot setting off) and the warm one; `made`: a file the runs create."""
+    sdk = recorded.run(lines, snapshot=False)
+    assert sdk.from_snapshot == 0 and sdk.early == 0, sdk.stderr
+    if made is not None:
+        (recorded.root / made).unlink()
+    try:
+        return sdk, _warm(recorded, lines)
+    finally:
+        if made is not None:
+            (recorded.root / made).unlink(missing_ok=True)
 
 
 def _seqs(run: Run) -> dict[Any, int]:
@@ -65,11 +79,7 @@ def _seqs(run: Run) -> dict[Any, int]:
     }
 
 
-def test_reads_and_searches_sent_with_the_handshake_get_the_sdks_answers_early(tmp_path: Path, root: Path) -> None:
-    (root / "a.txt").write_text("hello\nworld\n", encoding="utf-8")
-    (root / "secret.txt").write_text("hidden\n", encoding="utf-8")
-    config = tmp_path / "deny.toml"
-    config.write_text('[permissions]\ndeny = ["Read(secret.txt)"]\n', encoding="utf-8")
+def test_reads_and_searches_sent_with_the_handshake_get_the_sdks_answers_early(recorded: Recorded) -> None:
     lines = [
         *handshake(VERSION),
         _call(3, "Read", file_path="a.txt", offset=2),
@@ -81,13 +91,15 @@ def test_reads_and_searches_sent_with_the_handshake_get_the_sdks_answers_early(t
         _call(8, "Write", file_path="b.txt", content="new\n"),
         _call(9, "Read", file_path="b.txt"),
     ]
-    sdk, warm = _both(tmp_path, root, lines, ("--config", str(config)), made="b.txt")
+    sdk, warm = _both(recorded, lines, made="b.txt")
     assert warm.early == 6, warm.stderr
     assert _seqs(warm) == _seqs(sdk) and len(_seqs(warm)) == 8, "one session, its calls numbered in order"
     assert untimed(warm.answers) == untimed(sdk.answers)
     assert text(warm.answers[3]) == "2\tworld"
     assert text(warm.answers[10]) == "a.txt", "a state_id means nothing on stdio: dropped, as by the SDK's handler"
-    assert warm.answers[6]["result"]["isError"] and "deny" in text(warm.answers[6]), "the same permission step"
+    assert warm.answers[6]["result"]["isError"] and "denied by the rule" in text(warm.answers[6]), (
+        "the same permission step"
+    )
     assert text(warm.answers[9]) == "1\tnew", "the Read after the Write waited for the SDK, in order"
 
 
@@ -96,51 +108,45 @@ def test_reads_and_searches_sent_with_the_handshake_get_the_sdks_answers_early(t
     [
         {"jsonrpc": "2.0", "id": 3, "method": "ping"},
         {"jsonrpc": "2.0", "id": 3, "method": "logging/setLevel", "params": {"level": "debug"}},
-        {**_call(3, "Read", file_path="a.txt"), "params": {"name": "Read", "arguments": {}, "_meta": {"x": 1}}},
-        _call(3, "Edit", file_path="a.txt", old_string="hello", new_string="bye"),
+        {**_call(3, "Read", file_path="line.txt"), "params": {"name": "Read", "arguments": {}, "_meta": {"x": 1}}},
+        _call(3, "Edit", file_path="line.txt", old_string="hello", new_string="bye"),  # refused: not read yet
     ],
     ids=["ping", "setLevel", "meta", "Edit"],
 )
 def test_after_a_line_the_early_calls_do_not_take_every_later_call_waits_for_the_sdk(
-    tmp_path: Path, root: Path, first: dict[str, Any]
+    recorded: Recorded, first: dict[str, Any]
 ) -> None:
-    (root / "a.txt").write_text("hello\n", encoding="utf-8")
-    lines = [*handshake(VERSION), first, _call(4, "Read", file_path="a.txt")]
-    sdk, warm = _both(tmp_path, root, lines)
+    """Every call is the SDK's (none early), so each answer is its; the snapshot's are checked in the process."""
+    (recorded.root / "line.txt").write_text("hello\n", encoding="utf-8")
+    lines = [*handshake(VERSION), first, _call(4, "Read", file_path="line.txt")]
+    warm = _warm(recorded, lines)
     assert warm.early == 0, warm.stderr
-    assert untimed(warm.answers) == untimed(sdk.answers)
     assert set(warm.answers) == {1, 2, 3, 4}
+    assert "result" in warm.answers[3] and text(warm.answers[4]) == "1\thello", "the SDK served both, in order"
 
 
-def test_blank_lines_between_calls_are_skipped_as_the_sdk_skips_them(tmp_path: Path, root: Path) -> None:
-    (root / "a.txt").write_text("hello\n", encoding="utf-8")
+def test_blank_lines_between_calls_are_skipped_as_the_sdk_skips_them(recorded: Recorded) -> None:
     lines: list[dict[str, Any] | bytes] = [*handshake(VERSION), b"\n", b"  \r\n", _call(3, "Read", file_path="a.txt")]
-    sdk, warm = _both(tmp_path, root, lines)
+    sdk, warm = _both(recorded, lines)
     assert warm.early == 1, warm.stderr
     assert untimed(warm.answers) == untimed(sdk.answers)
 
 
-def test_a_client_with_roots_is_served_by_the_sdk_which_asks_for_them(tmp_path: Path, root: Path) -> None:
-    (root / "a.txt").write_text("hello\n", encoding="utf-8")
+def test_a_client_with_roots_is_served_by_the_sdk_which_asks_for_them(recorded: Recorded) -> None:
     lines = [*handshake(VERSION, {"roots": {"listChanged": True}}), _call(3, "Read", file_path="a.txt")]
-    sdk, warm = _both(tmp_path, root, lines)
+    warm = _warm(recorded, lines)
     assert warm.early == 0, warm.stderr
     assert any(m.get("method") == "roots/list" for m in warm.messages), "the SDK asked, as without a snapshot"
-    assert untimed(warm.answers) == untimed(sdk.answers)
 
 
-def test_a_question_for_a_client_that_can_answer_goes_to_the_sdk(tmp_path: Path, root: Path) -> None:
-    (root / "a.txt").write_text("hello\n", encoding="utf-8")
-    (root / "ask.txt").write_text("ask first\n", encoding="utf-8")
-    config = tmp_path / "ask.toml"
-    config.write_text('[permissions]\nask = ["Read(ask.txt)"]\n', encoding="utf-8")
+def test_a_question_for_a_client_that_can_answer_goes_to_the_sdk(recorded: Recorded) -> None:
     lines = [
         *handshake(VERSION, {"elicitation": {}}),
         _call(3, "Read", file_path="a.txt"),
         _call(4, "Read", file_path="ask.txt"),
         _call(5, "Read", file_path="a.txt"),
     ]
-    sdk, warm = _both(tmp_path, root, lines, ("--config", str(config)))
+    sdk, warm = _both(recorded, lines)
     assert warm.early == 2, warm.stderr  # 3 and 5: taken with 4, which was handed on when it came to ask
     asked = [m for m in warm.messages if m.get("method") == "elicitation/create"]
     assert len(asked) == 1 and "ask.txt" in asked[0]["params"]["message"], "the SDK asked"

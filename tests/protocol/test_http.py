@@ -28,11 +28,17 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def http_server(root: Path) -> Iterator[str]:
+@pytest.fixture(scope="module")
+def http_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("http-ws").resolve()
+
+
+@pytest.fixture(scope="module")
+def http_server(http_root: Path) -> Iterator[str]:
+    """One server with a token for the module (a start costs ~2 CPU-s): each client has a session of its own."""
     port = free_port()
     proc = subprocess.Popen(
-        [*server_command(), "--transport", "http", "--port", str(port), "--root", str(root)],
+        [*server_command(), "--transport", "http", "--port", str(port), "--root", str(http_root)],
         env={**os.environ, "MCP_CODETOOLS_HTTP_TOKEN": TOKEN},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -71,8 +77,8 @@ async def client_for(url: str, token: str = TOKEN) -> AsyncIterator[Client]:
         yield client
 
 
-async def test_each_http_session_has_its_own_read_ledger(http_server: str, root: Path) -> None:
-    f = root / "h.txt"
+async def test_each_http_session_has_its_own_read_ledger(http_server: str, http_root: Path) -> None:
+    f = http_root / "h.txt"
     f.write_text("one\n", encoding="utf-8")
     with anyio.fail_after(30):
         async with client_for(http_server) as first, client_for(http_server) as second:

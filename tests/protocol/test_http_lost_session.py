@@ -29,15 +29,20 @@ def free_port() -> int:
         return port
 
 
+TOKEN = "s3cret"
+BEARER = {"Authorization": f"Bearer {TOKEN}"}
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
-    """One server with the defaults for the tests that only ask it about sessions (a start costs ~1.5 CPU-s)."""
-    with http_server(tmp_path_factory.mktemp("ws").resolve()) as running:
+    """One server for the tests that only ask it about sessions and health (a start costs ~1.5 CPU-s); with a
+    token, as behind a balancer, so /healthz is shown to answer without it."""
+    with http_server(tmp_path_factory.mktemp("ws").resolve(), env={"MCP_CODETOOLS_HTTP_TOKEN": TOKEN}) as running:
         yield running
 
 
 async def test_an_unknown_session_id_is_answered_session_lost(server: HttpServer) -> None:
-    async with httpx2.AsyncClient(timeout=30) as http:
+    async with httpx2.AsyncClient(timeout=30, headers=BEARER) as http:
         answer = await raw_call(http, server.url, "0" * 32, "Bash", {"command": "true"})
     assert answer.status_code == 404
     assert answer.headers["content-type"] == "application/json"
@@ -47,7 +52,7 @@ async def test_an_unknown_session_id_is_answered_session_lost(server: HttpServer
 
 
 async def test_a_deleted_session_is_answered_session_lost(server: HttpServer) -> None:
-    async with httpx2.AsyncClient(timeout=30) as http:
+    async with httpx2.AsyncClient(timeout=30, headers=BEARER) as http:
         key = await open_raw_session(http, server.url)
         deleted = await http.delete(server.url, headers={**ACCEPT, "mcp-session-id": key})
         assert deleted.status_code < 400, deleted.text
@@ -72,11 +77,10 @@ async def test_the_sdk_client_of_a_restarted_server_is_told_to_start_a_new_sessi
     assert str(lost.value) == SESSION_LOST, str(lost.value)
 
 
-async def test_healthz_answers_without_the_token(root: Path) -> None:
-    with http_server(root, env={"MCP_CODETOOLS_HTTP_TOKEN": "s3cret"}) as server:
-        base = server.url.removesuffix("/mcp")
-        async with httpx2.AsyncClient(timeout=30) as http:
-            health = await http.get(base + "/healthz")
-            mcp = await http.post(server.url, headers=ACCEPT, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+async def test_healthz_answers_without_the_token(server: HttpServer) -> None:
+    base = server.url.removesuffix("/mcp")
+    async with httpx2.AsyncClient(timeout=30) as http:
+        health = await http.get(base + "/healthz")
+        mcp = await http.post(server.url, headers=ACCEPT, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
     assert (health.status_code, health.text) == (200, "ok\n")
     assert mcp.status_code == 401

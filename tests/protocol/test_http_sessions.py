@@ -164,43 +164,49 @@ def test_the_server_says_where_it_listens(server: HttpServer) -> None:
     assert "no token required" in server.first_line
 
 
-async def test_refused_requests_are_logged_at_info(root: Path) -> None:
-    token = "s3cret-token"
-    with http_server(root, "--log-level", "INFO", env={"MCP_CODETOOLS_HTTP_TOKEN": token}) as running:
-        assert "a bearer token is required" in running.first_line
-        async with httpx2.AsyncClient(timeout=30) as http:
-            unauthorized = await http.post(
-                running.url, headers=ACCEPT, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}
-            )
-            bad_host = await http.post(
-                running.url,
-                headers={**ACCEPT, "authorization": f"Bearer {token}", "host": "evil.example"},
-                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
-            )
-            bad_origin = await http.post(
-                running.url,
-                headers={**ACCEPT, "authorization": f"Bearer {token}", "origin": "http://evil.example"},
-                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
-            )
-        assert (unauthorized.status_code, bad_host.status_code, bad_origin.status_code) == (401, 421, 403)
-        await wait_for(lambda: running.stderr_text().count("INFO mcp_codetools.protocol.http: refused") >= 3, 10)
-        log = running.stderr_text()
+TOKEN = "s3cret-token"
+
+
+@pytest.fixture(scope="module")
+def with_token(root: Path) -> Iterator[HttpServer]:
+    """One server that wants a bearer token and logs at INFO, for the tests of both."""
+    with http_server(root, "--log-level", "INFO", env={"MCP_CODETOOLS_HTTP_TOKEN": TOKEN}) as running:
+        yield running
+
+
+async def test_refused_requests_are_logged_at_info(with_token: HttpServer) -> None:
+    token, running = TOKEN, with_token
+    assert "a bearer token is required" in running.first_line
+    async with httpx2.AsyncClient(timeout=30) as http:
+        unauthorized = await http.post(running.url, headers=ACCEPT, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        bad_host = await http.post(
+            running.url,
+            headers={**ACCEPT, "authorization": f"Bearer {token}", "host": "evil.example"},
+            json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        )
+        bad_origin = await http.post(
+            running.url,
+            headers={**ACCEPT, "authorization": f"Bearer {token}", "origin": "http://evil.example"},
+            json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        )
+    assert (unauthorized.status_code, bad_host.status_code, bad_origin.status_code) == (401, 421, 403)
+    await wait_for(lambda: running.stderr_text().count("INFO mcp_codetools.protocol.http: refused") >= 3, 10)
+    log = running.stderr_text()
     assert f"INFO {logging.getLogger('mcp_codetools.protocol.http').name}: refused POST /mcp" in log
     for status in (": 401", ": 421", ": 403"):
         assert status in log, log
     assert token not in log
 
 
-async def test_a_bearer_client_keeps_its_own_session(root: Path) -> None:
-    token = "another-token"
-    with http_server(root, env={"MCP_CODETOOLS_HTTP_TOKEN": token}) as running:
-        with anyio.fail_after(30):
-            async with (
-                httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
-                Client(streamable_http_client(running.url, http_client=http), mode="legacy") as client,
-            ):
-                assert client.protocol_version == "2025-11-25"
-                assert not (await client.call_tool("Bash", {"command": "true"})).is_error
+async def test_a_bearer_client_keeps_its_own_session(with_token: HttpServer) -> None:
+    token, running = TOKEN, with_token
+    with anyio.fail_after(30):
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
+            Client(streamable_http_client(running.url, http_client=http), mode="legacy") as client,
+        ):
+            assert client.protocol_version == "2025-11-25"
+            assert not (await client.call_tool("Bash", {"command": "true"})).is_error
 
 
 async def test_sigterm_with_a_client_connected_ends_its_jobs_and_the_server(root: Path) -> None:
