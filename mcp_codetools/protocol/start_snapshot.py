@@ -35,7 +35,9 @@ from mcp_codetools.protocol.fast_start import (
 logger = logging.getLogger(__name__)
 
 RECORD_TIMEOUT_S = 30.0
-FINISH_TIMEOUT_S = 1.0
+FINISH_TIMEOUT_S = 5.0
+"""How long an exit waits for a recording under way (~50 ms when quiet); 1 s lost recordings at load 13-15,
+so the next start recorded again. Only the first start of an install can wait so."""
 _CLIENT = {"name": "mcp-codetools-start-snapshot", "version": "0"}
 
 

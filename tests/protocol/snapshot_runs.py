@@ -147,7 +147,7 @@ def record_once(folder: Path, lines: list[dict[str, Any]], extra: tuple[str, ...
     """A cold start in a new workspace under `folder`, which records its snapshot (see `Recorded`).
 
     Its input stays open until the snapshot is written: at the end of its input a start waits for its
-    recording only `start_snapshot.FINISH_TIMEOUT_S` (1 s), which a loaded machine outlasts, and every test
+    recording only `start_snapshot.FINISH_TIMEOUT_S` (5 s), which a loaded machine can outlast, and every test
     of the module would then fail for one slow recording. The output goes to files, which never fill.
     """
     root = folder / "root"
