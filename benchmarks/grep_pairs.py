@@ -4,8 +4,9 @@ Under load the benchmark's Grep row moves ±20% between rounds, more than the ch
 worker processes, this tree's package and REF's (exported), each run the workload's search through the real
 `Pipeline` (no stdio: what differs is the tool's own work), alternated round by round with the benchmark's
 baseline (rg with the server's flags, spawned) and with that rg under the Landlock sandbox the tool puts it in.
-Each prints the median wall time and its ratio to rg, the server's CPU per call and rg's, and whether both
-trees gave the same text in every round.
+Each prints the median wall time and its ratio to rg, the server's CPU per call and rg's, the
+server's sleeps per call (voluntary context switches: its wake-ups), and whether both trees gave the
+same text in every round.
 """
 
 from __future__ import annotations
@@ -34,8 +35,19 @@ def _cpu_ms(who: int) -> float:
     return (usage.ru_utime + usage.ru_stime) * 1000
 
 
+def _sleeps() -> int:
+    """How often a thread of this process went to sleep: each a wake-up of the reader or the event loop.
+
+    (Read system calls cannot be told apart from rg's: /proc/self/io adds those of reaped children.)
+    """
+    return resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
+
+
 def worker(corpus: str) -> None:
-    """One Grep per mode read on stdin; answers `wall_ms server_cpu_ms rg_cpu_ms text_digest` (imports only ours)."""
+    """One Grep per mode read on stdin; answers `wall_ms server_cpu_ms rg_cpu_ms sleeps text_digest`.
+
+    (It imports only the package under test.)
+    """
     import anyio
 
     async def serve() -> None:
@@ -48,13 +60,14 @@ def worker(corpus: str) -> None:
         session = CodeSession(Settings(roots=(Path(corpus),)))
         print("ready", flush=True)
         for line in sys.stdin:
+            sleeps = _sleeps()
             own, child, start = _cpu_ms(resource.RUSAGE_SELF), _cpu_ms(resource.RUSAGE_CHILDREN), time.perf_counter()
             args = {"pattern": PATTERN, "path": corpus, "output_mode": line.strip()}
             out = await pipeline.run(session, "Grep", args)
             wall = (time.perf_counter() - start) * 1000
             digest = hashlib.sha1(out.text.encode()).hexdigest()[:12] if not out.is_error else "error"
             own, child = _cpu_ms(resource.RUSAGE_SELF) - own, _cpu_ms(resource.RUSAGE_CHILDREN) - child
-            print(f"{wall:.1f} {own:.1f} {child:.1f} {digest}", flush=True)
+            print(f"{wall:.1f} {own:.1f} {child:.1f} {_sleeps() - sleeps} {digest}", flush=True)
 
     anyio.run(serve)
 
@@ -140,7 +153,7 @@ def _pairs(
 ) -> None:
     from benchmarks.workloads import grep as workload
 
-    samples: dict[str, list[tuple[float, float, float]]] = {"rg": [], "rg sandboxed": [], "REF": [], "ours": []}
+    samples: dict[str, list[tuple[float, ...]]] = {"rg": [], "rg sandboxed": [], "REF": [], "ours": []}
     digests: dict[str, set[str]] = {"REF": set(), "ours": set()}
     for round_ in range(args.rounds + 1):  # the first round warms caches and is dropped
         seconds, _ = workload.raw_search(argv, short)
@@ -153,17 +166,17 @@ def _pairs(
             answers[key] = proc.stdout.readline().split()
         if not round_:
             continue
-        samples["rg"].append((seconds * 1000, 0, 0))
-        samples["rg sandboxed"].append((confined, 0, 0))
-        for key, (wall, own, child, digest) in answers.items():
-            samples[key].append((float(wall), float(own), float(child)))
+        samples["rg"].append((seconds * 1000, 0, 0, 0))
+        samples["rg sandboxed"].append((confined, 0, 0, 0))
+        for key, (*figures, digest) in answers.items():
+            samples[key].append(tuple(float(figure) for figure in figures))
             digests[key].add(digest)
     base = statistics.median(s[0] for s in samples["rg"])
     for key, rows in samples.items():
-        wall, own, child = (statistics.median(row[i] for row in rows) for i in range(3))
+        wall, own, child, sleeps = (statistics.median(row[i] for row in rows) for i in range(4))
         print(
             f"{mode:18s} {key:12s} wall {wall:7.0f} ms ({wall / base:.3f}× rg)  "
-            f"server CPU {own:6.1f}  rg CPU {child:6.0f}"
+            f"server CPU {own:6.1f}  rg CPU {child:6.0f}  sleeps {sleeps:5.0f}"
         )
     paired = [ours[0] / ref[0] for ours, ref in zip(samples["ours"], samples["REF"], strict=True)]
     same = len(digests["REF"]) == 1 and digests["REF"] == digests["ours"]

