@@ -98,9 +98,21 @@ async def test_rg_writing_more_than_a_default_pipe_holds_ends_the_pause_by_exiti
     root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, long_pauses: list[float]
 ) -> None:
     # 512 KiB after the first line: in a 64 KiB pipe rg would wait on the paused reader, and the reader
-    # for rg's exit. Only in the widened pipe does rg finish, and its exit ends the pause.
-    body = "printf 'first\\n'\nhead -c 524288 /dev/zero | tr '\\0' 'x'\nprintf '\\nlast\\n'\n"
+    # for rg's exit. Only in the widened pipe does rg finish, and its exit ends the pause. rg goes on only
+    # once the reader pauses (the gate), else a slow reader could take it all in one read and never pause.
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    body = f"printf 'first\\n'\nread go < '{gate}'\nhead -c 524288 /dev/zero | tr '\\0' 'x'\nprintf '\\nlast\\n'\n"
     monkeypatch.setattr(search, "find_rg", lambda: str(fake_rg(tmp_path, body)))
+    pause = search._RgRun._pause
+
+    def released(self: search._RgRun, selector: object) -> None:
+        if not long_pauses:  # the first pause, after "first": rg may go on
+            with open(gate, "w") as opened:
+                opened.write("go\n")
+        pause(self, selector)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(search._RgRun, "_pause", released)
     sink = LineCollector(1 << 21, sep=b"\n")
     with anyio.fail_after(20):
         result = await run_rg([], root, sink)
