@@ -488,7 +488,9 @@ def test_a_check_that_fails_makes_the_command_not_read_only(monkeypatch: pytest.
 
 
 def test_a_parser_failure_makes_the_command_not_read_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    import bashlex
+    from mcp_codetools.commands.bashlex_load import load
+
+    bashlex = load()
 
     def broken(source: str) -> object:
         raise RecursionError

@@ -6,13 +6,15 @@ two words); generated lines compare the two trees, and lines outside the plain f
 
 from __future__ import annotations
 
-import bashlex
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcp_codetools.commands import classify, parsing
+from mcp_codetools.commands.bashlex_load import load
 from mcp_codetools.commands.parsing import parse
+
+bashlex = load()
 
 _CHARS = "aZ09_./,:@%+=-"
 _SPECIAL = (

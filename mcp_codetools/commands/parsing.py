@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from mcp_codetools.commands.bashlex_load import load
+
 _TIME_KEYWORD = re.compile(r"(^|[;&|(\n]\s*|[;&|(\n]\s*!\s*)time(?:\s+-p)?(?=\s)")
 _QUOTED_HEREDOC = re.compile(r"(?<!<)<<(-?)[ \t]*(?:'([^'\n]+)'|\"([^\"\n]+)\"|\\(\w+))")
 _PLAIN_WORDS = re.compile(r"[A-Za-z0-9_./,:@%+-]+(?: [A-Za-z0-9_./,:@%+=-]+)*")
@@ -42,7 +44,7 @@ class Parsed:
 
 def parse(command: str) -> Parsed:
     """Parse `command` (once per call: `commands.analysis` shares the result between the classifier and the rules)."""
-    import bashlex  # builds its parser tables on import (0.2-0.3 s): paid by the first Bash call, in a worker thread
+    bashlex = load()  # its tables read from this package (bashlex builds them, 0.25-0.35 s, when they do not fit)
 
     if _PLAIN_WORDS.fullmatch(command) and command.partition(" ")[0] not in _RESERVED:
         return Parsed(command, (_plain_command(command),), None, frozenset())
