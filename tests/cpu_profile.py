@@ -2,11 +2,12 @@
 
 The suite is CPU-bound on 2 cores, so wall times (`--durations`) mislead: a test waiting on a loaded machine
 looks slow without costing anything. With MCP_CODETOOLS_TEST_CPU=PATH, every test (setup, call and teardown)
-appends one JSON line to PATH: its node id, wall seconds, the CPU seconds of the pytest process itself and of
-the children it reaped meanwhile (`getrusage(RUSAGE_CHILDREN)`: servers, subprocesses and their reaped
-descendants). A module or session fixture's processes count for the test whose teardown reaps them. Each
-xdist worker appends to the same file (one write a line). Rank the files with
-`python -m tests.cpu_profile PATH [N]`.
+appends one JSON line to PATH: its node id, its xdist worker, when it started (epoch seconds), wall seconds,
+the CPU seconds of the pytest process itself and of the children it reaped meanwhile
+(`getrusage(RUSAGE_CHILDREN)`: servers, subprocesses and their reaped descendants). A module or session
+fixture's processes count for the test whose teardown reaps them. Each xdist worker appends to the same file
+(one write a line). Rank the files with `python -m tests.cpu_profile PATH [N]`; `PATH --tail` says when each
+worker went idle and which tests ended last.
 """
 
 from __future__ import annotations
@@ -37,11 +38,13 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if not path:
         yield
         return
-    wall, (own, children) = time.monotonic(), _cpu()
+    started, wall, (own, children) = time.time(), time.monotonic(), _cpu()
     yield
     wall_after, (own_after, children_after) = time.monotonic(), _cpu()
     line = json.dumps({
         "test": item.nodeid,
+        "worker": os.environ.get("PYTEST_XDIST_WORKER", ""),
+        "started": round(started, 3),
         "wall": round(wall_after - wall, 3),
         "self": round(own_after - own, 3),
         "children": round(children_after - children, 3),
@@ -67,5 +70,29 @@ def rank(path: Path, top: int = 40) -> str:
     return "\n".join(lines)
 
 
+def tail(path: Path, top: int = 15) -> str:
+    """When each worker went idle, and the tests that ended last: the suite's wall past its CPU / cores."""
+    entries = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    timed = [entry for entry in entries if "started" in entry]
+    if not timed:
+        return "no start times in this record (made before they were kept)"
+    origin = min(entry["started"] for entry in timed)
+    ends: dict[str, float] = defaultdict(float)
+    for entry in timed:
+        ends[entry["worker"]] = max(ends[entry["worker"]], entry["started"] + entry["wall"] - origin)
+    lines = [
+        "worker ends (s after the first test): " + ", ".join(f"{w or 'main'} {t:.0f}" for w, t in sorted(ends.items()))
+    ]
+    last = sorted(timed, key=lambda entry: -(entry["started"] + entry["wall"]))[:top]
+    lines += [
+        f"{entry['started'] - origin:7.1f} +{entry['wall']:6.1f} s  {entry['worker']:>4}  {entry['test']}"
+        for entry in last
+    ]
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
-    print(rank(Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 40))
+    if sys.argv[2:3] == ["--tail"]:
+        print(tail(Path(sys.argv[1])))
+    else:
+        print(rank(Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 40))
