@@ -42,7 +42,7 @@ def render() -> str:
         '"""bashlex\'s LR tables, written by `python -m scripts.bashlex_tables` (do not edit; see bashlex_load)."""\n'
         "\n"
         "# ruff: noqa: E501\n"
-        f"KEY = {built_key!r}\n"
+        f'KEY = "{built_key}"\n'
         f"TABLES = {text!r}\n"
     )
 
