@@ -87,6 +87,11 @@ class OutputOrExit:
                 readable = True
         return readable, exited
 
+    def restart(self) -> None:
+        """Start the exit-alone window now: a set opened ahead of its command (a waiting bash) counts from the send."""
+        if self._out_fd is not None and self._output_from is not None:
+            self._output_from = time.monotonic() + EXIT_FIRST_S
+
     def _watch_output(self) -> None:
         if self._out_fd is None:
             self._output_from = None

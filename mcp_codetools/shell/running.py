@@ -108,14 +108,20 @@ async def run(
         except Exception:  # it ran nothing (gone, or the command cannot be encoded): start one as before
             warm[0].discard()
             warm = None
+    together: OutputOrExit | None = None
+    watcher: ExitWatcher | None = None
     if warm is not None:
         proc, marker, out_r, cwd_r = warm[0].proc, warm[0].marker, warm[0].out_r, warm[0].cwd_r
+        watcher, together = warm[0].watcher, warm[0].together  # opened at its start: this call owns them now
+        if together is not None:
+            together.restart()
     else:
         proc, marker, out_r, cwd_r = _spawn(command, cwd, env, confinement)
     handed = False
     try:
         started = time.monotonic()
-        watcher = ExitWatcher(proc)
+        if watcher is None:
+            watcher = ExitWatcher(proc)
         namespace = confinement is not None and confinement.pid_namespace
         return_at = None
         if detach is not None and return_after_s is not None and return_after_s < timeout_s:
@@ -134,6 +140,7 @@ async def run(
                 return_at,
                 confinement=confinement,
                 forks=forks,
+                together=together,
             )
             if return_at is not None and not timed_out and proc.returncode is None and detach is not None:
                 detach(
@@ -206,13 +213,16 @@ async def _supervise(
     *,
     confinement: Confinement | None = None,
     forks: bool = True,
+    together: OutputOrExit | None = None,
 ) -> tuple[bool, bool]:
     """Wait for exit or timeout while pumping output; returns (timed_out, leftovers_stopped).
 
     At `return_at` (before the timeout) with the command still running, the pump stops between two reads
     and nothing is stopped: the caller hands the command over (both False; `proc.returncode` still None).
+    `together`: the set opened ahead (a waiting bash's), else it is opened here; closed here either way.
     """
-    together = OutputOrExit.open(out_r, watcher.pidfd)
+    if together is None:
+        together = OutputOrExit.open(out_r, watcher.pidfd)
     if together is not None:
         try:
             return await _supervise_together(

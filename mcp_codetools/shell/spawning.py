@@ -90,9 +90,12 @@ def command_env(
     env.update(ENV_OVERRIDES)
     if session_marker is not None:
         env[session_marker.name] = session_marker.value
-    if read_only:
-        env.update(read_only_git(env))
-    return env
+    return with_read_only(env) if read_only else env
+
+
+def with_read_only(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` (a `command_env` that is not read-only) as a read-only command gets it: with `git_env`'s variables."""
+    return {**env, **read_only_git(env)}
 
 
 _filtered: tuple[dict[bytes, bytes], frozenset[str], dict[str, str]] | None = None

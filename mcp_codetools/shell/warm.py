@@ -44,7 +44,9 @@ import anyio
 import anyio.lowlevel
 
 from mcp_codetools.shell import procs
+from mcp_codetools.shell.exit_watcher import ExitWatcher
 from mcp_codetools.shell.git_env import read_only_git
+from mcp_codetools.shell.output_or_exit import OutputOrExit
 from mcp_codetools.shell.spawning import BASH, CALL_VAR, Marker, with_marker
 
 logger = logging.getLogger(__name__)
@@ -66,15 +68,20 @@ session keeps no process or pipe of its own (so a check for leftovers after a pa
 
 _WRAPPER = (
     "IFS= read -r -u {c} __mcp_h || exit 97; "
-    'LC_ALL=C IFS= read -r -N "${{__mcp_h#* }}" -u {c} __mcp_c || exit 97; '
+    'if [ "${{__mcp_h:1:1}}" = a ]; then IFS= read -r -N "${{__mcp_h#* }}" -u {c} __mcp_c || exit 97; '
+    'else LC_ALL=C IFS= read -r -N "${{__mcp_h#* }}" -u {c} __mcp_c || exit 97; fi; '
     "exec {c}<&-; "
-    'if [ "${{__mcp_h%% *}}" = 1 ]; then export {read_only}; fi; '
+    'if [ "${{__mcp_h:0:1}}" = 1 ]; then export {read_only}; fi; '
     'unset __mcp_h; SECONDS=0; eval "$__mcp_c"\n__mcp_rc=$?\nbuiltin pwd -P >&{fd} 2>/dev/null\nexit $__mcp_rc\n'
 )
-"""Reads a header (`1 N` or `0 N`: export a read-only command's git variables or not, N bytes of command), then
-the command as bytes (`LC_ALL=C`: `read -N` counts characters otherwise), and never runs a part of one: at a short read
-or a closed pipe it exits 97 before `eval`. `SECONDS` restarts, as it would in a bash started for the call, and
-`eval` stands on the first line, as in spawning.py's wrapper, so `$LINENO` and bash's error messages are the same."""
+"""Reads a header (`RK N`: R 1 or 0, export a read-only command's git variables or not; K `a` for ASCII, `b` for
+other bytes; N bytes of command), then the command, and never runs a part of one: at a short read or a closed pipe
+it exits 97 before `eval`. Other bytes are read under `LC_ALL=C` (`read -N` counts characters otherwise); ASCII is
+one character a byte in any locale glibc has, so it is read without that switch: two `setlocale` calls (~40-55 µs
+of bash's time before the command, issue 38), and with an unusable locale in the environment a second warning in
+the output that a bash started for the call does not print. `SECONDS` restarts, as it would in a bash started for
+the call, and `eval` stands on the first line, as in spawning.py's wrapper, so `$LINENO` and bash's error messages
+are the same."""
 
 
 @dataclass(eq=False)
@@ -91,6 +98,10 @@ class WarmShell:
     env: dict[str, str]
     read_only_env: dict[str, str]
     """`env` with the variables `git_env` adds for a read-only command: built at the start, off the call's path."""
+    watcher: ExitWatcher | None = None
+    together: OutputOrExit | None = None
+    """Its pidfd and the epoll set of its output and exit, opened at its start (off the call's path, ~50 µs of
+    the loop's CPU a call); the call that takes the bash owns and closes them, like the pipes."""
 
     def fits(self, cwd: Path, env: Mapping[str, str]) -> bool | None:
         """None when it cannot run this call; else whether the wrapper must export the read-only git variables."""
@@ -114,7 +125,9 @@ class WarmShell:
         `window=False` for a command that forks nothing (`forkless`): no scan will need the pid window.
         """
         data = os.fsencode(command)  # as a spawn encodes its arguments, errors included
-        message = b"%d %d\n" % (int(read_only), len(data)) + data
+        # Without ESC not even a stateful charset (ISO-2022) could read ASCII as other than a character a byte.
+        kind = b"a" if data.isascii() and b"\x1b" not in data else b"b"
+        message = b"%d%s %d\n" % (int(read_only), kind, len(data)) + data
         fd, self.command_w = self.command_w, None
         assert fd is not None, "a warm bash is given one command"
         # Bash has forked nothing while it waited, so whatever carries the marker is forked after this point:
@@ -141,6 +154,10 @@ class WarmShell:
             self.proc.wait(timeout=1)
         except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL of our own child
             logger.warning("an unused bash (pid %d) did not end at SIGKILL", self.proc.pid)
+        if self.together is not None:
+            self.together.close()
+        if self.watcher is not None:
+            self.watcher.close()
         for fd in (self.out_r, self.cwd_r, self.command_w):
             if fd is not None:
                 os.close(fd)
@@ -182,6 +199,7 @@ def start(cwd: Path, env: Mapping[str, str]) -> WarmShell:
             os.close(fd)
     os.set_blocking(out_r, False)
     os.set_blocking(cwd_r, False)
+    watcher = ExitWatcher(proc)
     return WarmShell(
         proc,
         marker.started(proc.pid, forks),
@@ -192,6 +210,8 @@ def start(cwd: Path, env: Mapping[str, str]) -> WarmShell:
         (folder.st_dev, folder.st_ino),
         dict(env),
         {**env, **git},
+        watcher,
+        OutputOrExit.open(out_r, watcher.pidfd),
     )
 
 

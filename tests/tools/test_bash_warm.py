@@ -143,6 +143,23 @@ async def test_the_command_arrives_byte_for_byte(call: Caller, session: CodeSess
     assert (again.text, again.meta["exitCode"]) == (expected.text, expected.meta["exitCode"])
 
 
+@pytest.mark.parametrize("command", ["echo plain", "echo 'h\u00e9llo'", "echo '\x1b[0m' | od -c | head -1"])
+async def test_an_unusable_locale_warns_as_often_as_in_a_bash_started_for_the_call(
+    call: Caller, session: CodeSession, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    # Bash warns at each failed `setlocale`: once at its start, and again after a `LC_ALL=C` assignment ends.
+    monkeypatch.setenv("LC_ALL", "xx_YY.unusable")
+    expected = await call("Bash", {"command": command})  # a bash started for the call
+    assert expected.text.count("cannot change locale") == 1
+    await call.ok("Bash", {"command": "true"})
+    await waiting_pid(session)
+    again = await call("Bash", {"command": command})
+    if command.isascii() and "\x1b" not in command:  # read without the locale switch: the same output
+        assert again.text == expected.text
+    else:  # read under LC_ALL=C, whose end warns once more (as before)
+        assert again.text.count("cannot change locale") == 2
+
+
 async def test_a_read_only_command_gets_no_optional_git_locks_and_another_does_not(
     call: Caller, session: CodeSession, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
