@@ -29,10 +29,14 @@ LIMIT_S = 240
 pytestmark = pytest.mark.serial  # replicas, HAProxy and clients in a time limit: not beside other heavy tests
 
 
-@pytest.fixture(autouse=True)
-def haproxy() -> None:
+def need_haproxy() -> None:
     if shutil.which("haproxy") is None:
         facilities.missing("haproxy", "it is not installed (Debian: apt-get install haproxy)")
+
+
+@pytest.fixture(autouse=True)
+def haproxy() -> None:
+    need_haproxy()
 
 
 def alive(pid: int) -> bool:
