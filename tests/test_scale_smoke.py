@@ -21,8 +21,6 @@ import pytest
 
 from tests import facilities
 
-REPO = Path(__file__).resolve().parent.parent
-
 pytestmark = pytest.mark.serial  # replicas, HAProxy and clients in a time limit: not beside other heavy tests
 
 
