@@ -14,7 +14,9 @@ import http.server
 import json
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -23,6 +25,9 @@ from pathlib import Path
 import pytest
 
 from tests import facilities
+
+REPO = Path(__file__).resolve().parent.parent
+LIMIT_S = 240
 
 pytestmark = pytest.mark.serial  # replicas, HAProxy and clients in a time limit: not beside other heavy tests
 
@@ -53,24 +58,32 @@ def short_tmp() -> Iterator[Path]:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_scale_tiny_run_holds_every_check_and_leaves_nothing(
-    short_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from benchmarks import scale  # here, not at collection: it imports the SDK's client
-
-    argv = ["--replicas", "2", "--clients", "2", "--calls", "20"]
+def test_scale_tiny_run_holds_every_check_and_leaves_nothing(short_tmp: Path) -> None:
+    argv = [sys.executable, "-m", "benchmarks.scale", "--replicas", "2", "--clients", "2", "--calls", "20"]
     # Routing is what is checked: no throughput baseline (two replica starts), clusters shared where a run
-    # allows it (three instead of six), and no sandbox around the replicas' Bash calls (a third of the
-    # calls; the sandbox has its own tests).
+    # allows it (three instead of six), and no sandbox around the replicas' Bash calls (a third of the calls;
+    # the sandbox has its own tests).
     argv += ["--no-baseline", "--reuse-replicas", "--no-sandbox"]
-    # In this process: a driver process imported the SDK's client and the benchmark again (~2 CPU-s). Each
-    # run is bounded by --time-limit, each start and stop by the cluster's own limits; pytest keeps its signal
-    # handlers, and the benchmark's temporary folders go to the short folder.
-    monkeypatch.setattr(scale.lb, "install_stop_handler", lambda: None)
-    monkeypatch.setattr(tempfile, "tempdir", str(short_tmp))
-    code = scale.main([*argv, "--json", "--time-limit", "60"])
-    out, err = capsys.readouterr()
-    assert code == 0, out[-3000:] + err[-3000:]
+    proc = subprocess.Popen(
+        [*argv, "--json", "--time-limit", "60"],
+        cwd=REPO,
+        env={**os.environ, "TMPDIR": str(short_tmp)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=LIMIT_S)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGTERM)  # the script unwinds: its replicas and HAProxy are killed and reaped
+        out, err = proc.communicate(timeout=60)
+        pytest.fail(f"no result within {LIMIT_S} s:\n{err[-3000:]}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, out[-3000:] + err[-3000:]
     report = json.loads(out)
     assert report["problems"] == []
     by_era = {era: [o for o in report["outcomes"] if o["era"] == era] for era in ("2025", "2026")}
