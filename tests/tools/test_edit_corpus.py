@@ -37,7 +37,7 @@ def every_decoy_and_some_of_each_kind(cases: list[dict[str, Any]], every: int = 
     """Every case that must not land, and every `every`-th recoverable case of each kind, its first included.
 
     The decoys are what a wrong landing would show on; 15-20 cases of one recoverable kind differ only in the
-    source line they came from. All 860 cases: ~8.8 CPU-s; these ~300: ~3.
+    source line they came from. All 860 cases: ~8.8 CPU-s; these 299: ~4.
     """
     seen: Counter[str] = Counter()
     kept = []
