@@ -12,6 +12,7 @@ import hashlib
 import importlib.util
 import os
 import secrets
+import shlex
 import signal
 import stat
 import subprocess
@@ -362,12 +363,29 @@ def tiny_wheel(folder: Path) -> Path:
     return wheel
 
 
+PIP_OF_PYTHON3 = """
+import glob, importlib.util, os
+spec = importlib.util.find_spec("pip")
+if spec is not None and spec.origin:
+    print(os.path.dirname(spec.origin))
+else:  # Debian's python3 without python3-pip: the wheel ensurepip would install, which pip runs from as well
+    try:
+        import ensurepip
+        bundled = os.path.join(os.path.dirname(ensurepip.__file__), "_bundled")
+    except ImportError:
+        bundled = ""
+    wheels = glob.glob(os.path.join(bundled, "pip-*.whl")) + glob.glob("/usr/share/python-wheels/pip-*.whl")
+    print(os.path.join(wheels[0], "pip") if wheels else "python3 has no pip")
+"""
+"""Where python3's pip is: its package folder, or a pip wheel (`python pip-*.whl/pip` runs pip)."""
+
+
 def test_a_virtual_environment_with_pip(sandbox: Sandbox, root: Path) -> None:
     # pip installs into a venv made in the sandbox: its folders, links, files and an executable script all go
     # through the supervisor. pip runs from python3's own copy (compiled once) on a local wheel: installing pip
     # itself into the venv (ensurepip, about 3,100 creating calls) cost ~9 CPU-s a backend for the same point.
     wheel = tiny_wheel(root)
-    pip = "\"$(python3 -c 'import os, pip; print(os.path.dirname(pip.__file__))')\""
+    pip = f'"$(python3 -c {shlex.quote(PIP_OF_PYTHON3)})"'
     script = f"python3 -m venv --without-pip .venv && .venv/bin/python {pip} install -q --no-index --no-deps"
     script += f" --no-cache-dir --disable-pip-version-check {wheel.name} && .venv/bin/tiny"
     done = sh(sandbox, root, script, timeout=VENV_TIMEOUT_S)
