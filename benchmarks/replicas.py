@@ -231,11 +231,18 @@ def start_replica(name: str, root: Path, env: dict[str, str] | None = None) -> R
 
 @contextlib.contextmanager
 def cluster(
-    n: int, root: Path, *, balancer: bool = True, sticky: bool = True, env: dict[str, str] | None = None
+    n: int,
+    root: Path,
+    *,
+    balancer: bool = True,
+    sticky: bool = True,
+    env: dict[str, str] | None = None,
+    backends: list[tuple[str, int]] | None = None,
 ) -> Iterator[Cluster]:
     """`n` replicas serving `root`, behind HAProxy unless `balancer` is false (then `url` is the first replica).
 
-    `sticky=False`: HAProxy without its stickiness rules (see `haproxy_config`).
+    `sticky=False`: HAProxy without its stickiness rules (see `haproxy_config`). `backends` (name, port): HAProxy
+    in front of servers already listening there instead of `n` started replicas (a test of the routing alone).
     """
     started: list[Process] = []
     folder = Path(tempfile.mkdtemp(prefix="mcp-scale-lb-"))
@@ -244,10 +251,11 @@ def cluster(
         # The replicas' scratch folders go here, so those of a killed replica go with the folder.
         (folder / "tmp").mkdir()
         env = {**(env or {}), "TMPDIR": str(folder / "tmp")}
-        for i in range(n):
+        for i in range(n if backends is None else 0):
             replica = start_replica(f"r{i + 1}", root, env)
             started.append(replica)
             replicas.append(replica)
+        names = [(r.name, r.port) for r in replicas] if backends is None else backends
         if not balancer:
             yield Cluster(replicas, None, replicas[0].url, None, folder)
             return
@@ -257,14 +265,13 @@ def cluster(
         front = free_port()
         shutil.copytree(TEMPLATE.parent / "errors", folder / "errors")
         config = folder / "haproxy.cfg"
-        names = [(r.name, r.port) for r in replicas]
         text = haproxy_config(TEMPLATE.read_text(), names, front, free_port(), folder, sticky=sticky)
         config.write_text(text, encoding="utf-8")
         lb = _spawn("haproxy", [haproxy, "-db", "-f", str(config)], dict(os.environ), folder)
         started.append(lb)
         threading.Thread(target=_drain, args=(lb,), daemon=True).start()
         running = Cluster(replicas, lb, f"http://127.0.0.1:{front}/mcp", folder / "mcp-lb.sock", folder)
-        _wait_until_up(running)
+        _wait_until_up(running, len(names))
         yield running
     finally:
         for process in reversed(started):
@@ -272,7 +279,7 @@ def cluster(
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _wait_until_up(running: Cluster) -> None:
+def _wait_until_up(running: Cluster, count: int) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     assert running.haproxy is not None
     while True:
@@ -280,7 +287,7 @@ def _wait_until_up(running: Cluster) -> None:
             raise RuntimeError(f"haproxy exited ({running.haproxy.proc.returncode}):\n{running.haproxy.output()}")
         with contextlib.suppress(OSError):
             up = running.servers_up()
-            if len(up) == len(running.replicas) and all(up.values()):
+            if len(up) == count and all(up.values()):
                 return
         if time.monotonic() > deadline:
             raise RuntimeError(f"HAProxy did not see every replica up within {START_TIMEOUT_S} s")

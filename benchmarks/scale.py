@@ -579,10 +579,15 @@ async def main_async(args: argparse.Namespace, workdir: Path) -> tuple[list[Outc
             label = f"{era} control: {args.replicas} replicas + HAProxy without {routing}"
             plan += [(era, label, args.replicas, True, False, True)]
     groups: list[list[tuple[str, str, int, bool, bool, bool]]] = []
-    for entry in plan:  # with --reuse-replicas, the eras' runs that kill nothing share a cluster
-        same = [g for g in groups if args.reuse_replicas and not entry[4] and g[0][2:] == entry[2:]]
+    for entry in plan:  # with --reuse-replicas, runs on like clusters share one; a kill run goes last in it
+        kill = entry[4]
+        same = [
+            g for g in groups if args.reuse_replicas and g[0][2:4] + g[0][5:] == entry[2:4] + entry[5:]
+            and not (kill and any(e[4] for e in g))
+        ]  # fmt: skip
         if same:
             same[0].append(entry)
+            same[0].sort(key=lambda e: e[4])  # stable: the others keep the plan's order before the kill
         else:
             groups.append([entry])
     done: dict[str, tuple[Outcome, list[str]]] = {}
@@ -618,7 +623,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--reuse-replicas",
         action="store_true",
-        help="the eras' runs that kill nothing share their replicas (fewer starts; the second era's are warm)",
+        help="runs on like clusters share their replicas, a run that kills one coming last (fewer starts;"
+        " later runs find them warm)",
     )
     parser.add_argument(
         "--no-sandbox",

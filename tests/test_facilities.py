@@ -46,19 +46,26 @@ def test_ci_requires_only_known_facilities() -> None:
 
 
 def test_a_run_requiring_haproxy_fails_where_it_is_missing(tmp_path: Path) -> None:
-    """The HAProxy smoke test, with haproxy off the PATH: skipped normally, failed when CI requires it."""
+    """The HAProxy smoke test, with haproxy off the PATH, in a pytest run that requires it: an error, not a skip."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    # Not this run's requirement: under .ci/run it names haproxy, and the first run must see none.
     # Nor is it this run's CPU record: its test is counted once, in this one.
-    unset = (facilities.REQUIRE_ENV, cpu_profile.ENV)
-    env = {**{k: v for k, v in os.environ.items() if k not in unset}, "PATH": str(bin_dir)}
+    env = {**{k: v for k, v in os.environ.items() if k != cpu_profile.ENV}, "PATH": str(bin_dir)}
+    env[facilities.REQUIRE_ENV] = "haproxy"
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q", "--override-ini=addopts="]
     argv += ["-p", "anyio", "-p", "no:hypothesispytest"]  # not used there: ~0.5 CPU-s a run
     argv += ["tests/test_scale_smoke.py::test_the_template_is_valid_and_outlasts_the_longest_call"]
-    skipped = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
-    assert skipped.returncode == 0 and "1 skipped" in skipped.stdout, skipped.stdout + skipped.stderr
-    env[facilities.REQUIRE_ENV] = "haproxy"
     failed = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert failed.returncode == 1 and "1 error" in failed.stdout, failed.stdout + failed.stderr  # in its fixture
     assert "haproxy is required here" in failed.stdout
+
+
+def test_without_the_requirement_a_missing_haproxy_skips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same check where no run requires haproxy (the other half of the run above, in this process: a second
+    pytest run cost ~2-4 CPU-s; how a skip in a fixture ends a run is pytest's own)."""
+    from tests.test_scale_smoke import need_haproxy
+
+    monkeypatch.delenv(facilities.REQUIRE_ENV, raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(pytest.skip.Exception, match="haproxy is missing: it is not installed"):
+        need_haproxy()

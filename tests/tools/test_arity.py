@@ -133,7 +133,7 @@ def test_the_statements_shortcut_never_reports_what_a_whole_parse_would_not_on_r
     """A parameter added to module-level defs and an argument to calls, in this package's modules."""
     rng = random.Random(7)
     shortcut = same = 0
-    for path in sorted(PACKAGE.rglob("*.py"))[::3]:
+    for path in sorted(PACKAGE.rglob("*.py"))[::5]:  # every 3rd: ~250 shortcut answers for 5.5 CPU-s; this ~150 for 2.3
         text = path.read_text(encoding="utf-8")
         lines = text.split("\n")
         defs = [i for i, ln in enumerate(lines) if ln.startswith("def ") and ln.endswith(":") and "()" not in ln]

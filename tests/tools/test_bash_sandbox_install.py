@@ -23,9 +23,9 @@ from mcp_codetools.session import CodeSession
 from mcp_codetools.settings.sources import server_install_folders
 from mcp_codetools.tools import default_tools
 from tests.conftest import Caller
-from tests.tools.test_bash_sandbox_kept import YesCaller, backend, root, settings
+from tests.tools.test_bash_sandbox_kept import YesCaller, backend, made_root, root, settings
 
-__all__ = ["backend", "root", "settings"]  # the kept-paths suite's fixtures, one per backend
+__all__ = ["backend", "made_root", "root", "settings"]  # the kept-paths suite's fixtures, one per backend
 
 pytestmark = pytest.mark.anyio
 

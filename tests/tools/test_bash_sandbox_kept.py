@@ -10,6 +10,7 @@ reaches the sandbox, which must hold on its own.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -42,10 +43,19 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.fixture(scope="module")
+def made_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _workspace(tmp_path_factory.mktemp("kept") / "ws")
+
+
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
+def root(tmp_path: Path, made_root: Path) -> Path:
+    """A copy of the module's workspace (a git run a test cost more than the copy)."""
+    return Path(shutil.copytree(made_root, (tmp_path / "ws").resolve(), symlinks=True))
+
+
+def _workspace(workspace: Path) -> Path:
     """A git repository with a `.claude/settings.json`, a `.env`, a `src/` and a file at the top."""
-    workspace = (tmp_path / "ws").resolve()
     workspace.mkdir()
     subprocess.run(["git", "init", "-q", str(workspace)], check=True)
     (workspace / ".claude").mkdir()

@@ -24,6 +24,7 @@ from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import Settings
 from mcp_codetools.tools import default_tools, edit, file_history, multiedit, notebook_edit, write
 from tests.conftest import Caller
+from tests.tools.notebook_here import edits_in_process
 from tests.tools.samples import write_notebook
 
 pytestmark = pytest.mark.anyio
@@ -87,6 +88,16 @@ CASES.append(
     )
 )
 IDS = [case.tool for case in CASES]
+
+
+@pytest.fixture(autouse=True)
+def notebook_edits_here(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """NotebookEdit's change computed in this process (tests/tools/notebook_here.py), but where the commit through
+    the one function is checked: there it goes through the worker process, as does the failed write's retry."""
+    case = getattr(request.node, "callspec", None) and request.node.callspec.params.get("case")
+    if case is not None and case.module is notebook_edit:
+        if request.function is not test_every_writing_tool_commits_through_the_one_function:
+            edits_in_process(monkeypatch)
 
 
 def test_every_tool_that_writes_files_has_a_case() -> None:

@@ -6,7 +6,7 @@ import contextlib
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 
@@ -33,13 +33,29 @@ async def corpus_session(root: Path, mode: Literal["apply", "off"]) -> AsyncIter
         await session.aclose()
 
 
+def every_decoy_and_some_of_each_kind(cases: list[dict[str, Any]], every: int = 4) -> list[dict[str, Any]]:
+    """Every case that must not land, and every `every`-th recoverable case of each kind, its first included.
+
+    The decoys are what a wrong landing would show on; 15-20 cases of one recoverable kind differ only in the
+    source line they came from. All 860 cases: ~8.8 CPU-s; these 299: ~4.
+    """
+    seen: Counter[str] = Counter()
+    kept = []
+    for case in cases:
+        seen[case["kind"]] += 1
+        if case["expect"] != "applied" or seen[case["kind"]] % every == 1:
+            kept.append(case)
+    return kept
+
+
 async def test_the_corpus_lands_every_recoverable_case_and_changes_nothing_else(pipeline: Pipeline, root: Path) -> None:
     cases = load()
+    sample = every_decoy_and_some_of_each_kind(cases)
     outcomes: Counter[tuple[str, str]] = Counter()
     async with corpus_session(root, "apply") as session:
-        for case in cases:
+        for case in sample:
             outcomes[(case["expect"], await run_case_in(pipeline, session, root, case))] += 1
-    assert len(cases) >= 800 and {c["kind"] for c in cases} >= set(RECOVERABLE) | set(RECOVERABLE_MORE)
+    assert len(cases) >= 800 and {c["kind"] for c in sample} >= set(RECOVERABLE) | set(RECOVERABLE_MORE)
     assert outcomes[("applied", "wrong")] == outcomes[("unchanged", "wrong")] == 0, outcomes
     recoverable = sum(n for (expect, _), n in outcomes.items() if expect == "applied")
     assert outcomes[("applied", "applied")] >= 0.95 * recoverable, outcomes

@@ -11,6 +11,7 @@ from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import Settings
 from tests.conftest import Caller
+from tests.tools.notebook_here import edits_in_process
 
 pytestmark = pytest.mark.anyio
 
@@ -102,7 +103,10 @@ def _notebook(path: Path, source: str) -> None:
     path.write_text(json.dumps({"cells": cells, "metadata": meta, "nbformat": 4, "nbformat_minor": 5}, indent=1))
 
 
-async def test_a_notebook_code_cell_is_checked_and_magics_are_not_errors(call: Caller, root: Path) -> None:
+async def test_a_notebook_code_cell_is_checked_and_magics_are_not_errors(
+    call: Caller, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    edits_in_process(monkeypatch)  # the check runs on the server's side of the change: no worker needed for it
     path = root / "n.ipynb"
     _notebook(path, "x = 1\n")
     await call.ok("Read", {"file_path": str(path)})

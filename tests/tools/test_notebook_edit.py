@@ -10,9 +10,19 @@ import pytest
 from nbformat import v4
 
 from tests.conftest import Caller
+from tests.tools.notebook_here import edits_in_process
 from tests.tools.samples import write_notebook
 
 pytestmark = pytest.mark.anyio
+
+THROUGH_THE_WORKER = {"test_replace_clears_outputs_and_execution_count", "test_an_unknown_cell_id_lists_the_ids"}
+"""A change and a refusal through the real worker process; the other tests compute theirs here (notebook_here)."""
+
+
+@pytest.fixture(autouse=True)
+def edits_here(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.function.__name__ not in THROUGH_THE_WORKER:
+        edits_in_process(monkeypatch)
 
 
 def load(path: Path) -> Any:
