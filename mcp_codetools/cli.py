@@ -392,17 +392,17 @@ def _prepare(argv: list[str], sdk: bool = True, records: bool = False) -> int | 
 
 
 def _import_for_serving(sdk: bool, eras_on_use: bool = True) -> None:
-    """The server's modules (`sdk`), else (a start from the snapshot) only what the early calls run."""
+    """The server's modules (`sdk`), else (a start from the snapshot) only what the first early call runs."""
     import mcp_codetools.shell.hardening  # noqa: F401  # `main` runs it next: its import (ctypes) overlaps the probe too
 
     with plugin_scan_skipped():
         if sdk:
             _load_sdk(eras_on_use)
         else:
-            from mcp_codetools.protocol.early_calls import EARLY_TOOLS
+            from mcp_codetools.protocol.early_calls import FIRST_TOOL
             from mcp_codetools.tools import tools_named
 
-            tools_named(EARLY_TOOLS)
+            tools_named([FIRST_TOOL])
 
 
 def _load_sdk(eras_on_use: bool = True) -> None:
@@ -426,11 +426,11 @@ def _serve_early(startup: Startup, early: fast_start.EarlyStart) -> int:
 
     from mcp_codetools.files.paths import Workspace
     from mcp_codetools.pipeline import Pipeline
-    from mcp_codetools.protocol.early_calls import EARLY_TOOLS, serve_early
+    from mcp_codetools.protocol.early_calls import EarlyPipelines, serve_early
     from mcp_codetools.protocol.wire import WireStream
     from mcp_codetools.session import CodeSession
     from mcp_codetools.shell import adoption
-    from mcp_codetools.tools import default_tools, tools_named
+    from mcp_codetools.tools import default_tools
 
     settings = startup.loaded.settings
     try:
@@ -438,10 +438,10 @@ def _serve_early(startup: Startup, early: fast_start.EarlyStart) -> int:
     except ValueError as exc:
         print(f"mcp-codetools: {exc}", file=sys.stderr)
         return 2
-    # The early calls run only these tools, so only their modules are imported before the first result; every
-    # tool's, with the SDK, in the loading thread. Each pipeline's gate knows the rule families of the tools it
-    # runs, which is all a decision about a call of one of them reads (`policy.engine`).
-    early_pipeline = Pipeline(tools_named(EARLY_TOOLS), startup.gate)
+    # The early calls run only Read, Glob and Grep, and only Read's module is imported before the first result
+    # (the others at their first call); every tool's, with the SDK, in the loading thread. Each pipeline's gate
+    # knows the rule families of the tools it runs, which is all a decision about a call of one of them reads.
+    early_pipeline = EarlyPipelines(startup.gate)
     pipelines: list[Pipeline] = []
 
     def load() -> None:

@@ -20,7 +20,7 @@ from mcp_codetools.pipeline import Pipeline
 from mcp_codetools.policy.engine import MODES, CallFacts
 from mcp_codetools.policy.gate import PermissionGate
 from mcp_codetools.policy.loading import load_policy_config
-from mcp_codetools.protocol.early_calls import EARLY_TOOLS
+from mcp_codetools.protocol.early_calls import EARLY_TOOLS, EarlyPipelines
 from mcp_codetools.tools import every_tool, tools_named
 
 TOOLS_LIST_ORDER = [
@@ -90,8 +90,20 @@ def test_the_start_up_of_a_start_from_the_snapshot_imports_only_what_the_early_c
         "import mcp_codetools.session, mcp_codetools.pipeline\n"
     )
     loaded = _loaded_after(code, "--root", str(tmp_path))
-    assert _tool_modules(loaded) == {"mcp_codetools.tools.read", "mcp_codetools.tools.glob", "mcp_codetools.tools.grep"}
+    assert _tool_modules(loaded) == {"mcp_codetools.tools.read"}  # Glob's and Grep's come with their first call
     assert not [m for m in loaded if m in ONLY_FOR_OTHER_TOOLS or m.startswith("mcp_codetools.protocol.server")]
+
+
+def test_the_early_pipelines_build_read_at_once_and_glob_and_grep_at_their_first_call() -> None:
+    code = (
+        "from mcp_codetools.protocol.early_calls import EarlyPipelines\n"
+        "pipelines = EarlyPipelines(None)\n"
+        "assert pipelines.for_tool('Grep') is pipelines.for_tool('Grep')\n"
+        "assert list(pipelines.for_tool('Grep').tools) == ['Grep']\n"
+        "assert list(pipelines.for_tool('Read').tools) == ['Read']\n"
+    )
+    loaded = _loaded_after(code)
+    assert _tool_modules(loaded) == {"mcp_codetools.tools.read", "mcp_codetools.tools.grep"}
 
 
 def test_early_tools_are_judged_alike_by_a_pipeline_of_them_only_and_by_one_of_every_tool(
@@ -113,9 +125,12 @@ def test_early_tools_are_judged_alike_by_a_pipeline_of_them_only_and_by_one_of_e
         early, full = Pipeline(tools_named(EARLY_TOOLS), gate).gate, Pipeline(every_tool(), gate).gate
         assert early is not None and full is not None
         for fact in facts:
-            assert early.policy.decide(fact) == full.policy.decide(fact), (rule, mode, fact)
-            assert early.policy.hides(fact.tool, str(fact.read_paths[0])) == full.policy.hides(
-                fact.tool, str(fact.read_paths[0])
-            )
+            alone = EarlyPipelines(gate).for_tool(fact.tool).gate  # the pipeline of that tool only
+            assert alone is not None
+            for judge in (early, alone):
+                assert judge.policy.decide(fact) == full.policy.decide(fact), (rule, mode, fact)
+                assert judge.policy.hides(fact.tool, str(fact.read_paths[0])) == full.policy.hides(
+                    fact.tool, str(fact.read_paths[0])
+                )
             compared += 1
     assert compared == 3 * len(rules) * len(MODES) * len(facts)

@@ -36,7 +36,7 @@ import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from mcp_codetools.pipeline import Pipeline
-from mcp_codetools.policy.gate import AnswerNeeded, Question
+from mcp_codetools.policy.gate import AnswerNeeded, Asker, PermissionGate, Question
 from mcp_codetools.protocol.call_result import STATE_ARG, call_result
 from mcp_codetools.protocol.fast_start import EarlyStart
 from mcp_codetools.protocol.import_turns import taking_turns
@@ -51,6 +51,8 @@ from mcp_codetools.protocol.wire import (
 )
 from mcp_codetools.session import CodeSession
 from mcp_codetools.settings import Settings
+from mcp_codetools.tools import tools_named
+from mcp_codetools.tools.base import ToolOutput
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +65,41 @@ The import holds the interpreter for ~0.6 s of CPU (pydantic building the SDK's 
 event loop cannot cut into), so a call that comes while it runs waits for its turns; a client that calls
 right after `tools/list` sends within a few milliseconds."""
 
+FIRST_TOOL = "Read"
+"""The early tool built before the first line is served: what a client calls first, nearly always."""
+
 State = Literal["running", "answered", "cancelled", "deferred"]
+
+
+class EarlyPipelines:
+    """A pipeline for each early tool, built at the tool's first call; Read's at once.
+
+    A start from the snapshot then imports only Read's module before its first result: Grep's and Glob's
+    (the search code, rg's lookup: ~5% of the CPU by the first result) come with their first call. Each
+    pipeline's gate knows the rule families of its one tool, which is all a decision about its calls reads
+    (`policy.engine`; `tests/test_tools_loading.py` compares the decisions).
+    """
+
+    def __init__(self, gate: PermissionGate | None) -> None:
+        self._gate = gate
+        self._built: dict[str, Pipeline] = {}
+        self.for_tool(FIRST_TOOL)
+
+    @property
+    def gate(self) -> PermissionGate | None:
+        """The gate as given: its hooks are every pipeline's."""
+        return self._gate
+
+    def for_tool(self, name: str) -> Pipeline:
+        """The pipeline of early tool `name`, built (its module imported) at the first call."""
+        pipeline = self._built.get(name)
+        if pipeline is None:
+            pipeline = self._built[name] = Pipeline(tools_named([name]), self._gate)
+        return pipeline
+
+    async def run(self, session: CodeSession, name: str, arguments: dict[str, Any], *, ask: Asker) -> ToolOutput:
+        """One call of early tool `name`, as `Pipeline.run`."""
+        return await self.for_tool(name).run(session, name, arguments, ask=ask)
 
 
 @dataclass(eq=False)
@@ -116,7 +152,7 @@ class EarlyCalls:
     def __init__(
         self,
         early: EarlyStart,
-        pipeline: Pipeline,
+        pipeline: Pipeline | EarlyPipelines,
         session: CodeSession,
         stream: WireStream,
         idle_start_s: float = SDK_IDLE_START_S,
@@ -337,7 +373,7 @@ class EarlyCalls:
 
 async def serve_early(
     early: EarlyStart,
-    pipeline: Pipeline,
+    pipeline: Pipeline | EarlyPipelines,
     settings: Settings,
     load_sdk: Callable[[], None],
     hand_over: Callable[[CodeSession, WireStream], Awaitable[None]],
