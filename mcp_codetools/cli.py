@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from mcp_codetools import __version__
-from mcp_codetools.protocol import fast_start
+from mcp_codetools.protocol import fast_start, generated_code
 
 if TYPE_CHECKING:  # the settings (pydantic) and the SDK load in `main` (a start from the snapshot: meanwhile)
     from mcp_codetools.policy.gate import PermissionGate
@@ -296,6 +296,15 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     gc.disable()  # until `start_up_done`
     plan = fast_start.plan_for(argv)
+    generated = generated_code.begin(plan.path, plan.key) if plan is not None else None
+    try:
+        return _main(argv, plan, generated)
+    finally:
+        if generated is not None:
+            generated.remove()  # `finish` saved what it compiled once the start-up was done
+
+
+def _main(argv: list[str], plan: fast_start.Plan | None, generated: generated_code.GeneratedCode | None) -> int:
     early = fast_start.begin(plan, lambda: _prepare(argv, sdk=False))
     prepared = early.wait() if early is not None else _prepare(argv, records=plan is not None)
     if isinstance(prepared, int):
@@ -307,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
 
     protect_server(settings)  # after the sandbox probe, before any thread of the server starts
     if early is not None and args.transport == "stdio":
-        return _serve_early(startup, early)
+        return _serve_early(startup, early, generated)
     from mcp_codetools.protocol.server import CodeToolsServer
 
     try:
@@ -323,6 +332,8 @@ def main(argv: list[str] | None = None) -> int:
     from mcp_codetools.shell import adoption
 
     start_up_done()
+    if generated is not None:
+        generated.finish()
     adoption.adopt()  # only where no process table can be read: orphans of commands come back to the server
     try:
         return _serve(app, args, settings, early, recorder)
@@ -420,7 +431,9 @@ def _load_sdk(eras_on_use: bool = True) -> None:
     import mcp_codetools.protocol.stdio  # noqa: F401
 
 
-def _serve_early(startup: Startup, early: fast_start.EarlyStart) -> int:
+def _serve_early(
+    startup: Startup, early: fast_start.EarlyStart, generated: generated_code.GeneratedCode | None = None
+) -> int:
     """A start from the snapshot: Read, Glob and Grep answered while the SDK imports (`protocol/early_calls.py`)."""
     import anyio
 
@@ -448,6 +461,8 @@ def _serve_early(startup: Startup, early: fast_start.EarlyStart) -> int:
         _load_sdk()
         pipelines.append(Pipeline(default_tools(), startup.gate))
         start_up_done()
+        if generated is not None:
+            generated.finish()  # the SDK's classes are in too: a first start with this key uses them
 
     async def hand_over(session: CodeSession, stream: WireStream) -> None:
         from mcp_codetools.protocol.server import CodeToolsServer

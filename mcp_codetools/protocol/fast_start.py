@@ -39,7 +39,8 @@ _KEY_ENV = ("HOME", "XDG_CONFIG_HOME", "PATH")
 """Besides every `MCP_CODETOOLS_*` variable: where the user's config file is, and where programs are found."""
 KEPT_SNAPSHOTS = 16
 """Snapshots kept in the cache folder (each is ~90 KB); older ones are deleted by the next recording."""
-_SNAPSHOT_NAME = re.compile(r"[0-9a-f]{64}\.json")
+_SNAPSHOT_NAME = re.compile(r"[0-9a-f]{64}\.(json|code)")
+"""A snapshot, or the code kept with it (`generated_code.py`)."""
 MAX_CONFIG_BYTES = 1 << 20
 READ_CHUNK = 64 * 1024
 MAX_PARSED_LINE = 1 << 20
@@ -225,13 +226,15 @@ class Plan:
 
 
 def _prune(folder: str, keep: str) -> None:
-    """Keep the newest `KEPT_SNAPSHOTS` snapshots: each version or config edit makes a new key."""
+    """Keep the newest `KEPT_SNAPSHOTS` snapshots, and as many kept codes: each version or config edit makes a key."""
     try:
         found = [e for e in os.scandir(folder) if _SNAPSHOT_NAME.fullmatch(e.name) and e.is_file(follow_symlinks=False)]
-        found.sort(key=lambda e: e.stat(follow_symlinks=False).st_mtime_ns, reverse=True)
-        for entry in found[KEPT_SNAPSHOTS:]:
-            if entry.path != keep:
-                os.unlink(entry.path)
+        for suffix in (".json", ".code"):
+            same = [e for e in found if e.name.endswith(suffix)]
+            same.sort(key=lambda e: e.stat(follow_symlinks=False).st_mtime_ns, reverse=True)
+            for entry in same[KEPT_SNAPSHOTS:]:
+                if entry.path != keep:
+                    os.unlink(entry.path)
     except OSError:
         pass  # another start pruned the same files
 
