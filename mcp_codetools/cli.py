@@ -291,21 +291,29 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line (the server over stdio or HTTP, or `doctor`) and return the exit status.
 
     A stdio start whose inputs match a start snapshot (`protocol/fast_start.py`) answers the handshake
-    from a thread of its own while the start-up below runs; the outcome is the same either way.
+    from a thread of its own while the start-up below runs; the outcome is the same either way. A start
+    with a snapshot plan takes the code `dataclasses` generates compiled from beside the snapshot
+    (`protocol/generated_code.py`).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     gc.disable()  # until `start_up_done`
     plan = fast_start.plan_for(argv)
+    early = fast_start.begin(plan, lambda: _prepare(argv, sdk=False))
+    # After the snapshot's thread is answering: reading the kept code is not on the handshake's way.
     generated = generated_code.begin(plan.path, plan.key) if plan is not None else None
     try:
-        return _main(argv, plan, generated)
+        return _main(argv, plan, early, generated)
     finally:
         if generated is not None:
             generated.remove()  # `finish` saved what it compiled once the start-up was done
 
 
-def _main(argv: list[str], plan: fast_start.Plan | None, generated: generated_code.GeneratedCode | None) -> int:
-    early = fast_start.begin(plan, lambda: _prepare(argv, sdk=False))
+def _main(
+    argv: list[str],
+    plan: fast_start.Plan | None,
+    early: fast_start.EarlyStart | None,
+    generated: generated_code.GeneratedCode | None,
+) -> int:
     prepared = early.wait() if early is not None else _prepare(argv, records=plan is not None)
     if isinstance(prepared, int):
         gc.enable()
@@ -404,6 +412,8 @@ def _prepare(argv: list[str], sdk: bool = True, records: bool = False) -> int | 
 
 def _import_for_serving(sdk: bool, eras_on_use: bool = True) -> None:
     """The server's modules (`sdk`), else (a start from the snapshot) only what the first early call runs."""
+    import anyio._backends._asyncio  # noqa: F401  # `anyio.run` imports it to serve: ~20 ms beside the probe's wait
+
     import mcp_codetools.shell.hardening  # noqa: F401  # `main` runs it next: its import (ctypes) overlaps the probe too
 
     with plugin_scan_skipped():

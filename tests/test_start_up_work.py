@@ -273,6 +273,26 @@ def test_the_start_up_from_the_snapshot_leaves_out_what_only_a_misnamed_rule_nee
     assert done.stdout.splitlines()[-1] == "False"
 
 
+def test_the_start_up_from_the_snapshot_imports_the_event_loop_beside_the_probe(tmp_path: Path) -> None:
+    probe = (
+        "import sys\n"
+        "from mcp_codetools import cli\n"
+        "prepared = cli._prepare(sys.argv[1:], sdk=False)\n"
+        "assert not isinstance(prepared, int), prepared\n"
+        "print('anyio._backends._asyncio' in sys.modules)\n"
+    )
+    environ = os.environ | {"MCP_CODETOOLS_SANDBOX": "0"}
+    done = subprocess.run(
+        [sys.executable, "-c", probe, "--root", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        env=environ,
+    )
+    assert done.stdout.splitlines()[-1] == "True", "anyio's asyncio backend waits for `anyio.run`, after the probe"
+
+
 def test_the_settings_models_annotations_need_no_evaluation_when_they_are_built() -> None:
     from mcp_codetools.settings import LanguageServerEntry, SandboxSettings, Settings
 
