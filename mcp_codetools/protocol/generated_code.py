@@ -47,7 +47,7 @@ class GeneratedCode:
         self.compiled = 0
         """How many texts were compiled here (not in the file)."""
 
-    def exec(self, source: Any, globals: Any = None, locals: Any = None) -> None:
+    def exec(self, source: Any, globals: Any = None, locals: Any = None, **options: Any) -> None:
         """`exec(source, globals, locals)`, a text's compiled code taken from the file where it is there."""
         if globals is None:  # as the builtin: the caller's namespaces (`dataclasses` always passes its own)
             caller = sys._getframe(1)
@@ -60,7 +60,7 @@ class GeneratedCode:
                 self._known[source] = marshal.dumps(code)
                 self.compiled += 1
             source = code
-        exec(source, globals, locals)
+        exec(source, globals, locals, **options)  # `closure=`, should a later `dataclasses` pass one
 
     def install(self) -> None:
         """`dataclasses` uses `self.exec` from now on (until `remove`)."""

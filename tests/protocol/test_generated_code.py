@@ -96,6 +96,8 @@ def test_the_stand_in_runs_text_and_code_as_the_builtin_does(tmp_path: Path) -> 
     assert namespace["f"].__annotations__ == {"a": "int", "return": "None"}
     assert namespace["g"].__annotations__ == {"a": int, "return": None}, "no flag of the stand-in's own module"
     assert namespace["h"] == 3
+    with pytest.raises(TypeError, match="cannot use a closure"):  # the builtin's own check: the option passed on
+        generated.exec("k = 4", namespace, closure=(1,))
 
 
 @pytest.mark.parametrize("kind", ["another key", "writable by others", "corrupt", "a folder"])
