@@ -252,14 +252,14 @@ def test_a_command_other_than_serve_runs_with_the_collector_on(tmp_path: Path, m
         gc.enable()
 
 
-def test_the_start_up_from_the_snapshot_leaves_out_what_only_a_misnamed_rule_needs(tmp_path: Path) -> None:
+def _after_a_prepared_start(tmp_path: Path, question: str) -> str:
+    """What `question` (a line of Python that prints) prints after the start-up from the snapshot's preparation."""
     probe = (
         "import sys\n"
         "from mcp_codetools import cli\n"
         "prepared = cli._prepare(sys.argv[1:], sdk=False)\n"
         "assert not isinstance(prepared, int), prepared\n"
-        "import mcp_codetools.session, mcp_codetools.pipeline\n"
-        "print('difflib' in sys.modules)\n"
+        f"{question}\n"
     )
     environ = os.environ | {"MCP_CODETOOLS_SANDBOX": "0"}
     done = subprocess.run(
@@ -270,27 +270,17 @@ def test_the_start_up_from_the_snapshot_leaves_out_what_only_a_misnamed_rule_nee
         timeout=120,
         env=environ,
     )
-    assert done.stdout.splitlines()[-1] == "False"
+    return done.stdout.splitlines()[-1]
+
+
+def test_the_start_up_from_the_snapshot_leaves_out_what_only_a_misnamed_rule_needs(tmp_path: Path) -> None:
+    question = "import mcp_codetools.session, mcp_codetools.pipeline; print('difflib' in sys.modules)"
+    assert _after_a_prepared_start(tmp_path, question) == "False"
 
 
 def test_the_start_up_from_the_snapshot_imports_the_event_loop_beside_the_probe(tmp_path: Path) -> None:
-    probe = (
-        "import sys\n"
-        "from mcp_codetools import cli\n"
-        "prepared = cli._prepare(sys.argv[1:], sdk=False)\n"
-        "assert not isinstance(prepared, int), prepared\n"
-        "print('anyio._backends._asyncio' in sys.modules)\n"
-    )
-    environ = os.environ | {"MCP_CODETOOLS_SANDBOX": "0"}
-    done = subprocess.run(
-        [sys.executable, "-c", probe, "--root", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-        env=environ,
-    )
-    assert done.stdout.splitlines()[-1] == "True", "anyio's asyncio backend waits for `anyio.run`, after the probe"
+    question = "print('anyio._backends._asyncio' in sys.modules)"
+    assert _after_a_prepared_start(tmp_path, question) == "True", "anyio's asyncio backend waits for anyio.run"
 
 
 def test_the_settings_models_annotations_need_no_evaluation_when_they_are_built() -> None:
