@@ -3,7 +3,7 @@ Raw protocol abuse over real stdio: the installed server process, fed bytes no p
 
 Each malformed line is answered as JSON-RPC 2.0 requires (parse error -32700 with id null, invalid
 request -32600 with the id when one can be read, method not found -32601) or dropped where the spec
-says so (notifications); the server stays responsive throughout, answers a flood of 10,000 pipelined
+says so (notifications); the server stays responsive throughout, answers a flood of 5,000 pipelined
 calls once each, and its memory stays bounded under 10 MB arguments.
 """
 
@@ -430,8 +430,13 @@ async def test_a_line_just_over_the_size_limit_does_not_swallow_the_next_message
     assert [m["error"]["code"] for m in got if "error" in m] == [INVALID_REQUEST], got
 
 
-async def test_a_flood_of_10000_pipelined_calls(peer: Peer, figures: Figures, suite: str) -> None:
-    total = 10_000
+FLOOD = 10_000 if FIGURES.long_mode else 5_000
+"""Pipelined calls in the flood: 5,000 lines (~0.6 MB) still outrun every pipe buffer many times over, and the
+bounds are relative; 10,000 cost the module's server ~7 CPU-s."""
+
+
+async def test_a_flood_of_pipelined_calls(peer: Peer, figures: Figures, suite: str) -> None:
+    total = FLOOD
     await peer.ping()
     fds_before, base = peer.fds(), peer.memory()
     messages: list[dict[str, Any] | bytes] = []
@@ -454,13 +459,13 @@ async def test_a_flood_of_10000_pipelined_calls(peer: Peer, figures: Figures, su
     await peer.ping()
     after, fds_after = peer.memory(), peer.fds()
     figures.count(suite, calls=total, inputs=total)
-    figures.measure("10,000 pipelined calls: time", round(elapsed, 1), "s", f"{total / elapsed:,.0f} calls/s")
+    figures.measure(f"{total:,} pipelined calls: time", round(elapsed, 1), "s", f"{total / elapsed:,.0f} calls/s")
     figures.measure(
-        "10,000 pipelined calls: server RSS before / peak / after",
+        f"{total:,} pipelined calls: server RSS before / peak / after",
         f"{base.rss_kib // 1024} / {after.hwm_kib // 1024} / {after.rss_kib // 1024}",
         "MiB",
     )
-    figures.measure("10,000 pipelined calls: server fds before / after", f"{fds_before} / {fds_after}")
+    figures.measure(f"{total:,} pipelined calls: server fds before / after", f"{fds_before} / {fds_after}")
     assert fds_after == fds_before
     assert after.rss_kib < base.rss_kib * 1.5 + 20 * 1024, f"RSS grew from {base.rss_kib} to {after.rss_kib} KiB"
 
