@@ -1,11 +1,11 @@
-"""The MCP Inspector CLI, a real client from the npm registry, calls a tool over stdio, then lists the tools
-without schema portability problems and calls each tool over streamable HTTP. The Inspector 2.x needs Node
-22.19 or newer (`.ci/node-tools` installs it; older Node is skipped, saying so). Each Inspector run is a new
-process, so a new session: the calls are chosen to stand alone (Edit creates a file; BashOutput and KillShell
-are asked about an unknown id). The listing and the per-tool calls share one HTTP server (a server start
-costs ~1.8 CPU-s, a stdio run starts one per Inspector run, itself ~1.3 CPU-s of Node); its sessions share
-nothing but the files, which no call depends on. The listing is the same bytes on every transport
-(tests/protocol/test_protocol_2026.py), so it is asked once."""
+"""The MCP Inspector CLI, a real client from the npm registry, lists the tools without schema portability
+problems over stdio, then calls each tool over streamable HTTP. The Inspector 2.x needs Node 22.19 or newer
+(`.ci/node-tools` installs it; older Node is skipped, saying so). Each Inspector run is a new process, so a new
+session: the calls are chosen to stand alone (Edit creates a file; BashOutput and KillShell are asked about an
+unknown id). The per-tool calls share one HTTP server (a server start costs ~1.8 CPU-s, and a stdio run starts
+one per Inspector run, itself ~1.3 CPU-s of Node); its sessions share nothing but the files, which no call
+depends on. The listing is the same bytes on every transport (tests/protocol/test_protocol_2026.py), so it is
+asked once."""
 
 from __future__ import annotations
 
@@ -74,17 +74,9 @@ def http_project(tmp_path_factory: pytest.TempPathFactory, compile_cache: Path) 
         yield root, _inspector(root, folder / "inspector.json", config, compile_cache)
 
 
-def test_inspector_calls_a_tool_over_stdio(inspector: Any) -> None:
-    code, payload, text = call(inspector, *CALLS[0][:2])
-    assert (code, payload["isError"]) == (0, False) and CALLS[0][3] in text
-
-
-def test_inspector_lists_the_tools_and_finds_not_even_a_warning_in_the_schemas(
-    http_project: tuple[Path, Any],
-) -> None:
+def test_inspector_lists_the_tools_over_stdio_and_finds_not_even_a_warning_in_the_schemas(inspector: Any) -> None:
     """Without --strict the Inspector prints a one-line count of its findings, warnings too; none means --strict
     (exit 6 on an error-severity finding) has nothing to report either."""
-    _, inspector = http_project
     plain = inspector("--method", "tools/list")
     assert plain.returncode == 0, plain.stderr
     assert [tool["name"] for tool in json.loads(plain.stdout)["tools"]] == TOOL_NAMES
