@@ -57,32 +57,6 @@ def modern_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 # stdio: both eras on one process, in either order
 
 
-async def test_stdio_discover_first_then_initialize_on_the_same_process(root: Path) -> None:
-    """A dual-era client probes with server/discover, a handshake client may still follow: both are served."""
-    f = root / "a.txt"
-    f.write_text("value = 1\n", encoding="utf-8")
-    server = await RawServer.start(root)
-    try:
-        with anyio.fail_after(30):
-            discovered = (await ask(server, "server/discover", {"_meta": ENVELOPE}))["result"]
-            assert MODERN in discovered["supportedVersions"]
-            assert discovered["instructions"].startswith("Code tools") and "tools" in discovered["capabilities"]
-            read = await ask(server, "tools/call", modern_call("Read", {"file_path": str(f)}))
-            assert read["result"]["content"][0]["text"] == "1\tvalue = 1"
-            init = await server.initialize()
-            assert init["result"]["protocolVersion"] == "2025-11-25", init  # was -32022 once the probe had run
-            edit = await ask(
-                server,
-                "tools/call",
-                {"name": "Edit", "arguments": {"file_path": str(f), "old_string": "1", "new_string": "2"}},
-            )
-            assert not edit["result"].get("isError"), edit  # one process, one client: the Read counts
-            again = await ask(server, "tools/call", modern_call("Read", {"file_path": str(f)}))
-            assert again["result"]["content"][0]["text"] == "1\tvalue = 2"
-    finally:
-        assert await server.close() == 0
-
-
 async def test_stdio_initialize_first_then_discover_with_or_without_an_envelope(root: Path) -> None:
     """A half envelope, or one of a version not served, is told what is missing (on this process: a start
     costs ~1.5 CPU-s, and an answered handshake must not hide it)."""
@@ -110,30 +84,51 @@ async def test_stdio_initialize_first_then_discover_with_or_without_an_envelope(
         assert await server.close() == 0
 
 
-# Stable listing
+# Stable listing, on processes that serve both eras
 
 
-async def _listing_lines(root: Path) -> tuple[bytes, bytes]:
+async def _discover_first_then_initialize(root: Path) -> tuple[bytes, bytes]:
+    """A dual-era client probes with server/discover, a handshake client may still follow: both are served.
+    Returns the lines of the listing asked before any other request (2026-07-28) and after initialize."""
+    f = root / "a.txt"
+    f.write_text("value = 1\n", encoding="utf-8")
     server = await RawServer.start(root)
     try:
         assert server.proc.stdout is not None
         with anyio.fail_after(30):
             await server.send(server.request("tools/list", {"_meta": ENVELOPE}))
             modern = await server.proc.stdout.readline()
-            await server.initialize()
+            discovered = (await ask(server, "server/discover", {"_meta": ENVELOPE}))["result"]
+            assert MODERN in discovered["supportedVersions"]
+            assert discovered["instructions"].startswith("Code tools") and "tools" in discovered["capabilities"]
+            read = await ask(server, "tools/call", modern_call("Read", {"file_path": str(f)}))
+            assert read["result"]["content"][0]["text"] == "1\tvalue = 1"
+            init = await server.initialize()
+            assert init["result"]["protocolVersion"] == "2025-11-25", init  # was -32022 once the probe had run
             await server.send(server.request("tools/list"))
             legacy = await server.proc.stdout.readline()
-        return modern, legacy
+            edit = await ask(
+                server,
+                "tools/call",
+                {"name": "Edit", "arguments": {"file_path": str(f), "old_string": "1", "new_string": "2"}},
+            )
+            assert not edit["result"].get("isError"), edit  # one process, one client: the Read counts
+            again = await ask(server, "tools/call", modern_call("Read", {"file_path": str(f)}))
+            assert again["result"]["content"][0]["text"] == "1\tvalue = 2"
     finally:
-        await server.close()
+        assert await server.close() == 0
+    return modern, legacy
 
 
-async def test_tools_list_is_byte_identical_across_processes(root: Path, tmp_path: Path) -> None:
-    """SEP-2567: a listing never varies per connection; here not per process or run (bytes), or era (content)."""
+async def test_stdio_discover_first_then_initialize_and_the_listing_is_byte_identical_across_processes(
+    root: Path, tmp_path: Path
+) -> None:
+    """SEP-2567: a listing never varies per connection; here not per process or run (bytes), or era (content).
+    The same dual-era conversation on two processes with different roots (a start costs ~1.5 CPU-s)."""
     other_root = tmp_path / "elsewhere"
     other_root.mkdir()
-    first = await _listing_lines(root)
-    second = await _listing_lines(other_root.resolve())
+    first = await _discover_first_then_initialize(root)
+    second = await _discover_first_then_initialize(other_root.resolve())
     assert first == second, "two processes listed different bytes"
     modern, legacy = (json.loads(line) for line in first)
     assert modern["result"]["tools"] == legacy["result"]["tools"], (
