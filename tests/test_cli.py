@@ -59,7 +59,8 @@ def test_doctor_checks_the_given_roots_as_the_server_does(tmp_path: Path) -> Non
 
 def test_doctor_runs_the_seed_scenario_through_the_installed_console_script(tmp_path: Path) -> None:
     """Started as `python -m`, doctor still starts the console script clients run (the script's own `doctor`
-    runs in tests/test_doctor.py). One run for both checks: a doctor run costs about 5 CPU-seconds."""
+    runs in tests/test_doctor.py), and prints the dependencies and the facilities it found. One run for these
+    checks: a doctor run costs about 5 CPU-seconds."""
     script = Path(sys.executable).parent / "mcp-codetools"
     if not script.exists():
         pytest.skip("no console script installed beside this Python")
@@ -77,6 +78,9 @@ def test_doctor_runs_the_seed_scenario_through_the_installed_console_script(tmp_
     assert "FAIL" not in done.stdout
     for fragment in ("python", "mcp ", "rg:", "Edit before Read is refused", "file now holds"):
         assert fragment in done.stdout
+    facilities = ("pypdfium2 ", "Pillow ", "regex ", "ruff ", "Facilities", "confined opens", "rg start", "backends")
+    for fragment in facilities:
+        assert fragment in done.stdout, fragment
     # The same file however either side spelled it (a relative start, a symlinked venv).
     shown = next(line for line in done.stdout.splitlines() if line.startswith("Server: "))
     assert os.path.samefile(shown.removeprefix("Server: ").split(" --root")[0], script), shown

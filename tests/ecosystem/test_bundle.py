@@ -52,12 +52,6 @@ def test_manifest_matches_the_project() -> None:
     assert "win32" not in data["compatibility"]["platforms"], "the file tools need POSIX descriptor-relative opens"
 
 
-def test_mcpb_validate_accepts_the_manifest() -> None:
-    result = mcpb_validate(MANIFEST)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "validation passes" in result.stdout
-
-
 def test_mcpb_validate_rejects_a_uv_server_without_mcp_config(tmp_path: Path) -> None:
     """The check is live: the same manifest without its mcp_config is refused."""
     broken = manifest()
@@ -153,6 +147,8 @@ def unpacked_bundle(tmp_path: Path) -> Path:
         env={**env, "MCPB": mcpb},
     )
     assert packed.returncode == 0, packed.stdout + packed.stderr
+    # `mcpb validate` accepts the manifest: pack-bundle.sh runs it first (a Node run of its own costs ~0.7 CPU-s).
+    assert "Manifest schema validation passes" in packed.stdout, packed.stdout + packed.stderr
     unpacked = tmp_path / "unpacked"
     with zipfile.ZipFile(bundle) as archive:
         names = set(archive.namelist())

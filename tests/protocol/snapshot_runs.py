@@ -121,7 +121,7 @@ class Recorded:
     snapshot: Path
     cold: Run
     """The recording start's run: the SDK's answers to `lines`."""
-    lines: list[dict[str, Any]]
+    lines: Sequence[dict[str, Any] | bytes]
     extra: tuple[str, ...] = ()
     """The arguments after `--root` of every start here (a config file's path: it is in the key)."""
 
@@ -143,8 +143,14 @@ class Recorded:
         return copy
 
 
-def record_once(folder: Path, lines: list[dict[str, Any]], extra: tuple[str, ...] = ()) -> Recorded:
-    """A cold start in a new workspace under `folder`, which records its snapshot (see `Recorded`).
+def record_once(
+    folder: Path,
+    lines: Sequence[dict[str, Any] | bytes],
+    extra: tuple[str, ...] = (),
+    files: dict[str, str] | None = None,
+) -> Recorded:
+    """A cold start in a new workspace under `folder`, which records its snapshot (see `Recorded`); `files`: the
+    workspace's files, written before (the cold start is the SDK's: its answers to calls in `lines` are too).
 
     Its input stays open until the snapshot is written: at the end of its input a start waits for its
     recording only `start_snapshot.FINISH_TIMEOUT_S` (5 s), which a loaded machine can outlast, and every test
@@ -152,6 +158,8 @@ def record_once(folder: Path, lines: list[dict[str, Any]], extra: tuple[str, ...
     """
     root = folder / "root"
     root.mkdir()
+    for name, content in (files or {}).items():
+        (root / name).write_text(content, encoding="utf-8")
     out, err = folder / "cold.out", folder / "cold.err"
     with out.open("wb") as stdout, err.open("wb") as stderr:
         proc = subprocess.Popen(
@@ -164,7 +172,9 @@ def record_once(folder: Path, lines: list[dict[str, Any]], extra: tuple[str, ...
         )
         try:
             assert proc.stdin is not None
-            proc.stdin.write(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+            proc.stdin.write(
+                b"".join(line if isinstance(line, bytes) else json.dumps(line).encode() + b"\n" for line in lines)
+            )
             proc.stdin.flush()
             deadline = time.monotonic() + RUN_TIMEOUT_S
             while not snapshots(folder) and proc.poll() is None and time.monotonic() < deadline:

@@ -34,19 +34,22 @@ def _call(request_id: int, name: str, **arguments: Any) -> dict[str, Any]:
     }
 
 
+BLANK_LINES: list[dict[str, Any] | bytes] = [*handshake(VERSION), b"\n", b"  \r\n", _call(3, "Read", file_path="a.txt")]
+
+
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
     """One workspace with its snapshot recorded, shared by the conversations (a start costs ~1.5 CPU-s).
 
     Its config holds every test's rule: each test's files are named by no other test's rule.
+    The recording start is the SDK's (no snapshot yet): it runs the blank-lines conversation, whose SDK answers
+    it gives.
     """
     folder = tmp_path_factory.mktemp("early")
     config = folder / "rules.toml"
     config.write_text('[permissions]\ndeny = ["Read(secret.txt)"]\nask = ["Read(ask.txt)"]\n', encoding="utf-8")
-    workspace = record_once(folder, handshake(VERSION), ("--config", str(config)))
-    for name, content in {"a.txt": "hello\nworld\n", "secret.txt": "hidden\n", "ask.txt": "ask first\n"}.items():
-        (workspace.root / name).write_text(content, encoding="utf-8")
-    return workspace
+    files = {"a.txt": "hello\nworld\n", "secret.txt": "hidden\n", "ask.txt": "ask first\n"}
+    return record_once(folder, BLANK_LINES, ("--config", str(config)), files)
 
 
 def _warm(recorded: Recorded, lines: Sequence[dict[str, Any] | bytes]) -> Run:
@@ -126,8 +129,9 @@ def test_after_a_line_the_early_calls_do_not_take_every_later_call_waits_for_the
 
 
 def test_blank_lines_between_calls_are_skipped_as_the_sdk_skips_them(recorded: Recorded) -> None:
-    lines: list[dict[str, Any] | bytes] = [*handshake(VERSION), b"\n", b"  \r\n", _call(3, "Read", file_path="a.txt")]
-    sdk, warm = _both(recorded, lines)
+    """The SDK's answers are the recording start's (see `recorded`)."""
+    sdk, warm = recorded.cold, _warm(recorded, BLANK_LINES)
+    assert sdk.from_snapshot == 0 and sdk.early == 0 and set(sdk.answers) == {1, 2, 3}, sdk.stderr
     assert warm.early == 1, warm.stderr
     assert untimed(warm.answers) == untimed(sdk.answers)
 

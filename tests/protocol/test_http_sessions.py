@@ -209,37 +209,27 @@ async def test_a_bearer_client_keeps_its_own_session(with_token: HttpServer) -> 
             assert not (await client.call_tool("Bash", {"command": "true"})).is_error
 
 
-async def test_sigterm_with_a_client_connected_ends_its_jobs_and_the_server(root: Path) -> None:
-    """A stop signal with a live session and a listening stream: the server ends, and the session's jobs first."""
-    mark = marker()
+async def test_sigterm_ends_a_long_call_the_jobs_and_the_server_promptly(root: Path) -> None:
+    """A stop signal with a live session, a listening stream, a background job and a foreground command in
+    flight: the command does not hold the stop for its whole timeout (120 s) but is cancelled and killed, the
+    session's jobs end first, and the server ends. One server for both (a start costs about 2 CPU-seconds)."""
+    job_mark, call_mark = marker(), marker()
     with http_server(root) as running:
-        async with httpx2.AsyncClient(timeout=30) as http:
+        async with httpx2.AsyncClient(timeout=60) as http:
             key = await open_raw_session(http, running.url)
-            job = {"command": f"sleep {mark}", "run_in_background": True}
+            job = {"command": f"sleep {job_mark}", "run_in_background": True}
             started = await raw_call(http, running.url, key, "Bash", job)
             assert "backgroundTaskId" in started.text, started.text
             headers = {"accept": "text/event-stream", "mcp-session-id": key, "mcp-protocol-version": "2025-11-25"}
             async with http.stream("GET", running.url, headers=headers) as listening:
                 assert listening.status_code == 200
-                running.proc.terminate()
-                code = await anyio.to_thread.run_sync(running.proc.wait, 20)
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(raw_call, http, running.url, key, "Bash", {"command": f"sleep {call_mark}"})
+                    await wait_for(lambda: bool(processes_with(call_mark)))
+                    running.proc.terminate()
+                    with anyio.fail_after(30):
+                        code = await anyio.to_thread.run_sync(running.proc.wait, 30)
+                    tg.cancel_scope.cancel()
         # uvicorn shuts down, then raises the signal it caught again, so the exit reads as SIGTERM's.
         assert code == -signal.SIGTERM, running.stderr_text()[-2000:]
-        await wait_for(lambda: not processes_with(mark), seconds=5)
-
-
-async def test_sigterm_during_a_long_call_ends_it_and_the_server_promptly(root: Path) -> None:
-    """A foreground command in flight does not hold the stop for its whole timeout: it is cancelled and killed."""
-    mark = marker()
-    with http_server(root) as running:
-        async with httpx2.AsyncClient(timeout=60) as http:
-            key = await open_raw_session(http, running.url)
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(raw_call, http, running.url, key, "Bash", {"command": f"sleep {mark}"})
-                await wait_for(lambda: bool(processes_with(mark)))
-                running.proc.terminate()
-                with anyio.fail_after(30):  # the command's own timeout is 120 s
-                    code = await anyio.to_thread.run_sync(running.proc.wait, 30)
-                tg.cancel_scope.cancel()
-        assert code == -signal.SIGTERM, running.stderr_text()[-2000:]
-        await wait_for(lambda: not processes_with(mark), seconds=5)
+        await wait_for(lambda: not processes_with(job_mark) and not processes_with(call_mark), seconds=5)

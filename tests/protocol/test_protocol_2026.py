@@ -57,32 +57,6 @@ def modern_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 # stdio: both eras on one process, in either order
 
 
-async def test_stdio_discover_first_then_initialize_on_the_same_process(root: Path) -> None:
-    """A dual-era client probes with server/discover, a handshake client may still follow: both are served."""
-    f = root / "a.txt"
-    f.write_text("value = 1\n", encoding="utf-8")
-    server = await RawServer.start(root)
-    try:
-        with anyio.fail_after(30):
-            discovered = (await ask(server, "server/discover", {"_meta": ENVELOPE}))["result"]
-            assert MODERN in discovered["supportedVersions"]
-            assert discovered["instructions"].startswith("Code tools") and "tools" in discovered["capabilities"]
-            read = await ask(server, "tools/call", modern_call("Read", {"file_path": str(f)}))
-            assert read["result"]["content"][0]["text"] == "1\tvalue = 1"
-            init = await server.initialize()
-            assert init["result"]["protocolVersion"] == "2025-11-25", init  # was -32022 once the probe had run
-            edit = await ask(
-                server,
-                "tools/call",
-                {"name": "Edit", "arguments": {"file_path": str(f), "old_string": "1", "new_string": "2"}},
-            )
-            assert not edit["result"].get("isError"), edit  # one process, one client: the Read counts
-            again = await ask(server, "tools/call", modern_call("Read", {"file_path": str(f)}))
-            assert again["result"]["content"][0]["text"] == "1\tvalue = 2"
-    finally:
-        assert await server.close() == 0
-
-
 async def test_stdio_initialize_first_then_discover_with_or_without_an_envelope(root: Path) -> None:
     """A half envelope, or one of a version not served, is told what is missing (on this process: a start
     costs ~1.5 CPU-s, and an answered handshake must not hide it)."""
@@ -110,30 +84,51 @@ async def test_stdio_initialize_first_then_discover_with_or_without_an_envelope(
         assert await server.close() == 0
 
 
-# Stable listing
+# Stable listing, on processes that serve both eras
 
 
-async def _listing_lines(root: Path) -> tuple[bytes, bytes]:
+async def _discover_first_then_initialize(root: Path) -> tuple[bytes, bytes]:
+    """A dual-era client probes with server/discover, a handshake client may still follow: both are served.
+    Returns the lines of the listing asked before any other request (2026-07-28) and after initialize."""
+    f = root / "a.txt"
+    f.write_text("value = 1\n", encoding="utf-8")
     server = await RawServer.start(root)
     try:
         assert server.proc.stdout is not None
         with anyio.fail_after(30):
             await server.send(server.request("tools/list", {"_meta": ENVELOPE}))
             modern = await server.proc.stdout.readline()
-            await server.initialize()
+            discovered = (await ask(server, "server/discover", {"_meta": ENVELOPE}))["result"]
+            assert MODERN in discovered["supportedVersions"]
+            assert discovered["instructions"].startswith("Code tools") and "tools" in discovered["capabilities"]
+            read = await ask(server, "tools/call", modern_call("Read", {"file_path": str(f)}))
+            assert read["result"]["content"][0]["text"] == "1\tvalue = 1"
+            init = await server.initialize()
+            assert init["result"]["protocolVersion"] == "2025-11-25", init  # was -32022 once the probe had run
             await server.send(server.request("tools/list"))
             legacy = await server.proc.stdout.readline()
-        return modern, legacy
+            edit = await ask(
+                server,
+                "tools/call",
+                {"name": "Edit", "arguments": {"file_path": str(f), "old_string": "1", "new_string": "2"}},
+            )
+            assert not edit["result"].get("isError"), edit  # one process, one client: the Read counts
+            again = await ask(server, "tools/call", modern_call("Read", {"file_path": str(f)}))
+            assert again["result"]["content"][0]["text"] == "1\tvalue = 2"
     finally:
-        await server.close()
+        assert await server.close() == 0
+    return modern, legacy
 
 
-async def test_tools_list_is_byte_identical_across_processes(root: Path, tmp_path: Path) -> None:
-    """SEP-2567: a listing never varies per connection; here not per process or run (bytes), or era (content)."""
+async def test_stdio_discover_first_then_initialize_and_the_listing_is_byte_identical_across_processes(
+    root: Path, tmp_path: Path
+) -> None:
+    """SEP-2567: a listing never varies per connection; here not per process or run (bytes), or era (content).
+    The same dual-era conversation on two processes with different roots (a start costs ~1.5 CPU-s)."""
     other_root = tmp_path / "elsewhere"
     other_root.mkdir()
-    first = await _listing_lines(root)
-    second = await _listing_lines(other_root.resolve())
+    first = await _discover_first_then_initialize(root)
+    second = await _discover_first_then_initialize(other_root.resolve())
     assert first == second, "two processes listed different bytes"
     modern, legacy = (json.loads(line) for line in first)
     assert modern["result"]["tools"] == legacy["result"]["tools"], (
@@ -224,9 +219,17 @@ async def test_http_lifetimes_are_stated_in_the_listing(http: HttpServer) -> Non
 
 async def test_http_replica_handles_are_mirrored_into_a_header_and_states_are_capped(root: Path) -> None:
     """With `--replica`, ids name the replica; the SDK client mirrors state_id into `Mcp-Param-State-Id`
-    (its `x-mcp-header`), which a balancer routes by; past `[http] max_states` a new state is refused."""
+    (its `x-mcp-header`), which a balancer routes by; past `[http] max_states` a new state is refused.
+
+    Grep and Glob keep no state, so their schemas declare no state_id and clients route them by nothing: a
+    state_id sent anyway named another replica's state and got a false "replica r9 is down", or named this one's
+    and was honoured (its working directory). It is ignored: the search runs, from the first root. (One server
+    for both: a start costs about 2 CPU-seconds.)"""
     f = root / "a.txt"
     f.write_text("one\n", encoding="utf-8")
+    (root / "sub").mkdir()
+    (root / "top.txt").write_text("needle\n", encoding="utf-8")
+    (root / "sub" / "low.txt").write_text("needle\n", encoding="utf-8")
     sent: list[str | None] = []
 
     async def watch(request: httpx2.Request) -> None:
@@ -244,7 +247,6 @@ async def test_http_replica_handles_are_mirrored_into_a_header_and_states_are_ca
         ):
             listed = {tool.name: tool for tool in (await client.list_tools()).tools}
             assert listed["Edit"].input_schema["properties"]["state_id"]["x-mcp-header"] == "State-Id"
-            assert "state_id" not in listed["Grep"].input_schema["properties"]
             a = Threaded(client)
             await a.call_tool("Read", {"file_path": str(f)})
             assert a.state_id is not None and re.fullmatch(r"st_r7_[0-9a-f]{32}", a.state_id), a.state_id
@@ -260,30 +262,17 @@ async def test_http_replica_handles_are_mirrored_into_a_header_and_states_are_ca
             elsewhere = await other.call_tool("Bash", {"command": "pwd", "state_id": "st_r9_" + "0" * 32})
             assert elsewhere.is_error and details(elsewhere)["handleError"] == "wrong_replica"
             assert "made by replica 'r9'" in first_text(elsewhere)
-    assert f.read_text(encoding="utf-8") == "two\n"
 
-
-async def test_http_searches_ignore_a_state_id_their_schema_does_not_declare(root: Path) -> None:
-    """Grep and Glob keep no state, so their schemas declare no state_id and clients route them by nothing: a
-    state_id sent anyway named another replica's state and got a false "replica r9 is down", or named this one's
-    and was honoured (its working directory). It is ignored: the search runs, from the first root."""
-    (root / "sub").mkdir()
-    (root / "top.txt").write_text("needle\n", encoding="utf-8")
-    (root / "sub" / "low.txt").write_text("needle\n", encoding="utf-8")
-    with http_server(root, "--replica", "r7") as running, anyio.fail_after(60):
-        async with Client(running.url) as raw:
-            client = Threaded(raw)
-            await client.call_tool("Bash", {"command": "cd sub"})
-            assert client.state_id is not None
-            listed = {tool.name: tool for tool in (await raw.list_tools()).tools}
+            await a.call_tool("Bash", {"command": "cd sub"})
             for name, arguments in (("Grep", {"pattern": "needle"}), ("Glob", {"pattern": "**/*.txt"})):
                 assert "state_id" not in listed[name].input_schema["properties"]
-                for state in (client.state_id, "st_r9_" + "0" * 32):
-                    found = await raw.call_tool(name, {**arguments, "state_id": state})
+                for state in (a.state_id, "st_r9_" + "0" * 32):
+                    found = await client.call_tool(name, {**arguments, "state_id": state})
                     assert not found.is_error, (name, state, first_text(found))
                     assert "top.txt" in first_text(found), f"{name} searched the state's cwd: {first_text(found)}"
-            pwd = await client.call_tool("Bash", {"command": "pwd"})
+            pwd = await a.call_tool("Bash", {"command": "pwd"})
             assert first_text(pwd).strip() == str(root / "sub"), "the state itself is kept"
+    assert f.read_text(encoding="utf-8") == "two\n"
 
 
 # Each era over each transport, through the SDK client

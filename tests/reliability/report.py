@@ -264,10 +264,10 @@ def _results_table(results: Counter[tuple[str, str]]) -> list[str]:
 
 _HOW_TO_RUN = """## How to run
 
-- CI (about three minutes on 2 cores): `.venv/bin/python -m pytest tests/reliability`. The 2,500-call soak,
-  a bounded number of fuzz examples, and 10,000 pipelined calls.
-- Long: add `--run-slow` (or set `MCP_CODETOOLS_RELIABILITY_LONG=1`): the 100,000-call soak, twenty times the
-  fuzz examples and more SIGKILL trials.
+- CI (about three minutes on 2 cores): `.venv/bin/python -m pytest tests/reliability`. The 750-call soak,
+  25 fuzz examples a tool, and 5,000 pipelined calls.
+- Long: add `--run-slow` (or set `MCP_CODETOOLS_RELIABILITY_LONG=1`): the 100,000-call soak, 800 fuzz examples
+  a tool, 10,000 pipelined calls and more SIGKILL trials.
 - Running the tests writes no report. `--reliability-report docs/reliability.md` (or
   `MCP_CODETOOLS_RELIABILITY_REPORT=docs/reliability.md`) rewrites this file at the end of a run that
   executed the whole reliability suite (no `-k`, no single file); commit it deliberately.

@@ -3,7 +3,7 @@ Raw protocol abuse over real stdio: the installed server process, fed bytes no p
 
 Each malformed line is answered as JSON-RPC 2.0 requires (parse error -32700 with id null, invalid
 request -32600 with the id when one can be read, method not found -32601) or dropped where the spec
-says so (notifications); the server stays responsive throughout, answers a flood of 10,000 pipelined
+says so (notifications); the server stays responsive throughout, answers a flood of 5,000 pipelined
 calls once each, and its memory stays bounded under 10 MB arguments.
 """
 
@@ -329,7 +329,9 @@ async def test_10_mb_arguments_are_handled_with_bounded_memory(
     """The bound is relative (peak over the warm server's RSS at most 10 times the argument), so 10 MB
     proves what 50 MB did at a fifth of the bytes piped and copied (16.7 -> 4.6 CPU-s): both peak at about
     8 times the argument. A warm-up round with 64 KB arguments loads each call's modules first, so the
-    baseline is the warm server's and the bound need not leave room for them.
+    baseline is the warm server's and the bound need not leave room for them. The other tools' calls include a
+    Read of a 10 MB missing file name (once a test and a server start of its own): an error that does not echo
+    the whole name, under the same bound.
     """
     peer = fresh_peer
     size = 10 * MB
@@ -357,6 +359,7 @@ async def test_10_mb_arguments_are_handled_with_bounded_memory(
             answer = await peer.ask(peer.call(name, args), timeout=120)
             assert "result" in answer, answer
             assert len(result_text(answer)) <= 110_000, f"{name} answered {len(result_text(answer))} characters"
+            assert name != "Read" or answer["result"]["isError"], "a missing file's name is an error"
             calls += 1
 
     await one_round("warm", 64 * 1024)
@@ -380,22 +383,6 @@ async def test_10_mb_arguments_are_handled_with_bounded_memory(
     assert after.hwm_kib - base.rss_kib <= 10 * size // 1024, f"peak {after.hwm_kib // 1024} MiB for 10 MB arguments"
     grown = after.rss_kib - first.rss_kib
     assert grown <= size // 2 // 1024, f"{grown // 1024} MiB more after a second round of 10 MB calls: one is kept"
-
-
-async def test_a_huge_missing_file_name_keeps_memory_bounded(root: Path, figures: Figures, suite: str) -> None:
-    size = 10 * MB
-    peer = await Peer.start(root)
-    try:
-        base = peer.memory()
-        answer = await peer.ask(peer.call("Read", {"file_path": "n" * size}), timeout=120)
-        figures.count(suite, calls=1, inputs=1)
-        ok, peak = _fits(peer, base.rss_kib, size)
-        figures.measure("10 MB missing file name: server peak RSS (VmHWM)", round(peak / 1024), "MiB")
-        assert answer["result"]["isError"]
-        assert ok, f"peak RSS {peak // 1024} MiB from {base.rss_kib // 1024} MiB for a 10 MB file name"
-        assert len(result_text(answer)) <= 110_000, "the error echoes the whole name"
-    finally:
-        await peer.close()
 
 
 async def _send_oversized_line(peer: Peer, extra: int) -> list[dict[str, Any]]:
@@ -443,8 +430,13 @@ async def test_a_line_just_over_the_size_limit_does_not_swallow_the_next_message
     assert [m["error"]["code"] for m in got if "error" in m] == [INVALID_REQUEST], got
 
 
-async def test_a_flood_of_10000_pipelined_calls(peer: Peer, figures: Figures, suite: str) -> None:
-    total = 10_000
+FLOOD = 10_000 if FIGURES.long_mode else 5_000
+"""Pipelined calls in the flood: 5,000 lines (~0.6 MB) still outrun every pipe buffer many times over, and the
+bounds are relative; 10,000 cost the module's server ~7 CPU-s."""
+
+
+async def test_a_flood_of_pipelined_calls(peer: Peer, figures: Figures, suite: str) -> None:
+    total = FLOOD
     await peer.ping()
     fds_before, base = peer.fds(), peer.memory()
     messages: list[dict[str, Any] | bytes] = []
@@ -467,13 +459,13 @@ async def test_a_flood_of_10000_pipelined_calls(peer: Peer, figures: Figures, su
     await peer.ping()
     after, fds_after = peer.memory(), peer.fds()
     figures.count(suite, calls=total, inputs=total)
-    figures.measure("10,000 pipelined calls: time", round(elapsed, 1), "s", f"{total / elapsed:,.0f} calls/s")
+    figures.measure(f"{total:,} pipelined calls: time", round(elapsed, 1), "s", f"{total / elapsed:,.0f} calls/s")
     figures.measure(
-        "10,000 pipelined calls: server RSS before / peak / after",
+        f"{total:,} pipelined calls: server RSS before / peak / after",
         f"{base.rss_kib // 1024} / {after.hwm_kib // 1024} / {after.rss_kib // 1024}",
         "MiB",
     )
-    figures.measure("10,000 pipelined calls: server fds before / after", f"{fds_before} / {fds_after}")
+    figures.measure(f"{total:,} pipelined calls: server fds before / after", f"{fds_before} / {fds_after}")
     assert fds_after == fds_before
     assert after.rss_kib < base.rss_kib * 1.5 + 20 * 1024, f"RSS grew from {base.rss_kib} to {after.rss_kib} KiB"
 
