@@ -45,6 +45,9 @@ def main(argv: list[str]) -> int:
         f"load {load:.1f} -> {os.getloadavg()[0]:.1f}; {summary}"
     )
     print("\n".join(line for line in done.stdout.splitlines() if line.startswith("FAILED")))
+    if done.returncode:  # what failed and why (a random draw may not come again), on stderr
+        failures = done.stdout.partition("= FAILURES =")[2].partition("short test summary info")[0]
+        print(failures or done.stdout[-5000:], file=sys.stderr)
     return done.returncode
 
 
