@@ -103,6 +103,17 @@ class OutputOrExit:
             return
         self._output_from = None
 
+    def watch_also(self, fd: int) -> None:
+        """Wake the wait when `fd` is readable too (reported as the pipe is): a waiting bash's status line."""
+        self._poller.register(fd, select.EPOLLIN)
+
+    def unwatch(self, fd: int) -> None:
+        """Stop watching `fd` (`watch_also`): left in the set, a line nobody reads would wake every wait."""
+        try:
+            self._poller.unregister(fd)
+        except (OSError, ValueError):  # closed meanwhile (the bash was stopped): the set forgot it with the fd
+            pass
+
     def output_ended(self) -> None:
         """The pipe is at end of file: stop watching it (it would report readable for ever)."""
         if self._out_fd is not None and self._output_from is None:

@@ -28,7 +28,7 @@ from mcp_codetools.shell.output_or_exit import OutputOrExit
 from mcp_codetools.shell.reaping import Leftovers, namespace_teardown, stop
 from mcp_codetools.shell.sandbox import Confinement
 from mcp_codetools.shell.spawning import CALL_VAR, Marker, spawn, with_marker
-from mcp_codetools.shell.warm import WarmShell
+from mcp_codetools.shell.warm import READY, WarmShell
 
 DRAIN_S = 0.2
 PROGRESS_INTERVAL_S = 2.0
@@ -301,7 +301,7 @@ async def _supervise_together(
             break
         readable, exited = await together.wait(min(until, next_tick) - now)
         if readable and not eof:
-            eof = _read_ready(out_r, capture)
+            eof = read_ready(out_r, capture)
             if eof:
                 together.output_ended()
         if progress is not None and not exited and time.monotonic() >= next_tick:
@@ -330,7 +330,7 @@ async def _supervise_together(
     return False, leftovers
 
 
-def _read_ready(fd: int, capture: OutputCapture) -> bool:
+def read_ready(fd: int, capture: OutputCapture) -> bool:
     """Read what the pipe holds, at most `READS_PER_WAKE` chunks; True at end of file."""
     for _ in range(READS_PER_WAKE):
         try:
@@ -346,7 +346,7 @@ def _read_ready(fd: int, capture: OutputCapture) -> bool:
 async def _drain(fd: int, capture: OutputCapture) -> bool:
     """Read until end of file for at most `DRAIN_S`; True if it came."""
     with anyio.move_on_after(DRAIN_S):
-        while not _read_ready(fd, capture):
+        while not read_ready(fd, capture):
             await anyio.wait_readable(fd)
         return True
     return False
@@ -386,5 +386,5 @@ def _read_cwd(fd: int) -> str | None:
         raw = os.read(fd, 65536)
     except BlockingIOError:
         return None
-    lines = os.fsdecode(raw).splitlines()
+    lines = [line for line in os.fsdecode(raw).splitlines() if line != READY]  # a waiting bash's first line
     return lines[-1] if lines else None

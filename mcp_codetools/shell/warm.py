@@ -33,6 +33,7 @@ import logging
 import os
 import shlex
 import signal
+import struct
 import subprocess
 import time
 from collections.abc import Callable, Mapping
@@ -66,22 +67,29 @@ IDLE_S = 5.0
 """A bash not taken within this long is stopped: an agent that pauses longer pays one spawn, and an idle
 session keeps no process or pipe of its own (so a check for leftovers after a pause finds none)."""
 
+READY = "r"
+"""The wrapper's first line on the cwd pipe: bash has started, and whatever it printed at its start is in the
+output pipe (a locale it cannot set warns there). Never a cwd, which `pwd -P` prints from `/`."""
+
 _WRAPPER = (
-    "IFS= read -r -u {c} __mcp_h || exit 97; "
+    "builtin printf 'r\\n' >&{fd}; "
+    "while IFS= read -r -u {c} __mcp_h || exit 97; do "
     'if [ "${{__mcp_h:1:1}}" = a ]; then IFS= read -r -N "${{__mcp_h#* }}" -u {c} __mcp_c || exit 97; '
     'else LC_ALL=C IFS= read -r -N "${{__mcp_h#* }}" -u {c} __mcp_c || exit 97; fi; '
+    '[ "${{__mcp_h:2:1}}" = k ] || break; SECONDS=0; eval "$__mcp_c"; builtin printf \'%d\\n\' $? >&{fd}; done; '
     "exec {c}<&-; "
     'if [ "${{__mcp_h:0:1}}" = 1 ]; then export {read_only}; fi; '
     'unset __mcp_h; SECONDS=0; eval "$__mcp_c"\n__mcp_rc=$?\nbuiltin pwd -P >&{fd} 2>/dev/null\nexit $__mcp_rc\n'
 )
-"""Reads a header (`RK N`: R 1 or 0, export a read-only command's git variables or not; K `a` for ASCII, `b` for
-other bytes; N bytes of command), then the command, and never runs a part of one: at a short read or a closed pipe
-it exits 97 before `eval`. Other bytes are read under `LC_ALL=C` (`read -N` counts characters otherwise); ASCII is
-one character a byte in any locale glibc has, so it is read without that switch: two `setlocale` calls (~40-55 µs
-of bash's time before the command, issue 38), and with an unusable locale in the environment a second warning in
-the output that a bash started for the call does not print. `SECONDS` restarts, as it would in a bash started for
-the call, and `eval` stands on the first line, as in spawning.py's wrapper, so `$LINENO` and bash's error messages
-are the same."""
+"""Reads a header (`RKS N`: R 1 or 0, export a read-only command's git variables or not; K `a` for ASCII, `b` for
+other bytes; S `k` for a command that leaves bash as it was (`in_place.py`), after which bash reports its exit
+status on the cwd pipe and waits for the next header, else a space; N bytes of command), then the command, and
+never runs a part of one: at a short read or a closed pipe it exits 97 before `eval`. Other bytes are read under
+`LC_ALL=C` (`read -N` counts characters otherwise); ASCII is one character a byte in any locale glibc has, so it
+is read without that switch: two `setlocale` calls (~40-55 µs of bash's time before the command, issue 38), and
+with an unusable locale in the environment a second warning in the output that a bash started for the call does
+not print. `SECONDS` restarts, as it would in a bash started for the call, and both `eval`s stand on the first
+line, as in spawning.py's wrapper, so `$LINENO` and bash's error messages are the same."""
 
 
 @dataclass(eq=False)
@@ -102,6 +110,8 @@ class WarmShell:
     together: OutputOrExit | None = None
     """Its pidfd and the epoll set of its output and exit, opened at its start (off the call's path, ~50 µs of
     the loop's CPU a call); the call that takes the bash owns and closes them, like the pipes."""
+    quiet: bool | None = None
+    """`quiet_start`, once known."""
 
     def fits(self, cwd: Path, env: Mapping[str, str]) -> bool | None:
         """None when it cannot run this call; else whether the wrapper must export the read-only git variables."""
@@ -119,15 +129,37 @@ class WarmShell:
             return True
         return None
 
-    def send(self, command: str, read_only: bool, *, window: bool = True) -> None:
+    async def quiet_start(self) -> bool:
+        """Whether bash has started and printed nothing at its start (then a command run in place prints all it would).
+
+        A bash that printed at its start (a locale it cannot set) would print that for every command of its own.
+        Waits (at most `SETTLE_S`) while bash is still starting, as a command sent to it would.
+        """
+        if self.quiet is None:
+            with anyio.move_on_after(SETTLE_S):
+                await anyio.wait_readable(self.cwd_r)
+            try:
+                ready = os.read(self.cwd_r, len(READY) + 1) == READY.encode() + b"\n"
+            except BlockingIOError:  # not started in time: the command is run as its last
+                return False
+            self.quiet = ready and _pipe_holds(self.out_r) == 0
+        return self.quiet
+
+    def send(self, command: str, read_only: bool, *, window: bool = True, in_place: bool = False) -> None:
         """Hand bash its command; the pipe is then closed. Raises OSError when bash is gone (it ran nothing).
 
         `window=False` for a command that forks nothing (`forkless`): no scan will need the pid window.
+        `in_place`: bash runs it, reports its status and waits for another command; the pipe stays open.
         """
         data = os.fsencode(command)  # as a spawn encodes its arguments, errors included
         # Without ESC not even a stateful charset (ISO-2022) could read ASCII as other than a character a byte.
         kind = b"a" if data.isascii() and b"\x1b" not in data else b"b"
-        message = b"%d%s %d\n" % (int(read_only), kind, len(data)) + data
+        then = b"k" if in_place else b""
+        message = b"%d%s%s %d\n" % (int(read_only), kind, then, len(data)) + data
+        if in_place:
+            assert self.command_w is not None, "a bash that ran its last command takes no other"
+            _write_all(self.command_w, message)
+            return
         fd, self.command_w = self.command_w, None
         assert fd is not None, "a warm bash is given one command"
         # Bash has forked nothing while it waited, so whatever carries the marker is forked after this point:
@@ -137,9 +169,7 @@ class WarmShell:
         if forks is not None and last is not None and not self.env.get("BASH_ENV"):
             self.marker = dataclasses.replace(self.marker, since=procs.Since(last, forks))
         try:
-            view = memoryview(message)
-            while view:
-                view = view[os.write(fd, view) :]
+            _write_all(fd, message)
         finally:
             os.close(fd)
 
@@ -162,6 +192,23 @@ class WarmShell:
             if fd is not None:
                 os.close(fd)
         self.command_w = None
+
+
+def _pipe_holds(fd: int) -> int | None:
+    """How many bytes wait in a pipe, without reading them; None where it cannot be asked."""
+    try:
+        import fcntl  # POSIX only (asked once a bash)
+        import termios
+
+        return int(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0])
+    except (ImportError, OSError, AttributeError):
+        return None
+
+
+def _write_all(fd: int, message: bytes) -> None:
+    view = memoryview(message)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def start(cwd: Path, env: Mapping[str, str]) -> WarmShell:
@@ -249,6 +296,17 @@ class WarmSlot:
             shell.discard()
             return None
         return shell, read_only
+
+    def give_back(self, shell: WarmShell) -> None:
+        """Put back a bash that ran a command in place (`in_place.run`) and waits for the next one."""
+        if self._closed:  # here, so that `aclose` leaves no process behind
+            shell.discard()
+            return
+        if self._shell is not None:  # another took its place meanwhile
+            self._discard_off_loop(shell)
+            return
+        self._shell = shell
+        self._arm(shell)
 
     def prepare_during(self, cwd: Path, env: Mapping[str, str]) -> None:
         """Start the next bash in `cwd` at the loop's next turn, while this call's command runs.

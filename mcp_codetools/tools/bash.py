@@ -36,7 +36,7 @@ from mcp_codetools.policy.engine import CallFacts, Policy
 from mcp_codetools.policy.sandboxing import SandboxPaths, SandboxPathsUnknown, remove_appeared, sandbox_paths
 from mcp_codetools.session import CodeSession
 from mcp_codetools.shell import capture as capture_limits
-from mcp_codetools.shell import forkless, reaping, running, spawning
+from mcp_codetools.shell import forkless, in_place, reaping, running, spawning
 from mcp_codetools.shell import warm as warm_shells
 from mcp_codetools.shell.background import Job
 from mcp_codetools.shell.capture import OutputCapture
@@ -194,26 +194,42 @@ class BashTool(Tool[BashInput]):
             moved.append(session.jobs.adopt(detached, args.command, log_dir=session.scratch_dir, timeout_ms=timeout_ms))
 
         warm = session.warm_shell if confinement is None and len(args.command) <= WARM_MAX_CHARS else None
+        forks = confinement is not None or not forkless.starts_no_process(args.command, env)
         taken = None
+        here = False
         if warm is not None:
             next_env = base_env  # a bash waits for any command with the environment of one that is not read-only
             await warm.settled()  # a bash still starting for this call (in a thread) is waited for, not doubled
             taken = warm.take(cwd, env)
-            warm.prepare_during(cwd, next_env)  # runs once `run` waits on the command
+            # A builtin that changes nothing is run by the waiting bash itself, which goes on waiting.
+            if (
+                not forks
+                and taken is not None
+                and in_place.changes_nothing(args.command)
+                and in_place.can_run(taken[0])
+            ):
+                here = await _quiet_start(taken[0])
+            if not here:
+                warm.prepare_during(cwd, next_env)  # runs once `run` waits on the command
         try:
-            result = await running.run(
-                args.command,
-                cwd=cwd,
-                env=env,
-                timeout_s=timeout_ms / 1000,
-                capture=capture,
-                progress=report,
-                confinement=confinement,
-                return_after_s=settings.bash_return_after_s,
-                detach=to_background,
-                warm=taken,
-                forks=confinement is not None or not forkless.starts_no_process(args.command, env),
-            )
+            result = None
+            if here and taken is not None:
+                result = await _in_place(warm, taken[0], args.command, capture, timeout_ms / 1000)
+                taken = None  # used, or stopped when it could not take the command (then a bash is started)
+            if result is None:
+                result = await running.run(
+                    args.command,
+                    cwd=cwd,
+                    env=env,
+                    timeout_s=timeout_ms / 1000,
+                    capture=capture,
+                    progress=report,
+                    confinement=confinement,
+                    return_after_s=settings.bash_return_after_s,
+                    detach=to_background,
+                    warm=taken,
+                    forks=forks,
+                )
         except OSError as exc:
             raise _not_started(exc, args.command) from exc
         finally:  # counted even when the call is cancelled: the file stays in the scratch folder
@@ -258,6 +274,32 @@ class BashTool(Tool[BashInput]):
                 meta["staleReadFiles"] = [str(p) for p in changed]
                 notes.append(_stale_note(changed, cwd))
         return _result(analysis.last_command, result, capture, timeout_ms, notes, meta, settings.bash_max_timeout_ms)
+
+
+async def _quiet_start(shell: warm_shells.WarmShell) -> bool:
+    """`shell.quiet_start()`; a call cancelled while it waits stops the bash it took."""
+    try:
+        return await shell.quiet_start()
+    except BaseException:
+        shell.discard()
+        raise
+
+
+async def _in_place(
+    slot: warm_shells.WarmSlot | None,
+    shell: warm_shells.WarmShell,
+    command: str,
+    capture: OutputCapture,
+    timeout_s: float,
+) -> running.RunResult | None:
+    """A builtin run by the waiting bash, which is put back; None if it ran nothing (a bash is then started)."""
+    done = await in_place.run(shell, command, capture=capture, timeout_s=timeout_s)
+    if done is None:
+        return None
+    result, kept = done
+    if kept and slot is not None:
+        slot.give_back(shell)
+    return result
 
 
 def _result(

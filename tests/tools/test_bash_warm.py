@@ -329,7 +329,9 @@ async def held_during_a_command(call: Caller, session: CodeSession, monkeypatch:
     await waiting(session)
     held = HeldStart()
     monkeypatch.setattr(warm, "start", held)
-    await call.ok("Bash", {"command": "true"})  # its next bash starts during it, and is held
+    # `cd .` is run by the waiting bash itself (a builtin with plain words would run in a subshell of it, and
+    # start no bash), so the next bash starts during it, and is held.
+    await call.ok("Bash", {"command": "cd ."})
     return held
 
 

@@ -65,7 +65,8 @@ async def test_the_call_that_takes_a_waiting_bash_opens_no_pidfd_or_epoll_set(
     await call.ok("Bash", {"command": "true"})
     await waiting(session)
     opens = Opens(monkeypatch)
-    assert "hi" in await call.ok("Bash", {"command": "echo hi"})
+    # Not a lone builtin (which the waiting bash would run in place, going on waiting): the bash is used up.
+    assert "hi" in await call.ok("Bash", {"command": "echo hi; cd ."})
     assert opens.outside == [], "the call opened what the waiting bash had opened at its start"
     await waiting(session)
     assert opens.in_start >= 2, "the next bash opened its own at its start"
