@@ -1,4 +1,5 @@
-"""Bash `echo hi`, paired: `python -m benchmarks.bash_pairs [--against REF] [--rounds N] [--block N] [--pause-ms MS]`.
+"""Bash `echo hi`, paired: `python -m benchmarks.bash_pairs [--against REF] [--rounds N] [--block N] [--pause-ms MS]
+[--command CMD]`.
 
 The bash workload times calls through the SDK's client, whose own work per call shares the two cores with
 the server's; on a shared machine the load drifts between its blocks. Here a plain JSON-RPC client (a line
@@ -8,6 +9,9 @@ whatever load comes falls on all of them alike. It prints the p50 of each, the m
 ratios, and each server's CPU per call (every thread, from /proc schedstat; bash's own CPU is not in it).
 `--sandbox` runs both servers with the Bash sandbox on (where bwrap works). `--pause-ms` waits that long
 before each call (untimed), as an agent that thinks between commands: what starts after an answer is ready then.
+`--command` times another command (its output must be `hi`), e.g. `/bin/echo hi`, which runs a program: a lone
+builtin such as `echo hi` is run by the waiting bash itself (`shell/in_place.py`), any other command by a bash of
+its own.
 """
 
 from __future__ import annotations
@@ -61,14 +65,14 @@ class Server:
         answer: dict[str, Any] = json.loads(self.process.stdout.readline())
         return answer
 
-    def echo(self) -> float:
-        """Seconds for one `echo hi` call, request written to answer read."""
+    def echo(self, command: str = "echo hi") -> float:
+        """Seconds for one call of `command` (`echo hi`), request written to answer read."""
         self.next_id += 1
         request = {
             "jsonrpc": "2.0",
             "id": self.next_id,
             "method": "tools/call",
-            "params": {"name": "Bash", "arguments": {"command": "echo hi"}},
+            "params": {"name": "Bash", "arguments": {"command": command}},
         }
         started = time.perf_counter()
         self._send(request)
@@ -99,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--block", type=int, default=10)
     parser.add_argument("--sandbox", action="store_true", help="the Bash sandbox on in both servers")
     parser.add_argument("--pause-ms", type=float, default=0.0, help="an untimed pause before each call")
+    parser.add_argument("--command", default="echo hi", help="the command timed (it prints `hi`)")
     args = parser.parse_args(argv)
     pause = args.pause_ms / 1000
 
@@ -126,17 +131,17 @@ def main(argv: list[str] | None = None) -> int:
             per_round: dict[str, list[float]] = {key: [] for key in times}
             for server in running.values():
                 for _ in range(5):
-                    server.echo()
+                    server.echo(args.command)
             loads = [os.getloadavg()[0]]
             for index in range(args.rounds):
                 order = list(times) if index % 2 == 0 else list(reversed(times))
                 for key in order:
                     if key in running:
                         before = running[key].cpu()
-                        block = [paused(running[key].echo) for _ in range(args.block)]
+                        block = [paused(partial(running[key].echo, args.command)) for _ in range(args.block)]
                         cpu[key] += running[key].cpu() - before
                     else:
-                        shell = [key.split()[0], "-c", "echo hi"]
+                        shell = [key.split()[0], "-c", args.command]
                         block = [paused(partial(_timed, shell)) for _ in range(args.block)]
                     times[key] += block
                     per_round[key].append(median(block))
@@ -147,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     calls = args.rounds * args.block
     paused_note = f", {args.pause_ms:g} ms pause before each" if pause else ""
     load = f"{min(loads):.1f}–{max(loads):.1f} (median {median(loads):.1f})"
-    print(f"{calls} calls each{paused_note}; 1-minute load average {load}")
+    print(f"`{args.command}`, {calls} calls each{paused_note}; 1-minute load average {load}")
     for key, values in times.items():
         line = f"  {key:8s} p50 {percentile(values, 50) * 1000:6.2f} ms"
         if key in cpu:
