@@ -72,7 +72,7 @@ READY = "r"
 output pipe (a locale it cannot set warns there). Never a cwd, which `pwd -P` prints from `/`."""
 
 _WRAPPER = (
-    "builtin printf 'r\\n' >&{fd}; "
+    f"builtin printf '{READY}\\n' >&{{fd}}; "
     "while IFS= read -r -u {c} __mcp_h || exit 97; do "
     'if [ "${{__mcp_h:1:1}}" = a ]; then IFS= read -r -N "${{__mcp_h#* }}" -u {c} __mcp_c || exit 97; '
     'else LC_ALL=C IFS= read -r -N "${{__mcp_h#* }}" -u {c} __mcp_c || exit 97; fi; '

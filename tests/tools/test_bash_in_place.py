@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import select
 import signal
 
@@ -65,6 +66,34 @@ async def test_a_builtin_run_in_place_prints_and_ends_as_in_a_bash_of_its_own(
     out = await call("Bash", {"command": command})
     assert (out.text, out.meta["exitCode"]) == expected
     assert (await waiting(session)).proc.pid == pid, "it was not run in place"
+
+
+def drawn_builtins(count: int, seed: int) -> list[str]:
+    """Lone builtins with plain words (`forkless`), drawn at random; widths stay small (a word is at most 4 chars)."""
+    rng = random.Random(seed)
+    alphabet = "abcXYZ019_./,:@%+=-"
+    commands = []
+    for _ in range(count):
+        name = rng.choice(["echo", "printf", "pwd", "true", "false", ":"])
+        words = ["".join(rng.choices(alphabet, k=rng.randint(1, 4))) for _ in range(rng.randint(0, 4))]
+        if name == "printf" and words and words[0].startswith("-"):
+            words[0] = "%" + words[0]  # `printf -v` is run as the bash's last command (its own test)
+        commands.append(" ".join([name, *words]))
+    return commands
+
+
+async def test_drawn_builtins_print_and_end_as_in_a_bash_of_their_own(
+    call: Caller, session: CodeSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    commands = drawn_builtins(40, seed=38)
+    assert any(command.startswith("printf") for command in commands)
+    expected = [await in_a_bash_of_its_own(call, command, monkeypatch) for command in commands]
+    await call.ok("Bash", {"command": "cd ."})
+    pid = await waiting_pid(session)
+    for command, wanted in zip(commands, expected, strict=True):
+        out = await call("Bash", {"command": command})
+        assert (out.text, out.meta["exitCode"]) == wanted, command
+    assert (await waiting(session)).proc.pid == pid, "they were not run in place"
 
 
 async def test_output_larger_than_the_pipe_is_read_whole(call: Caller, session: CodeSession) -> None:
