@@ -8,6 +8,7 @@ import select
 import signal
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from mcp_codetools.session import CodeSession
@@ -94,6 +95,45 @@ async def test_drawn_builtins_print_and_end_as_in_a_bash_of_their_own(
         out = await call("Bash", {"command": command})
         assert (out.text, out.meta["exitCode"]) == wanted, command
     assert (await waiting(session)).proc.pid == pid, "they were not run in place"
+
+
+async def test_builtins_called_side_by_side_each_get_their_own_answer(call: Caller, session: CodeSession) -> None:
+    await call.ok("Bash", {"command": "cd ."})
+    await waiting(session)
+    answers: dict[int, str] = {}
+
+    async def one(index: int) -> None:
+        answers[index] = await call.ok("Bash", {"command": f"echo call-{index}"})
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            for index in range(6):  # read-only: run side by side, one in the waiting bash, the rest in their own
+                tg.start_soon(one, index)
+    assert answers == {index: f"call-{index}" for index in range(6)}
+    await waiting(session)  # one bash waits for the next command; the fixture checks that nothing else is left
+
+
+async def test_a_session_that_ends_during_a_builtin_keeps_no_bash(call: Caller, session: CodeSession) -> None:
+    await call.ok("Bash", {"command": "cd ."})
+    shell = await waiting(session)
+    await call.ok("Bash", {"command": "echo started"})
+    os.kill(shell.proc.pid, signal.SIGSTOP)  # holds the builtin until the session has ended
+    answers: list[str] = []
+
+    async def builtin() -> None:
+        answers.append(await call.ok("Bash", {"command": "echo hi"}))
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(builtin)
+            while session.warm_shell._shell is not None:  # until the call has taken the bash
+                await anyio.lowlevel.checkpoint()
+            session.warm_shell.close()
+            os.kill(shell.proc.pid, signal.SIGCONT)
+    assert answers == ["hi"]
+    with pytest.raises(ProcessLookupError):  # not put back in a closed slot: stopped and reaped
+        os.kill(shell.proc.pid, 0)
+    assert session.warm_shell._shell is None
 
 
 async def test_output_larger_than_the_pipe_is_read_whole(call: Caller, session: CodeSession) -> None:
